@@ -1,0 +1,60 @@
+/**
+ * @file giouring/dma_map.h
+ * @brief Registered DMA regions: how a target turns bus addresses into pointers it can use.
+ *
+ * A software target (and the walkers that read SGL segments and PRP lists) sees only bus
+ * addresses in commands. A region table says which bus ranges were registered and where each
+ * one lives for the code that serves them (host virtual address or device pointer). An address
+ * outside every region is refused: no data moves there.
+ */
+#ifndef GIOURING_DMA_MAP_H
+#define GIOURING_DMA_MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+GIO_EXTERN_C_BEGIN
+
+/** @brief One registered range of bus addresses. */
+struct gio_dma_region {
+	uint64_t addr; /**< First bus address. */
+	uint64_t len;  /**< Length in bytes. */
+	void *ptr;     /**< Where the serving code reaches `addr` (host or device pointer). */
+};
+
+/** @brief A table of registered regions (not owned; the regions must not overlap). */
+struct gio_dma_map {
+	const struct gio_dma_region *regions; /**< The regions. */
+	uint32_t count;                       /**< How many. */
+};
+
+/**
+ * @brief Pointer to a bus range that lies wholly inside one registered region.
+ * @param map   the region table.
+ * @param addr  first bus address of the range.
+ * @param len   its length in bytes; 0 is treated as 1 (the address itself must be registered).
+ * @return the pointer corresponding to @p addr, or NULL when the range wraps or is not wholly
+ *         inside a single region.
+ *
+ * Pure; any thread, host or device. Linear in the number of regions.
+ */
+GIO_HD void *gio_dma_map_find(const struct gio_dma_map *map, uint64_t addr, uint64_t len)
+{
+	uint32_t i;
+	if (len == 0)
+		len = 1;
+	if (addr + len < addr)
+		return NULL;
+	for (i = 0; i < map->count; i++) {
+		const struct gio_dma_region *r = &map->regions[i];
+		if (addr >= r->addr && addr - r->addr <= r->len && len <= r->len - (addr - r->addr))
+			return (char *)r->ptr + (addr - r->addr);
+	}
+	return NULL;
+}
+
+GIO_EXTERN_C_END
+
+#endif /* GIOURING_DMA_MAP_H */

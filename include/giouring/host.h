@@ -1,0 +1,33 @@
+/**
+ * @file giouring/host.h
+ * @brief The host init library (`giouring::host`): what is linked rather than inlined.
+ *
+ * For now it answers which library version was linked; queue set-up, targets and DMA
+ * registration arrive with later releases (see README.md, "Status").
+ */
+#ifndef GIOURING_HOST_H
+#define GIOURING_HOST_H
+
+#include "config.h"
+
+GIO_EXTERN_C_BEGIN
+
+/**
+ * @brief Version of the linked host library, to compare with the headers' GIO_VERSION.
+ * @return major * 10000 + minor * 100 + patch.
+ *
+ * Any host thread; no side effects.
+ */
+int gio_version(void);
+
+/**
+ * @brief Version of the linked host library as text.
+ * @return a static string such as "0.1.0"; never NULL.
+ *
+ * Any host thread; no side effects.
+ */
+const char *gio_version_string(void);
+
+GIO_EXTERN_C_END
+
+#endif /* GIOURING_HOST_H */

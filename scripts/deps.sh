@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages giouring's build and tests need, and only
+# those that are missing: with everything present it runs no apt command.
+# Also reports whether nvcc (CUDA) is reachable; without it the build runs
+# with -DGIOURING_CUDA=OFF.
+#
+# Extra packages: GIO_EXTRA_PACKAGES="qemu-system-x86 ..." bash scripts/deps.sh
+set -euo pipefail
+
+packages=(
+  cmake
+  ninja-build
+  g++
+  pkg-config
+  catch2
+  libnvme-dev
+  liburing-dev
+  doxygen
+  clang
+)
+# Room for later needs (QEMU conformance tests, ...).
+extra_packages=()
+if [[ -n "${GIO_EXTRA_PACKAGES:-}" ]]; then
+  read -r -a env_extra <<<"$GIO_EXTRA_PACKAGES"
+  extra_packages+=("${env_extra[@]}")
+fi
+
+log() { printf 'deps: %s\n' "$*" >&2; }
+
+installed() {
+  [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
+}
+
+# libFuzzer ships in libclang-rt-<N>-dev, N = clang's major version.
+clang_rt_package() {
+  local major=""
+  if command -v clang >/dev/null 2>&1; then
+    major=$(clang -dumpversion 2>/dev/null | cut -d. -f1)
+  elif command -v apt-cache >/dev/null 2>&1; then
+    major=$(apt-cache depends clang 2>/dev/null |
+            sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+  fi
+  echo "libclang-rt-${major:-14}-dev"
+}
+
+missing_packages() {
+  local p
+  for p in "${packages[@]}" "$(clang_rt_package)" ${extra_packages[@]+"${extra_packages[@]}"}; do
+    installed "$p" || printf '%s\n' "$p"
+  done
+}
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  log "dpkg-query not found: not a Debian system; install by hand: ${packages[*]} $(clang_rt_package) ${extra_packages[*]:-}"
+  exit 1
+fi
+
+mapfile -t missing < <(missing_packages)
+
+if ((${#missing[@]} > 0)); then
+  log "missing: ${missing[*]}"
+  sudo_cmd=()
+  if [[ "$(id -u)" != 0 ]]; then
+    if command -v sudo >/dev/null 2>&1; then
+      sudo_cmd=(sudo)
+    else
+      log "error: cannot install ${missing[*]}: not root and no sudo."
+      log "install them as root: apt-get install -y --no-install-recommends ${missing[*]}"
+      exit 1
+    fi
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    log "error: cannot install ${missing[*]}: apt-get not found"
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ! "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update; then
+    log "error: apt-get update failed; could not install ${missing[*]}"
+    exit 1
+  fi
+  # With fresh package lists apt-cache can name clang's libclang-rt version.
+  mapfile -t missing < <(missing_packages)
+  if ! "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive \
+       apt-get install -y --no-install-recommends "${missing[@]}"; then
+    log "error: apt-get install failed for: ${missing[*]}"
+    exit 1
+  fi
+  # clang just installed may want another libclang-rt version than guessed.
+  mapfile -t missing < <(missing_packages)
+  if ((${#missing[@]} > 0)); then
+    log "installing ${missing[*]}"
+    "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y --no-install-recommends "${missing[@]}" ||
+      { log "error: apt-get install failed for: ${missing[*]}"; exit 1; }
+  fi
+else
+  log "all packages present"
+fi
+
+if command -v nvcc >/dev/null 2>&1; then
+  log "nvcc: $(command -v nvcc)"
+elif [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  log "nvcc: /usr/local/cuda/bin/nvcc (not on PATH; scripts/test.sh adds it)"
+else
+  log "notice: nvcc not found (PATH, /usr/local/cuda/bin): CUDA is disabled;"
+  log "        the build uses -DGIOURING_CUDA=OFF (host library and C tests only)"
+fi
