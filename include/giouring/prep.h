@@ -57,8 +57,8 @@ GIO_HD void gio_prep_cmd(struct gio_sqe *sqe, uint8_t opc, uint32_t nsid)
  * @param nsid     namespace identifier, 1 to 0xfffffffe.
  * @param slba     first logical block.
  * @param nblocks  number of logical blocks, 1 to GIO_RW_MAX_BLOCKS.
- * @return 0, or `-EINVAL` when @p nsid or @p nblocks is out of range or `slba + nblocks`
- *         wraps; the entry is then left untouched.
+ * @return 0, or `-EINVAL` when @p nsid or @p nblocks is out of range or the last block
+ *         `slba + nblocks - 1` wraps past 2^64 - 1; the entry is then left untouched.
  *
  * Pure; any thread, host or device. Whether the range lies inside the namespace is the
  * controller's check (LBA Out of Range).
@@ -67,7 +67,7 @@ GIO_HD int gio_prep_rw(struct gio_sqe *sqe, uint8_t opc, uint32_t nsid, uint64_t
 		       uint32_t nblocks)
 {
 	if (nsid == 0 || nsid == 0xffffffffu || nblocks == 0 || nblocks > GIO_RW_MAX_BLOCKS ||
-	    slba + nblocks < slba)
+	    slba + (nblocks - 1u) < slba)
 		return -EINVAL;
 	gio_prep_cmd(sqe, opc, nsid);
 	sqe->cdw10 = (uint32_t)slba;
