@@ -1,4 +1,5 @@
-# ctest fuzz.<target>: copies the seed corpus tests/fuzz/corpus/<target>/ into
+# ctest fuzz.<target>: copies the seed corpus tests/fuzz/corpus/<target>/ (and the
+# regression inputs in tests/fuzz/regressions/<target>/) into
 # the build tree (libFuzzer adds inputs to it; the source tree stays clean) and
 # runs the fuzzer for GIO_SECONDS. A crash, leak, timeout or sanitizer report
 # makes libFuzzer exit non-zero, which fails the test; the reproducer is left
@@ -25,6 +26,12 @@ if(IS_DIRECTORY ${GIO_CORPUS_SRC})
   file(COPY ${GIO_CORPUS_SRC}/ DESTINATION ${corpus})
 else()
   message(STATUS "no seed corpus at ${GIO_CORPUS_SRC}; starting empty")
+endif()
+# Inputs that once found a bug (tests/fuzz/regressions/<target>/) run first, every time.
+get_filename_component(target_name ${GIO_CORPUS_SRC} NAME)
+get_filename_component(fuzz_dir ${GIO_CORPUS_SRC}/../.. ABSOLUTE)
+if(IS_DIRECTORY ${fuzz_dir}/regressions/${target_name})
+  file(COPY ${fuzz_dir}/regressions/${target_name}/ DESTINATION ${corpus})
 endif()
 
 set(ENV{UBSAN_OPTIONS} "print_stacktrace=1:halt_on_error=1")

@@ -229,3 +229,41 @@ TEST_CASE("PRP walker refuses offsets where the specification forbids them", "[p
 	gio_sqe_set_psdt(&sqe, GIO_PSDT_SGL_MPTR);
 	CHECK(gio_prp_walk(&sqe, 4096, &caps, &map, &out) == (GIO_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_FIELD) | GIO_SF_DNR));
 }
+
+TEST_CASE("ranges in the top pages of the address space", "[prp]")
+{
+	// Regressions (fuzz_dptr_roundtrip/prp-build-top-page-hang, prp-build-top-pages-overflow and
+	// fuzz_prp_walk/wrap-merge-top-page): the page step wrapped to 0 past 2^64, so the builder
+	// looped or wrote past the list, and the walker merged pages across 2^64.
+	auto caps = prp_caps();
+	std::vector<gio_range> one{{0xfffffffffffff000ull, 4}};
+	auto b1 = build(one, caps);
+	REQUIRE(b1.rc == 0);
+	CHECK(b1.sqe.dptr.prp.prp1 == 0xfffffffffffff000ull);
+	std::vector<gio_range> three{{0xffffffffffffd000ull, 0x2fff}};
+	auto b3 = build(three, caps, 1);
+	REQUIRE(b3.rc == 4096);
+	CHECK(b3.list[0] == 0xffffffffffffe000ull);
+	CHECK(b3.list[1] == 0xfffffffffffff000ull);
+	CHECK(b3.list[2] == 0); // nothing written past the two entries
+	check_same(walk(b3, caps, 0x2fff), three);
+
+	gio_sqe sqe{};
+	gio_prep_read(&sqe, 1, 0, 2);
+	sqe.dptr.prp.prp1 = 0xfffffffffffff000ull;
+	sqe.dptr.prp.prp2 = 0;
+	gio_xfer_seg segs[4];
+	gio_xfer_list out{segs, 4, 0};
+	gio_dma_map none{nullptr, 0};
+	REQUIRE(gio_prp_walk(&sqe, 8192, &caps, &none, &out) == 0);
+	CHECK(out.n == 2); // the page at 0 does not merge with the page below 2^64
+}
+
+TEST_CASE("contiguous ranges longer than 4 GiB together are one PRP run", "[prp]")
+{
+	auto caps = prp_caps();
+	std::vector<gio_range> r{{0x100000800ull, 0xfffff800u}, {0x200000000ull, 0xfffff800u}, {0x2fffff800ull, 0x800}};
+	gio_prp_sizes plan{};
+	REQUIRE(gio_prp_plan(r.data(), 3, &caps, &plan) == 0);
+	CHECK(plan.npages == 0x200000);
+}

@@ -247,3 +247,37 @@ TEST_CASE("a P2P table entry is one unchecked Data Block", "[sgl]")
 	CHECK(sqe.dptr.sgl.id == 0);
 	CHECK(sqe.cdw10 == 64);
 }
+
+TEST_CASE("builder and walker share the default chain bound", "[sgl]")
+{
+	// Found by review of the fuzzers: max_segments 0 meant "no limit" to the builder but 1024
+	// segments to the walker, so a built SGL could be refused by the walker.
+	auto caps = sgl_caps();
+	caps.seg_max_descs = 2; // one data descriptor per segment, two in the last: segments = ranges - 1
+	std::vector<gio_range> r;
+	for (uint32_t i = 0; i < GIO_SGL_DEFAULT_MAX_SEGMENTS + 2; i++)
+		r.push_back({0x1000000ull + 0x2000ull * i, 16});
+	gio_sgl_sizes plan{};
+	CHECK(gio_sgl_plan(r.data(), (uint32_t)r.size(), &caps, &plan) == -E2BIG);
+	r.pop_back();
+	REQUIRE(gio_sgl_plan(r.data(), (uint32_t)r.size(), &caps, &plan) == 0);
+	CHECK(plan.nsegments == GIO_SGL_DEFAULT_MAX_SEGMENTS);
+	auto b = build(r, caps, 2 * GIO_SGL_DEFAULT_MAX_SEGMENTS);
+	REQUIRE(b.rc == (int)plan.seg_bytes);
+	check_same(walk(b, caps, 16ull * r.size()), r);
+}
+
+TEST_CASE("coalescing never builds a descriptor longer than 32 bits", "[sgl]")
+{
+	// Regression (fuzz_dptr_roundtrip/sgl-coalesce-over-4g): three adjacent ranges whose pairs fit
+	// 32 bits but whose sum does not were coalesced pairwise into one truncated Data Block.
+	auto caps = sgl_caps();
+	std::vector<gio_range> r{{0x100000000ull, 0x7ffff000}, {0x17ffff000ull, 0x7ffff000}, {0x1fffff000ull, 0x7ffff000}};
+	gio_sgl_sizes plan{};
+	REQUIRE(gio_sgl_plan(r.data(), 3, &caps, &plan) == 0);
+	CHECK(plan.ndata == 2);
+	auto b = build(r, caps);
+	REQUIRE(b.rc == 32);
+	CHECK(b.seg[0].len == 0xffffe000u);
+	CHECK(b.seg[1].len == 0x7ffff000u);
+}

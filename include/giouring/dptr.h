@@ -24,18 +24,23 @@ struct gio_range {
 	uint32_t len;  /**< Length in bytes, at least 1. */
 };
 
+/** @brief SGL segments a chain may have when gio_dptr_caps::max_segments is 0. Builders and
+ *  walkers apply the same bound, so whatever a builder accepts a walker accepts. */
+#define GIO_SGL_DEFAULT_MAX_SEGMENTS 1024u
+
 /** @brief Data pointer rules of one controller (or software target). */
 struct gio_dptr_caps {
 	uint32_t sgls;           /**< Identify Controller SGLS (GIO_SGLS_*); 0 when SGLs are unsupported. */
 	uint32_t page_bytes;     /**< Memory page size in use (CC.MPS): PRP page, a power of two >= 4096. */
 	uint64_t max_xfer_bytes; /**< Largest transfer (from MDTS); 0 means no limit. */
 	uint32_t seg_max_descs;  /**< Most descriptors in one SGL segment; 0 means no limit. */
-	uint32_t max_segments;   /**< Most SGL segments in one chain; 0 means no limit. */
+	uint32_t max_segments;   /**< Most SGL segments in one chain; 0 means GIO_SGL_DEFAULT_MAX_SEGMENTS. */
 };
 
 /**
  * @brief Fills a gio_dptr_caps from a controller's registers and Identify Controller data.
- * @param caps  receives the rules; segment limits are set to 0 (no limit), change them after.
+ * @param caps  receives the rules; segment limits are set to 0 (no per-segment limit, the default
+ *              chain bound), change them after.
  * @param cap   the CAP register (for MPSMIN, the unit of MDTS).
  * @param cc    the CC register as enabled (for MPS, the PRP page size).
  * @param id    Identify Controller data (MDTS, SGLS).
@@ -74,6 +79,18 @@ GIO_HD int gio_dptr_caps_init(struct gio_dptr_caps *caps, uint64_t cap, uint32_t
 GIO_HD uint32_t gio_dptr_sgl_support(const struct gio_dptr_caps *caps)
 {
 	return GIO_GET(caps->sgls, SGLS_SUPPORT);
+}
+
+/**
+ * @brief Most SGL segments a chain may have under a caps record.
+ * @param caps  the rules.
+ * @return gio_dptr_caps::max_segments, or GIO_SGL_DEFAULT_MAX_SEGMENTS when that is 0.
+ *
+ * Pure; any thread, host or device.
+ */
+GIO_HD uint32_t gio_dptr_max_segments(const struct gio_dptr_caps *caps)
+{
+	return caps->max_segments ? caps->max_segments : GIO_SGL_DEFAULT_MAX_SEGMENTS;
 }
 
 /**

@@ -68,7 +68,7 @@ GIO_HD uint64_t gio_prp_list_pages(uint64_t npages, uint32_t page_bytes)
  *     a page boundary, or an earlier one does not end on one (PRPs cannot express the gap);
  *   - `-E2BIG`: the total exceeds gio_dptr_caps::max_xfer_bytes.
  *
- * Pure; any thread, host or device. Adjacent ranges are coalesced with gio_range_adjacent().
+ * Pure; any thread, host or device. Contiguous ranges are treated as one.
  */
 GIO_HD int gio_prp_plan(const struct gio_range *ranges, uint32_t n, const struct gio_dptr_caps *caps,
 			struct gio_prp_sizes *plan)
@@ -83,7 +83,7 @@ GIO_HD int gio_prp_plan(const struct gio_range *ranges, uint32_t n, const struct
 		const struct gio_range *r = &ranges[i];
 		if (r->len == 0 || r->addr + r->len < r->addr)
 			return -EINVAL;
-		if (i > 0 && gio_range_adjacent(&ranges[i - 1], r)) {
+		if (i > 0 && seg_end == r->addr) { /* contiguous: PRPs need no 32-bit length limit */
 			seg_end += r->len;
 		} else {
 			if (i == 0) {
@@ -151,10 +151,14 @@ GIO_HD int gio_prp_build(struct gio_sqe *sqe, const struct gio_range *ranges, ui
 	/* Walk the pages in order; page e = 0 goes to PRP1, the others to PRP2 or the list. */
 	for (i = 0; i < n; i++) {
 		uint64_t a = ranges[i].addr;
-		const uint64_t end = a + ranges[i].len;
-		if (e > 0) /* after PRP1, entries are page addresses; adjacent ranges may continue a page */
-			a = (a & mask) ? (a & ~mask) + pg : a;
-		for (; a < end; a = (a & ~mask) + pg, e++) {
+		/* The page of the range's last byte (a + len itself may be 2^64). */
+		const uint64_t last = (a + (ranges[i].len - 1)) & ~mask;
+		if (e > 0 && (a & mask)) { /* a contiguous range continuing the page already listed */
+			if ((a & ~mask) == last)
+				continue;
+			a = (a & ~mask) + pg;
+		}
+		for (;; a = (a & ~mask) + pg) {
 			if (e == 0) {
 				sqe->dptr.prp.prp1 = a;
 			} else if (plan.list_pages == 0) {
@@ -168,6 +172,9 @@ GIO_HD int gio_prp_build(struct gio_sqe *sqe, const struct gio_range *ranges, ui
 				list[list_page * per_page + slot] = a;
 				slot++;
 			}
+			e++;
+			if ((a & ~mask) == last)
+				break;
 		}
 	}
 	sqe->dptr.prp.prp2 = plan.list_pages ? list_addr : prp2;

@@ -82,7 +82,7 @@ GIO_HD void gio_sqe_set_sgl_data(struct gio_sqe *sqe, uint64_t addr, uint32_t le
  *     value 2) an address or length is not a multiple of 4, or chaining is needed while
  *     gio_dptr_caps::seg_max_descs is 1;
  *   - `-E2BIG`: the total exceeds gio_dptr_caps::max_xfer_bytes, or the chain needs more
- *     segments than gio_dptr_caps::max_segments, or more than 2^31 - 1 bytes of segments.
+ *     segments than gio_dptr_max_segments() allows, or more than 2^31 - 1 bytes of segments.
  *
  * Pure; any thread, host or device. Adjacent ranges are coalesced with gio_range_adjacent().
  */
@@ -92,6 +92,7 @@ GIO_HD int gio_sgl_plan(const struct gio_range *ranges, uint32_t n, const struct
 	const uint32_t support = gio_dptr_sgl_support(caps);
 	const uint64_t m = caps->seg_max_descs;
 	uint64_t total = 0, ndata = 0, nseg = 0, ndesc = 0;
+	struct gio_range cur = {0, 0}; /* the coalesced range being built */
 	uint32_t i;
 
 	if (support == GIO_SGLS_SUPPORT_NONE)
@@ -105,8 +106,12 @@ GIO_HD int gio_sgl_plan(const struct gio_range *ranges, uint32_t n, const struct
 		if (support == GIO_SGLS_SUPPORT_DWORD && ((r->addr | r->len) & 3u))
 			return -EINVAL;
 		total += r->len;
-		if (i == 0 || !gio_range_adjacent(&ranges[i - 1], r))
+		if (i > 0 && gio_range_adjacent(&cur, r)) {
+			cur.len += r->len;
+		} else {
 			ndata++;
+			cur = *r;
+		}
 	}
 	if (caps->max_xfer_bytes != 0 && total > caps->max_xfer_bytes)
 		return -E2BIG;
@@ -119,7 +124,7 @@ GIO_HD int gio_sgl_plan(const struct gio_range *ranges, uint32_t n, const struct
 			/* Every segment but the last gives one slot to the pointer to the next. */
 			nseg = 1 + (ndata - m + (m - 2)) / (m - 1);
 		}
-		if (caps->max_segments != 0 && nseg > caps->max_segments)
+		if (nseg > gio_dptr_max_segments(caps))
 			return -E2BIG;
 		ndesc = ndata + nseg - 1;
 		if (ndesc * GIO_SGL_DESC_BYTES > 0x7fffffffull) /* the builder returns it as an int */
@@ -175,9 +180,12 @@ GIO_HD int gio_sgl_build(struct gio_sqe *sqe, const struct gio_range *ranges, ui
 	m = plan.nsegments == 1 ? plan.ndata : caps->seg_max_descs;
 	chained_data = (uint64_t)(plan.nsegments - 1) * (m - 1);
 	for (i = 0, j = 0; i <= n; i++) {
-		if (i < n && i > 0 && gio_range_adjacent(&ranges[i - 1], &ranges[i])) {
-			cur_len += ranges[i].len;
-			continue;
+		if (i < n && i > 0) {
+			const struct gio_range cur = {cur_addr, cur_len};
+			if (gio_range_adjacent(&cur, &ranges[i])) {
+				cur_len += ranges[i].len;
+				continue;
+			}
 		}
 		if (i > 0) { /* emit the coalesced range that ended at i - 1 as data descriptor j */
 			uint64_t slot = j < chained_data ? (j / (m - 1)) * m + j % (m - 1)

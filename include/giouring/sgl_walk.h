@@ -26,8 +26,8 @@
  *   Length Invalid.
  * - Segment memory outside every registered region: Data Transfer Error (without DNR, as a DMA
  *   fault would give). Every other error sets DNR.
- * - Chains are bounded: more than gio_dptr_caps::max_segments segments (GIO_SGL_WALK_MAX_SEGMENTS
- *   when that is 0), more than gio_dptr_caps::seg_max_descs descriptors in one segment, or more
+ * - Chains are bounded: more than gio_dptr_max_segments() segments (GIO_SGL_DEFAULT_MAX_SEGMENTS
+ *   when gio_dptr_caps::max_segments is 0), more than gio_dptr_caps::seg_max_descs descriptors in one segment, or more
  *   data segments than the output list holds give Invalid Number of SGL Descriptors. So loops
  *   end.
  */
@@ -47,9 +47,6 @@
 #include "xfer.h"
 
 GIO_EXTERN_C_BEGIN
-
-/** @brief Segments a chain may have when gio_dptr_caps::max_segments is 0. */
-#define GIO_SGL_WALK_MAX_SEGMENTS 1024u
 
 /* Walker state shared by the per-descriptor steps. */
 struct gio__sgl_walk {
@@ -143,7 +140,7 @@ GIO_HD uint16_t gio_sgl_walk(const struct gio_sqe *sqe, uint64_t xfer_len, int i
 	struct gio__sgl_walk w;
 	struct gio_sgl_desc d = sqe->dptr.sgl;
 	const uint32_t psdt = gio_sqe_psdt(sqe);
-	const uint32_t max_segments = caps->max_segments ? caps->max_segments : GIO_SGL_WALK_MAX_SEGMENTS;
+	const uint32_t max_segments = gio_dptr_max_segments(caps);
 	uint32_t nseg = 0;
 	uint16_t st;
 

@@ -38,7 +38,9 @@ GIO_HD uint16_t gio__xfer_push(struct gio_xfer_list *out, uint64_t addr, uint64_
 {
 	if (out->n > 0) {
 		struct gio_xfer_seg *p = &out->segs[out->n - 1];
-		if (p->flags == flags && (flags & GIO_XFER_BIT_BUCKET ? 1 : p->addr + p->len == addr)) {
+		/* Data pieces merge only when contiguous without crossing 2^64. */
+		if (p->flags == flags &&
+		    (flags & GIO_XFER_BIT_BUCKET ? 1 : (p->addr + p->len == addr && addr > p->addr))) {
 			p->len += len;
 			return 0;
 		}
