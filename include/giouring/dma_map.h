@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "ordering.h"
 
 GIO_EXTERN_C_BEGIN
 
@@ -24,7 +25,12 @@ struct gio_dma_region {
 	void *ptr;     /**< Where the serving code reaches `addr` (host or device pointer). */
 };
 
-/** @brief A table of registered regions (not owned; the regions must not overlap). */
+/**
+ * @brief A table of registered regions (not owned; the regions must not overlap).
+ *
+ * It may grow while others read it: write the new region, then publish the larger count with
+ * gio_store_release(); readers load the count with an acquire (gio_dma_map_find() does).
+ */
 struct gio_dma_map {
 	const struct gio_dma_region *regions; /**< The regions. */
 	uint32_t count;                       /**< How many. */
@@ -42,12 +48,13 @@ struct gio_dma_map {
  */
 GIO_HD void *gio_dma_map_find(const struct gio_dma_map *map, uint64_t addr, uint64_t len)
 {
-	uint32_t i;
+	uint32_t i, n;
 	if (len == 0)
 		len = 1;
 	if (addr + len < addr)
 		return NULL;
-	for (i = 0; i < map->count; i++) {
+	n = gio_load_acquire(&map->count); /* pairs with the registrar's release of the count */
+	for (i = 0; i < n; i++) {
 		const struct gio_dma_region *r = &map->regions[i];
 		if (addr >= r->addr && addr - r->addr <= r->len && len <= r->len - (addr - r->addr))
 			return (char *)r->ptr + (addr - r->addr);

@@ -1,0 +1,74 @@
+/**
+ * @file giouring/clock.h
+ * @brief Monotonic time for deadlines, on the host and the GPU.
+ *
+ * Every wait in giouring takes an absolute deadline in nanoseconds of this clock. On the GPU
+ * the clock is `%globaltimer` (nanoseconds, shared by all SMs); on the host it is
+ * CLOCK_MONOTONIC, read by the host library (so these headers stay strict C11).
+ * The two clocks are unrelated: a deadline is computed on the side that waits.
+ */
+#ifndef GIOURING_CLOCK_H
+#define GIOURING_CLOCK_H
+
+#include <stdint.h>
+
+#include "config.h"
+
+GIO_EXTERN_C_BEGIN
+
+/** @brief A deadline that never expires (use only where something else bounds the wait). */
+#define GIO_DEADLINE_NEVER UINT64_MAX
+
+/**
+ * @brief CLOCK_MONOTONIC in nanoseconds (defined in the host library).
+ * @return the time.
+ *
+ * Any host thread.
+ */
+uint64_t gio_host_now_ns(void);
+
+/**
+ * @brief Monotonic nanoseconds on the calling side (host: CLOCK_MONOTONIC, device: %globaltimer).
+ * @return the time.
+ *
+ * Any thread, host or device; host callers link giouring::host.
+ */
+GIO_HD uint64_t gio_now_ns(void)
+{
+#if defined(__CUDA_ARCH__)
+	uint64_t t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+#else
+	return gio_host_now_ns();
+#endif
+}
+
+/**
+ * @brief Absolute deadline @p timeout_ns from now.
+ * @param timeout_ns  relative timeout; GIO_DEADLINE_NEVER gives a deadline that never expires.
+ * @return the deadline, saturated at GIO_DEADLINE_NEVER.
+ *
+ * Any thread, host or device.
+ */
+GIO_HD uint64_t gio_deadline_in(uint64_t timeout_ns)
+{
+	const uint64_t now = gio_now_ns();
+	return timeout_ns >= GIO_DEADLINE_NEVER - now ? GIO_DEADLINE_NEVER : now + timeout_ns;
+}
+
+/**
+ * @brief Whether a deadline has passed.
+ * @param deadline  an absolute deadline from gio_deadline_in().
+ * @return 1 when it has passed, else 0.
+ *
+ * Any thread, host or device.
+ */
+GIO_HD int gio_deadline_passed(uint64_t deadline)
+{
+	return deadline != GIO_DEADLINE_NEVER && gio_now_ns() >= deadline;
+}
+
+GIO_EXTERN_C_END
+
+#endif /* GIOURING_CLOCK_H */

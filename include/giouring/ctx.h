@@ -1,0 +1,165 @@
+/**
+ * @file giouring/ctx.h
+ * @brief Host library: open a target, bring its controller up, create queue pairs, register memory.
+ *
+ * A context owns one controller behind one target URI:
+ *
+ * | URI | backing store | executor |
+ * | --- | --- | --- |
+ * | `file:///path/kv.img?size=64M` | a file (O_DIRECT where the file system allows it) | CPU threads, io_uring |
+ * | `mem://host?size=64M` | host memory | CPU threads |
+ * | NULL or "" | a file of 64 MiB in a new temporary directory, removed at close | CPU threads |
+ *
+ * Query parameters (all optional): `size` (bytes, suffixes K M G T; required for a new file and for
+ * memory), `lba` (block size, 512 to 65536, default 4096), `sgls` (0 PRP only, 1 SGLs, 2 SGLs with
+ * the dword rule; default 1), `mdts` (default 7: 512 KiB), `queues` (I/O queue pairs offered,
+ * default 16), `threads` (executor threads, default 2), `mqes` (largest queue size minus one,
+ * default 4095), `exec` (`cpu`, the only executor in this release).
+ *
+ * The controller is brought up through its registers (CC.EN, AQA/ASQ/ACQ, CSTS.RDY with CAP.TO as
+ * the deadline) and admin commands (Identify, Set Features Number of Queues, Create I/O CQ/SQ), the
+ * path a real controller takes too. Bus addresses are host virtual addresses of registered memory;
+ * the target refuses anything else with Data Transfer Error.
+ *
+ * Thread safety: gio_ctx_register() and gio_ctx_qp_create() may be called from any thread; a
+ * queue pair may be used by many threads at once (giouring/qp.h); gio_ctx_close() last, alone.
+ */
+#ifndef GIOURING_CTX_H
+#define GIOURING_CTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "qp.h"
+
+GIO_EXTERN_C_BEGIN
+
+/** @brief An open target and its controller (opaque). */
+struct gio_ctx;
+
+/** @brief What the context's namespace and controller offer. */
+struct gio_ns_info {
+	uint64_t nblocks;        /**< Namespace size in logical blocks. */
+	uint32_t lba_bytes;      /**< Logical block size. */
+	uint32_t sgls;           /**< Identify Controller SGLS. */
+	uint64_t max_xfer_bytes; /**< Largest transfer (MDTS); 0 means no limit. */
+	uint32_t page_bytes;     /**< Memory page size in use (CC.MPS). */
+	uint32_t max_queue_entries; /**< CAP.MQES + 1. */
+	uint32_t io_queues;      /**< I/O queue pairs granted. */
+	uint32_t nsid;           /**< The namespace to address. */
+};
+
+/** @brief Faults the software target injects, for tests (all zero: none). */
+struct gio_fault {
+	uint64_t fail_nth;   /**< Fail the Nth I/O command (1-based) from now on, once. */
+	uint16_t fail_status; /**< With this status field (e.g. GIO_SF(GIO_SCT_MEDIA, GIO_SC_UNRECOVERED_READ)). */
+	uint16_t rsvd;       /**< Zero. */
+	uint32_t delay_us;   /**< Delay every I/O completion by this much. */
+	uint64_t drop_nth;   /**< Never complete the Nth I/O command (1-based) from now on. */
+	uint32_t stall_ms;   /**< Ignore doorbells for this long, starting now. */
+};
+
+/**
+ * @brief Opens a target and brings its controller up.
+ * @param uri  the target (table above), or NULL / "" for a temporary file.
+ * @param out  receives the context.
+ * @return 0, or `-EINVAL` (bad URI or parameter; the message says which, see gio_last_error()),
+ *         `-ENOMEM`, `-errno` of a failed file operation, `-ETIME` (controller not ready within
+ *         CAP.TO), `-EIO` (an admin command failed; the message names its NVMe status),
+ *         `-EOPNOTSUPP` (a URI scheme this build does not serve).
+ *
+ * Any host thread.
+ */
+int gio_ctx_open(const char *uri, struct gio_ctx **out);
+
+/**
+ * @brief Shuts the controller down (CC.SHN, waiting for CSTS.SHST) and releases everything.
+ * @param ctx  the context, or NULL.
+ * @return 0, or `-ETIME` when the shutdown did not complete within CAP.TO, or `-errno` of the
+ *         file's final flush (the data written before is then not known to be stable).
+ *
+ * One thread, after every other use has ended. Data written before close is read back by a later
+ * context on the same file.
+ */
+int gio_ctx_close(struct gio_ctx *ctx);
+
+/**
+ * @brief Describes the namespace and the controller's rules.
+ * @param ctx   the context.
+ * @param info  receives the description.
+ *
+ * Any thread.
+ */
+void gio_ctx_info(const struct gio_ctx *ctx, struct gio_ns_info *info);
+
+/**
+ * @brief The controller's data pointer rules, for gio_sgl_build() and gio_prp_build().
+ * @param ctx  the context.
+ * @return the rules (SGLS, page size, MDTS).
+ *
+ * Any thread.
+ */
+const struct gio_dptr_caps *gio_ctx_dptr_caps(const struct gio_ctx *ctx);
+
+/**
+ * @brief Registers memory the controller may transfer to and from.
+ * @param ctx   the context.
+ * @param ptr   start of the memory.
+ * @param len   its length, at least 1.
+ * @param addr  receives the bus address of @p ptr (use it in data pointers), or NULL.
+ * @return 0, `-EINVAL` (NULL, empty, or overlapping a registered region), `-ENOSPC` (the region
+ *         table is full).
+ *
+ * Any thread. Registration lasts until the context closes.
+ */
+int gio_ctx_register(struct gio_ctx *ctx, void *ptr, size_t len, uint64_t *addr);
+
+/**
+ * @brief Creates an I/O queue pair (Create I/O CQ, then Create I/O SQ).
+ * @param ctx    the context.
+ * @param depth  entries of the SQ and CQ, a power of two from 2 to CAP.MQES + 1.
+ * @param qp     receives the queue pair, owned by the context.
+ * @return 0, `-EINVAL` (depth), `-EBUSY` (every granted queue pair is in use), `-ENOMEM`,
+ *         `-EIO` (the controller refused; gio_last_error() names the status), `-ETIME`.
+ *
+ * Any thread.
+ */
+int gio_ctx_qp_create(struct gio_ctx *ctx, uint32_t depth, struct gio_qp **qp);
+
+/**
+ * @brief Sets the faults the software target injects from now on.
+ * @param ctx    the context.
+ * @param fault  the faults, or NULL for none.
+ * @return 0.
+ *
+ * Any thread; for tests.
+ */
+int gio_ctx_inject(struct gio_ctx *ctx, const struct gio_fault *fault);
+
+/**
+ * @brief The message of the last error the host library reported on this thread.
+ * @return a string naming the problem, or "" when none; valid until the next call on the thread.
+ *
+ * Any host thread.
+ */
+const char *gio_last_error(void);
+
+/**
+ * @brief Submits one prepared command and waits for it (a convenience over giouring/qp.h).
+ * @param qp          the queue pair.
+ * @param sqe         the command (its CID is set here).
+ * @param timeout_ns  how long to wait in total.
+ * @param status      receives the status field, or NULL.
+ * @param dw0         receives completion Dword 0, or NULL.
+ * @return 0, `-EIO` (NVMe error: see @p status), `-ETIME` (deadline; the ring state is in
+ *         gio_qp::last_timeout and in gio_last_error()).
+ *
+ * Any thread.
+ */
+int gio_qp_submit_wait(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t timeout_ns, uint16_t *status,
+		       uint32_t *dw0);
+
+GIO_EXTERN_C_END
+
+#endif /* GIOURING_CTX_H */

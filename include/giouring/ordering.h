@@ -1,0 +1,236 @@
+/**
+ * @file giouring/ordering.h
+ * @brief Every memory-ordering operation giouring performs, in one place.
+ *
+ * Rings are shared between threads of different kinds: CPU threads, GPU threads, a software
+ * target's executor and (for a real controller) a PCIe device. Each primitive here has a host
+ * implementation (GCC/Clang `__atomic` builtins, the C11 memory model) and a device one (PTX at
+ * **system scope**, since the other party may be a CPU thread or a device across PCIe, and rings
+ * may live in host memory). Call sites say what each operation pairs with.
+ *
+ * The two protocol rules (DESIGN.md section 6):
+ * - Submit: SQE stores -> gio_fence_release() -> doorbell (gio_store_release() of a shadow tail,
+ *   or gio_mmio_write32() for a real controller), one doorbell per batch.
+ * - Complete: gio_load_acquire16() of the CQE status word, phase check -> the other CQE fields
+ *   and the data, which the acquire orders after it.
+ */
+#ifndef GIOURING_ORDERING_H
+#define GIOURING_ORDERING_H
+
+#include <stdint.h>
+
+#include "config.h"
+
+GIO_EXTERN_C_BEGIN
+
+/**
+ * @brief Acquire load of a 32-bit word: later loads and stores are not moved before it.
+ * @param p  the word.
+ * @return its value.
+ *
+ * Any thread, host or device (system scope on the device).
+ */
+GIO_HD uint32_t gio_load_acquire(const uint32_t *p)
+{
+#if defined(__CUDA_ARCH__)
+	uint32_t v;
+	asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+/**
+ * @brief Acquire load of a 16-bit word (the CQE status word with its phase tag).
+ * @param p  the word.
+ * @return its value.
+ *
+ * Any thread, host or device (system scope on the device).
+ */
+GIO_HD uint16_t gio_load_acquire16(const uint16_t *p)
+{
+#if defined(__CUDA_ARCH__)
+	uint16_t v;
+	asm volatile("ld.acquire.sys.u16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
+/**
+ * @brief Relaxed (atomic, unordered) load of a 32-bit word.
+ * @param p  the word.
+ * @return its value.
+ *
+ * Any thread, host or device.
+ */
+GIO_HD uint32_t gio_load_relaxed(const uint32_t *p)
+{
+#if defined(__CUDA_ARCH__)
+	uint32_t v;
+	asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
+/**
+ * @brief Release store of a 32-bit word: earlier loads and stores are not moved after it.
+ * @param p  the word.
+ * @param v  the value.
+ *
+ * Any thread, host or device (system scope on the device).
+ */
+GIO_HD void gio_store_release(uint32_t *p, uint32_t v)
+{
+#if defined(__CUDA_ARCH__)
+	asm volatile("st.release.sys.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+/**
+ * @brief Release store of a 16-bit word (a CQE status word with its phase tag).
+ * @param p  the word.
+ * @param v  the value.
+ *
+ * Any thread, host or device (system scope on the device).
+ */
+GIO_HD void gio_store_release16(uint16_t *p, uint16_t v)
+{
+#if defined(__CUDA_ARCH__)
+	asm volatile("st.release.sys.u16 [%0], %1;" : : "l"(p), "h"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+/**
+ * @brief Relaxed (atomic, unordered) store of a 32-bit word.
+ * @param p  the word.
+ * @param v  the value.
+ *
+ * Any thread, host or device.
+ */
+GIO_HD void gio_store_relaxed(uint32_t *p, uint32_t v)
+{
+#if defined(__CUDA_ARCH__)
+	asm volatile("st.relaxed.sys.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+/**
+ * @brief Atomic add with acquire-release ordering.
+ * @param p  the word.
+ * @param v  what to add.
+ * @return the value before the addition.
+ *
+ * Any thread, host or device (system scope on the device).
+ */
+GIO_HD uint32_t gio_fetch_add(uint32_t *p, uint32_t v)
+{
+#if defined(__CUDA_ARCH__)
+	uint32_t old;
+	asm volatile("atom.acq_rel.sys.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+	return old;
+#else
+	return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+
+/**
+ * @brief Atomic compare-and-swap with acquire-release ordering.
+ * @param p         the word.
+ * @param expected  the value it must hold.
+ * @param desired   the value to store when it does.
+ * @return 1 when the swap happened, else 0.
+ *
+ * Any thread, host or device (system scope on the device).
+ */
+GIO_HD int gio_cas(uint32_t *p, uint32_t expected, uint32_t desired)
+{
+#if defined(__CUDA_ARCH__)
+	uint32_t old;
+	asm volatile("atom.acq_rel.sys.cas.b32 %0, [%1], %2, %3;"
+		     : "=r"(old)
+		     : "l"(p), "r"(expected), "r"(desired)
+		     : "memory");
+	return old == expected;
+#else
+	return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+#endif
+}
+
+/**
+ * @brief Release fence: stores before it become visible before stores after it.
+ *
+ * Any thread, host or device (system scope on the device). The fence between SQE stores and the
+ * doorbell; on the host it also orders plain stores before a later relaxed or MMIO store.
+ */
+GIO_HD void gio_fence_release(void)
+{
+#if defined(__CUDA_ARCH__)
+	asm volatile("fence.acq_rel.sys;" : : : "memory");
+#else
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+#endif
+}
+
+/**
+ * @brief Acquire fence: loads after it are not satisfied before loads before it.
+ *
+ * Any thread, host or device (system scope on the device).
+ */
+GIO_HD void gio_fence_acquire(void)
+{
+#if defined(__CUDA_ARCH__)
+	asm volatile("fence.acq_rel.sys;" : : : "memory");
+#else
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+#endif
+}
+
+/**
+ * @brief Store to a device register (an NVMe doorbell) in MMIO space.
+ * @param db  the mapped register.
+ * @param v   the value (the new SQ tail or CQ head slot).
+ *
+ * Any thread, host or device. The store itself is relaxed: call gio_fence_release() first so the
+ * entries it announces are visible (pairs with the controller's fetch). On x86-64 a volatile store
+ * to an uncached mapping is not reordered with earlier stores; the compiler barrier of the fence
+ * keeps the compiler from doing so.
+ */
+GIO_HD void gio_mmio_write32(volatile uint32_t *db, uint32_t v)
+{
+#if defined(__CUDA_ARCH__)
+	asm volatile("st.mmio.relaxed.sys.global.u32 [%0], %1;" : : "l"(db), "r"(v) : "memory");
+#else
+	*db = v;
+#endif
+}
+
+/**
+ * @brief Polite spin-wait step: lets a sibling hyper-thread or warp run.
+ *
+ * Any thread, host or device.
+ */
+GIO_HD void gio_cpu_relax(void)
+{
+#if defined(__CUDA_ARCH__)
+	__nanosleep(32);
+#elif defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	asm volatile("yield" : : : "memory");
+#endif
+}
+
+GIO_EXTERN_C_END
+
+#endif /* GIOURING_ORDERING_H */

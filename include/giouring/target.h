@@ -1,0 +1,622 @@
+/**
+ * @file giouring/target.h
+ * @brief The software NVMe target's command core: one controller, written once, run by executors.
+ *
+ * It behaves like a PCIe NVMe controller whose BAR0 is ordinary shared memory (struct
+ * gio_tgt_bar): the host writes CC, AQA, ASQ, ACQ and doorbells there exactly as it would to a
+ * real controller's registers, so one bring-up path serves both. Executors (a CPU thread pool,
+ * later a persistent GPU kernel) call these functions:
+ *
+ * - gio_tgt_poll_regs(): controller enable, disable and shutdown (CC.EN, CC.SHN -> CSTS);
+ * - gio_tgt_fetch(): the next SQE of a queue, when the CQ has room for its completion;
+ * - gio_tgt_admin(): admin commands (Identify, create/delete I/O queues, Number of Queues, ...);
+ * - gio_tgt_io_prepare(): checks of an I/O command (opcode, NSID, LBA range, MDTS, PSDT against
+ *   SGLS) and its data pointer walked into segments, each checked against registered memory;
+ * - gio_tgt_io_copy_mem(): data movement for a memory backing store;
+ * - gio_tgt_post(): the completion, with the right phase, SQ head, SQ and command identifiers.
+ *
+ * Every failure gets the NVMe status a controller returns (see each function). Bus addresses in
+ * commands are resolved through the registered-memory map (giouring/dma_map.h): anything outside
+ * it is refused with Data Transfer Error before a byte moves.
+ *
+ * Concurrency contract: one thread runs gio_tgt_poll_regs() and the admin queue; each I/O queue
+ * pair is served by exactly one thread at a time. Queue creation publishes a queue with a release
+ * store that the serving thread acquires.
+ */
+#ifndef GIOURING_TARGET_H
+#define GIOURING_TARGET_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "config.h"
+#include "dma_map.h"
+#include "dptr.h"
+#include "nvme/cqe.h"
+#include "nvme/identify.h"
+#include "nvme/regs.h"
+#include "nvme/sqe.h"
+#include "ordering.h"
+#include "prp_walk.h"
+#include "sgl_walk.h"
+#include "xfer.h"
+
+GIO_EXTERN_C_BEGIN
+
+/** @brief Most I/O queue pairs a software target offers. */
+#define GIO_TGT_MAX_IO_QUEUES 64u
+/** @brief Data segments one command may have (the executor's scatter list capacity). */
+#define GIO_TGT_MAX_SEGS 256u
+/** @brief The namespace identifier of the target's single namespace. */
+#define GIO_TGT_NSID 1u
+
+/**
+ * @brief The emulated BAR0: controller registers, then doorbells with CAP.DSTRD = 0.
+ * Doorbell offsets follow gio_sq_doorbell_offset() / gio_cq_doorbell_offset().
+ */
+struct gio_tgt_bar {
+	struct gio_nvme_regs regs; /**< Registers up to the admin queue doorbells. */
+	uint32_t io_doorbells[2 * GIO_TGT_MAX_IO_QUEUES]; /**< I/O SQ tail / CQ head doorbells, qid 1 on. */
+};
+
+GIO_STATIC_ASSERT(offsetof(struct gio_tgt_bar, io_doorbells) == 0x1008, "qid 1 SQ doorbell at 0x1008");
+
+/** @brief What the target advertises and enforces. */
+struct gio_tgt_config {
+	uint32_t sgls;          /**< SGLS it reports (GIO_SGLS_*); 0 for PRP only. */
+	uint8_t mdts;           /**< MDTS it reports: 2^mdts 4 KiB pages; 0 means no limit. */
+	uint8_t lba_shift;      /**< log2 of the logical block size, 9 to 16. */
+	uint16_t max_io_queues; /**< I/O queue pairs it grants, 1 to GIO_TGT_MAX_IO_QUEUES. */
+	uint16_t mqes;          /**< CAP.MQES: largest queue size minus one, 1 to 65535. */
+	uint16_t rsvd;          /**< Zero. */
+	uint64_t nsze;          /**< Namespace size in logical blocks, at least 1. */
+};
+
+/** @brief One submission or completion queue as the target sees it. */
+struct gio_tgt_queue {
+	uint64_t addr;     /**< Bus address of the entries. */
+	uint32_t depth;    /**< Entries (0 when the queue does not exist). */
+	uint32_t idx;      /**< SQ: head slot; CQ: tail slot. */
+	uint32_t phase;    /**< CQ: phase tag of the next entry posted. */
+	uint32_t inflight; /**< CQ: completions promised to fetched commands, not posted yet. */
+	uint16_t cqid;     /**< SQ: its completion queue. */
+	uint16_t nsq;      /**< CQ: submission queues posting to it. */
+	uint32_t live;     /**< Published with a release store; 0 or 1. */
+	void *entries;     /**< Translated pointer to the entries. */
+};
+
+/** @brief Controller state kept by the target. */
+struct gio_tgt {
+	struct gio_tgt_bar *bar;                    /**< Shared registers and doorbells. */
+	struct gio_tgt_config cfg;                  /**< What it advertises. */
+	struct gio_dptr_caps caps;                  /**< Rules for data pointers (from cfg and CC). */
+	const struct gio_dma_map *map;              /**< Registered memory. */
+	struct gio_tgt_queue sq[GIO_TGT_MAX_IO_QUEUES + 1]; /**< Submission queues by qid. */
+	struct gio_tgt_queue cq[GIO_TGT_MAX_IO_QUEUES + 1]; /**< Completion queues by qid. */
+	uint32_t cc;         /**< The CC value last acted on. */
+	uint32_t nq_granted; /**< I/O queue pairs granted by Number of Queues (0 until asked). */
+	uint64_t commands;   /**< Commands completed. */
+	uint64_t errors;     /**< Of which with an error status. */
+	uint32_t bad_doorbells; /**< Doorbell writes naming a slot outside the queue. */
+};
+
+/** @brief A checked I/O command, ready for the data mover. */
+struct gio_tgt_io {
+	uint8_t opc;        /**< GIO_NVM_OPC_*. */
+	uint8_t is_write;   /**< Data flows host -> target. */
+	uint16_t rsvd;      /**< Zero. */
+	uint32_t nlb;       /**< Logical blocks. */
+	uint64_t slba;      /**< First logical block. */
+	uint64_t offset;    /**< Byte offset in the backing store. */
+	uint64_t bytes;     /**< Bytes moved (0 for Flush). */
+	struct gio_xfer_list xfer; /**< Data segments (bus addresses). */
+};
+
+#define GIO__TGT_SF(sct, sc) ((uint16_t)(GIO_SF((sct), (sc)) | GIO_SF_DNR))
+
+/**
+ * @brief Initialises a target over its register block and registered memory.
+ * @param t    the target.
+ * @param bar  the shared register block; zeroed here, then CAP and VS are set.
+ * @param cfg  what to advertise.
+ * @param map  registered memory (may grow later; the target reads it on every command).
+ * @return 0, or `-EINVAL` for a configuration outside the documented ranges.
+ *
+ * Any thread, before executors start.
+ */
+GIO_HD int gio_tgt_init(struct gio_tgt *t, struct gio_tgt_bar *bar, const struct gio_tgt_config *cfg,
+			const struct gio_dma_map *map)
+{
+	uint32_t i;
+	if (!t || !bar || !cfg || !map || cfg->lba_shift < 9 || cfg->lba_shift > 16 || cfg->nsze == 0 ||
+	    cfg->max_io_queues == 0 || cfg->max_io_queues > GIO_TGT_MAX_IO_QUEUES || cfg->mqes == 0 ||
+	    GIO_GET(cfg->sgls, SGLS_SUPPORT) == 3u || (cfg->nsze >> (64 - cfg->lba_shift)) != 0)
+		return -EINVAL;
+	memset(bar, 0, sizeof(*bar));
+	memset(t, 0, sizeof(*t));
+	t->bar = bar;
+	t->cfg = *cfg;
+	t->map = map;
+	/* CQR: queues must be contiguous; TO 2 (1 s); DSTRD 0; NVM command set; pages 4 KiB-64 KiB. */
+	bar->regs.cap = GIO_SET(CAP_MQES, (uint64_t)cfg->mqes) | GIO_SET(CAP_CQR, 1ull) | GIO_SET(CAP_TO, 2ull) |
+			GIO_SET(CAP_CSS, (uint64_t)GIO_CAP_CSS_NVM) | GIO_SET(CAP_MPSMIN, 0ull) |
+			GIO_SET(CAP_MPSMAX, 4ull);
+	bar->regs.vs = (1u << GIO_VS_MJR_SHIFT) | (4u << GIO_VS_MNR_SHIFT);
+	t->caps.sgls = cfg->sgls;
+	t->caps.page_bytes = 4096;
+	t->caps.max_xfer_bytes = cfg->mdts ? (4096ull << cfg->mdts) : 0;
+	for (i = 0; i <= GIO_TGT_MAX_IO_QUEUES; i++) {
+		t->sq[i].live = 0;
+		t->cq[i].live = 0;
+	}
+	return 0;
+}
+
+/* Drops every queue (controller reset). */
+GIO_HD void gio__tgt_reset_queues(struct gio_tgt *t)
+{
+	uint32_t i;
+	for (i = 0; i <= GIO_TGT_MAX_IO_QUEUES; i++) {
+		gio_store_release(&t->sq[i].live, 0);
+		gio_store_release(&t->cq[i].live, 0);
+		t->sq[i].depth = t->cq[i].depth = 0;
+		t->cq[i].inflight = 0;
+		t->cq[i].nsq = 0;
+	}
+	t->nq_granted = 0;
+}
+
+/* Sets up queue `q` over `entries` entries of `esize` bytes at bus address `addr`. */
+GIO_HD int gio__tgt_queue_setup(struct gio_tgt *t, struct gio_tgt_queue *q, uint64_t addr, uint32_t entries,
+				uint32_t esize)
+{
+	void *p = gio_dma_map_find(t->map, addr, (uint64_t)entries * esize);
+	if (p == NULL || (addr & 0xfffu))
+		return -EINVAL;
+	q->addr = addr;
+	q->depth = entries;
+	q->idx = 0;
+	q->phase = 1;
+	q->inflight = 0;
+	q->nsq = 0;
+	q->entries = p;
+	return 0;
+}
+
+/**
+ * @brief Acts on register writes: enable, disable, shutdown.
+ * @param t  the target.
+ * @return 1 when the controller state changed, else 0.
+ *
+ * The register thread only. On CC.EN 0 -> 1 it checks AQA/ASQ/ACQ (registered, 4 KiB aligned,
+ * sizes within CAP.MQES), CC.MPS, IOSQES and IOCQES and sets CSTS.RDY, or sets CSTS.CFS (Controller
+ * Fatal Status) when they are invalid. On 1 -> 0 it drops every queue and clears CSTS.RDY. On
+ * CC.SHN it stops serving and reports CSTS.SHST complete.
+ */
+GIO_HD int gio_tgt_poll_regs(struct gio_tgt *t)
+{
+	struct gio_nvme_regs *r = &t->bar->regs;
+	const uint32_t cc = gio_load_acquire(&r->cc); /* pairs with the host's release of CC */
+	const uint32_t old = t->cc;
+	if (cc == old)
+		return 0;
+	t->cc = cc;
+	if (GIO_GET(cc, CC_EN) && !GIO_GET(old, CC_EN)) {
+		const uint32_t aqa = gio_load_relaxed(&r->aqa);
+		const uint32_t asqs = GIO_GET(aqa, AQA_ASQS) + 1, acqs = GIO_GET(aqa, AQA_ACQS) + 1;
+		const uint32_t mps = GIO_GET(cc, CC_MPS);
+		uint64_t asq, acq;
+		memcpy(&asq, &r->asq, sizeof(asq));
+		memcpy(&acq, &r->acq, sizeof(acq));
+		gio__tgt_reset_queues(t);
+		if (asqs < 2 || acqs < 2 || asqs > t->cfg.mqes + 1u || acqs > t->cfg.mqes + 1u || mps > 4 ||
+		    GIO_GET(cc, CC_IOSQES) != GIO_SQE_SHIFT || GIO_GET(cc, CC_IOCQES) != GIO_CQE_SHIFT ||
+		    GIO_GET(cc, CC_CSS) != GIO_CC_CSS_NVM ||
+		    gio__tgt_queue_setup(t, &t->sq[0], asq, asqs, GIO_SQE_BYTES) ||
+		    gio__tgt_queue_setup(t, &t->cq[0], acq, acqs, GIO_CQE_BYTES)) {
+			gio_store_release(&r->csts, GIO_SET(CSTS_CFS, 1u));
+			return 1;
+		}
+		t->caps.page_bytes = (uint32_t)gio_mps_bytes(mps);
+		t->sq[0].cqid = 0;
+		t->cq[0].nsq = 1;
+		gio_store_release(&t->cq[0].live, 1);
+		gio_store_release(&t->sq[0].live, 1);
+		gio_store_release(&r->csts, GIO_SET(CSTS_RDY, 1u));
+		return 1;
+	}
+	if (!GIO_GET(cc, CC_EN) && GIO_GET(old, CC_EN)) {
+		gio__tgt_reset_queues(t);
+		gio_store_release(&r->csts, 0);
+		return 1;
+	}
+	if (GIO_GET(cc, CC_SHN) != GIO_CC_SHN_NONE && GIO_GET(cc, CC_SHN) != GIO_GET(old, CC_SHN)) {
+		/* Queues stop; data already completed is in the backing store (the executor flushes). */
+		gio__tgt_reset_queues(t);
+		gio_store_release(&r->csts, GIO_SET(CSTS_RDY, (uint32_t)GIO_GET(cc, CC_EN)) |
+						   GIO_SET(CSTS_SHST, GIO_CSTS_SHST_COMPLETE));
+		return 1;
+	}
+	return 0;
+}
+
+/* Doorbell word of SQ `qid` (tail) or CQ `qid` (head). */
+GIO_HD uint32_t *gio__tgt_doorbell(struct gio_tgt *t, uint16_t qid, int cq)
+{
+	const uint64_t off = cq ? gio_cq_doorbell_offset(t->bar->regs.cap, qid) : gio_sq_doorbell_offset(t->bar->regs.cap, qid);
+	return (uint32_t *)((char *)t->bar + off);
+}
+
+/**
+ * @brief Fetches the next command of submission queue @p qid, if its CQ has room for the result.
+ * @param t    the target.
+ * @param qid  the queue (0: admin).
+ * @param sqe  receives a copy of the entry.
+ * @return 1 when a command was fetched (its completion slot is reserved: post exactly once with
+ *         gio_tgt_post()), 0 when there is none or the CQ is full, `-ENODEV` when the queue does
+ *         not exist.
+ *
+ * The queue's serving thread only.
+ */
+GIO_HD int gio_tgt_fetch(struct gio_tgt *t, uint16_t qid, struct gio_sqe *sqe)
+{
+	struct gio_tgt_queue *sq = &t->sq[qid], *cq;
+	uint32_t tail, head, used;
+	if (qid > GIO_TGT_MAX_IO_QUEUES || !gio_load_acquire(&sq->live))
+		return -ENODEV;
+	cq = &t->cq[sq->cqid];
+	/* Pairs with the host's release of the SQ tail: the entries before it are written. */
+	tail = gio_load_acquire(gio__tgt_doorbell(t, qid, 0));
+	if (tail >= sq->depth) {
+		t->bad_doorbells++;
+		return 0;
+	}
+	if (tail == sq->idx)
+		return 0;
+	/* Room check: consumed CQ head (pairs with the host's release of the CQ head doorbell). */
+	head = gio_load_acquire(gio__tgt_doorbell(t, sq->cqid, 1));
+	if (head >= cq->depth)
+		head = cq->idx; /* a bad head doorbell: treat the CQ as full */
+	used = (cq->idx + cq->depth - head) % cq->depth;
+	if (used + cq->inflight + 1 >= cq->depth)
+		return 0;
+	memcpy(sqe, (const char *)sq->entries + (uint64_t)sq->idx * GIO_SQE_BYTES, sizeof(*sqe));
+	sq->idx = (sq->idx + 1) % sq->depth;
+	cq->inflight++;
+	return 1;
+}
+
+/**
+ * @brief Posts the completion of a fetched command.
+ * @param t       the target.
+ * @param sqid    the submission queue it came from.
+ * @param cid     its command identifier.
+ * @param status  the status field (0 for success; SC, SCT, DNR as the command's checks gave).
+ * @param dw0     completion Dword 0.
+ *
+ * The serving thread of @p sqid. Writes every field, then the status word with the phase tag by a
+ * release store: a consumer that sees the new phase sees the rest and the data (pairs with the
+ * consumer's acquire load of the status word).
+ */
+GIO_HD void gio_tgt_post(struct gio_tgt *t, uint16_t sqid, uint16_t cid, uint16_t status, uint32_t dw0)
+{
+	struct gio_tgt_queue *sq = &t->sq[sqid], *cq = &t->cq[sq->cqid];
+	struct gio_cqe *e = (struct gio_cqe *)cq->entries + cq->idx;
+	e->dw0 = dw0;
+	e->dw1 = 0;
+	e->sqhd = (uint16_t)sq->idx;
+	e->sqid = sqid;
+	e->cid = cid;
+	gio_store_release16(&e->status, (uint16_t)((status << 1) | cq->phase));
+	if (++cq->idx == cq->depth) {
+		cq->idx = 0;
+		cq->phase ^= 1u;
+	}
+	cq->inflight--;
+	t->commands++;
+	if (status & 0x7ffu)
+		t->errors++;
+}
+
+/* Copies `len` bytes of `src` into the segments of a PRP data pointer (admin data to the host). */
+GIO_HD uint16_t gio__tgt_admin_out(struct gio_tgt *t, const struct gio_sqe *sqe, const void *src, uint32_t len)
+{
+	struct gio_xfer_seg segs[4];
+	struct gio_xfer_list out = {segs, 4, 0};
+	uint32_t i, done = 0;
+	uint16_t st;
+	if (gio_sqe_psdt(sqe) != GIO_PSDT_PRP) /* admin commands use PRPs (as QEMU requires) */
+		return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_FIELD);
+	st = gio_prp_walk(sqe, len, &t->caps, t->map, &out);
+	if (st)
+		return st;
+	for (i = 0; i < out.n; i++) {
+		void *p = gio_dma_map_find(t->map, segs[i].addr, segs[i].len);
+		if (p == NULL)
+			return GIO_SF(GIO_SCT_GENERIC, GIO_SC_DATA_XFER_ERROR);
+	}
+	for (i = 0; i < out.n; i++) {
+		memcpy(gio_dma_map_find(t->map, segs[i].addr, segs[i].len), (const char *)src + done, segs[i].len);
+		done += (uint32_t)segs[i].len;
+	}
+	return 0;
+}
+
+/* Pads a fixed-width Identify string with spaces. */
+GIO_HD void gio__tgt_idstr(char *dst, uint32_t width, const char *src)
+{
+	uint32_t i = 0;
+	for (; i < width && src[i]; i++)
+		dst[i] = src[i];
+	for (; i < width; i++)
+		dst[i] = ' ';
+}
+
+/**
+ * @brief Fills Identify Controller data as the target reports it.
+ * @param t   the target.
+ * @param id  receives the structure.
+ *
+ * Any thread.
+ */
+GIO_HD void gio_tgt_identify_ctrl(const struct gio_tgt *t, struct gio_id_ctrl *id)
+{
+	memset(id, 0, sizeof(*id));
+	id->vid = 0x1b36; /* the PCI vendor QEMU's emulated devices use: a software controller */
+	id->ssvid = 0x1af4;
+	gio__tgt_idstr(id->sn, GIO_ID_SN_BYTES, "GIO0001");
+	gio__tgt_idstr(id->mn, GIO_ID_MN_BYTES, "giouring software NVMe target");
+	gio__tgt_idstr(id->fr, GIO_ID_FR_BYTES, "0.1.0");
+	id->mdts = t->cfg.mdts;
+	id->cntlid = 1;
+	id->ver = t->bar->regs.vs;
+	id->sqes = (uint8_t)((GIO_SQE_SHIFT << 4) | GIO_SQE_SHIFT);
+	id->cqes = (uint8_t)((GIO_CQE_SHIFT << 4) | GIO_CQE_SHIFT);
+	id->nn = 1;
+	id->oncs = 1u << 3; /* Write Zeroes */
+	id->sgls = t->cfg.sgls;
+	id->acl = 3;
+}
+
+/**
+ * @brief Fills Identify Namespace data for the target's namespace.
+ * @param t   the target.
+ * @param ns  receives the structure.
+ *
+ * Any thread.
+ */
+GIO_HD void gio_tgt_identify_ns(const struct gio_tgt *t, struct gio_id_ns *ns)
+{
+	memset(ns, 0, sizeof(*ns));
+	ns->nsze = ns->ncap = ns->nuse = t->cfg.nsze;
+	ns->nlbaf = 0;
+	ns->flbas = 0;
+	ns->lbaf[0].lbads = t->cfg.lba_shift;
+}
+
+/* Create I/O CQ / SQ, delete them. */
+GIO_HD uint16_t gio__tgt_create_queue(struct gio_tgt *t, const struct gio_sqe *sqe, int is_cq)
+{
+	const uint32_t qid = GIO_GET(sqe->cdw10, QUEUE_CDW10_QID);
+	const uint32_t size = GIO_GET(sqe->cdw10, QUEUE_CDW10_QSIZE) + 1u;
+	struct gio_tgt_queue *q = is_cq ? &t->cq[qid] : &t->sq[qid];
+	if (qid == 0 || qid > t->cfg.max_io_queues || (t->nq_granted && qid > t->nq_granted) ||
+	    gio_load_relaxed(&q->live))
+		return GIO__TGT_SF(GIO_SCT_CMD_SPECIFIC, GIO_SC_QID_INVALID);
+	if (size < 2 || size > t->cfg.mqes + 1u)
+		return GIO__TGT_SF(GIO_SCT_CMD_SPECIFIC, GIO_SC_QUEUE_SIZE);
+	if (!(sqe->cdw11 & 1u)) /* CAP.CQR: only physically contiguous queues */
+		return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_FIELD);
+	if (is_cq) {
+		if (GIO_GET(sqe->cdw11, CREATE_CQ_CDW11_IEN)) /* polled queues only: no interrupts here */
+			return GIO__TGT_SF(GIO_SCT_CMD_SPECIFIC, GIO_SC_INVALID_VECTOR);
+	} else {
+		const uint32_t cqid = GIO_GET(sqe->cdw11, CREATE_SQ_CDW11_CQID);
+		if (cqid == 0 || cqid > GIO_TGT_MAX_IO_QUEUES || !gio_load_relaxed(&t->cq[cqid].live))
+			return GIO__TGT_SF(GIO_SCT_CMD_SPECIFIC, GIO_SC_CQ_INVALID);
+		q->cqid = (uint16_t)cqid;
+	}
+	if (gio__tgt_queue_setup(t, q, sqe->dptr.prp.prp1, size, is_cq ? GIO_CQE_BYTES : GIO_SQE_BYTES))
+		return GIO_SF(GIO_SCT_GENERIC, GIO_SC_DATA_XFER_ERROR);
+	if (!is_cq)
+		t->cq[q->cqid].nsq++;
+	*gio__tgt_doorbell(t, (uint16_t)qid, is_cq) = 0;
+	/* Release: the queue's fields before it is live (pairs with the serving thread's acquire). */
+	gio_store_release(&q->live, 1);
+	return 0;
+}
+
+GIO_HD uint16_t gio__tgt_delete_queue(struct gio_tgt *t, const struct gio_sqe *sqe, int is_cq)
+{
+	const uint32_t qid = GIO_GET(sqe->cdw10, QUEUE_CDW10_QID);
+	struct gio_tgt_queue *q = is_cq ? &t->cq[qid] : &t->sq[qid];
+	if (qid == 0 || qid > GIO_TGT_MAX_IO_QUEUES || !gio_load_relaxed(&q->live))
+		return GIO__TGT_SF(GIO_SCT_CMD_SPECIFIC, GIO_SC_QID_INVALID);
+	if (is_cq && q->nsq)
+		return GIO__TGT_SF(GIO_SCT_CMD_SPECIFIC, GIO_SC_INVALID_QUEUE_DELETE);
+	gio_store_release(&q->live, 0);
+	if (!is_cq)
+		t->cq[q->cqid].nsq--;
+	q->depth = 0;
+	return 0;
+}
+
+/**
+ * @brief Executes one admin command.
+ * @param t    the target.
+ * @param sqe  the command.
+ * @param dw0  receives completion Dword 0.
+ * @return the status field: Identify (CNS 00h namespace 1, 01h controller, 02h active namespace
+ *         list), Create/Delete I/O SQ and CQ (Invalid Queue Identifier, Invalid Queue Size,
+ *         Completion Queue Invalid, Invalid Queue Deletion, Invalid Interrupt Vector for IEN),
+ *         Set/Get Features Number of Queues (grants up to the configured count; a second Set
+ *         after queues exist gives Command Sequence Error), Abort (not aborted: Dword 0 bit 0
+ *         set), Keep Alive; others give Invalid Command Opcode. Data goes out through PRPs only.
+ *
+ * The admin thread.
+ */
+GIO_HD uint16_t gio_tgt_admin(struct gio_tgt *t, const struct gio_sqe *sqe, uint32_t *dw0)
+{
+	*dw0 = 0;
+	if (GIO_GET((uint32_t)sqe->flags, SQE_FLAGS_FUSE))
+		return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_FIELD);
+	switch (sqe->opc) {
+	case GIO_ADMIN_OPC_IDENTIFY: {
+		const uint32_t cns = GIO_GET(sqe->cdw10, IDENTIFY_CDW10_CNS);
+		union {
+			struct gio_id_ctrl ctrl;
+			struct gio_id_ns ns;
+			uint32_t list[1024];
+		} u;
+		if (cns == GIO_CNS_CTRL) {
+			gio_tgt_identify_ctrl(t, &u.ctrl);
+		} else if (cns == GIO_CNS_NS) {
+			if (sqe->nsid != GIO_TGT_NSID)
+				return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_NS);
+			gio_tgt_identify_ns(t, &u.ns);
+		} else if (cns == GIO_CNS_NS_ACTIVE_LIST) {
+			memset(&u, 0, sizeof(u));
+			if (sqe->nsid < GIO_TGT_NSID)
+				u.list[0] = GIO_TGT_NSID;
+		} else {
+			return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_FIELD);
+		}
+		return gio__tgt_admin_out(t, sqe, &u, GIO_IDENTIFY_BYTES);
+	}
+	case GIO_ADMIN_OPC_CREATE_CQ:
+		return gio__tgt_create_queue(t, sqe, 1);
+	case GIO_ADMIN_OPC_CREATE_SQ:
+		return gio__tgt_create_queue(t, sqe, 0);
+	case GIO_ADMIN_OPC_DELETE_SQ:
+		return gio__tgt_delete_queue(t, sqe, 0);
+	case GIO_ADMIN_OPC_DELETE_CQ:
+		return gio__tgt_delete_queue(t, sqe, 1);
+	case GIO_ADMIN_OPC_SET_FEATURES:
+	case GIO_ADMIN_OPC_GET_FEATURES: {
+		uint32_t i, n;
+		if (GIO_GET(sqe->cdw10, FEAT_CDW10_FID) != GIO_FEAT_NUM_QUEUES)
+			return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_FIELD);
+		if (sqe->opc == GIO_ADMIN_OPC_SET_FEATURES) {
+			for (i = 1; i <= GIO_TGT_MAX_IO_QUEUES; i++)
+				if (gio_load_relaxed(&t->sq[i].live) || gio_load_relaxed(&t->cq[i].live))
+					return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_CMD_SEQ_ERROR);
+			n = GIO_GET(sqe->cdw11, NUMQ_NSQ) + 1u;
+			if (GIO_GET(sqe->cdw11, NUMQ_NCQ) + 1u > n)
+				n = GIO_GET(sqe->cdw11, NUMQ_NCQ) + 1u;
+			if (n == 65536u) /* 0's based FFFFh is reserved */
+				return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_FIELD);
+			t->nq_granted = n < t->cfg.max_io_queues ? n : t->cfg.max_io_queues;
+		}
+		n = t->nq_granted ? t->nq_granted : t->cfg.max_io_queues;
+		*dw0 = GIO_SET(NUMQ_NSQ, n - 1u) | GIO_SET(NUMQ_NCQ, n - 1u);
+		return 0;
+	}
+	case GIO_ADMIN_OPC_ABORT:
+		*dw0 = 1; /* best effort, as the specification allows: the command was not aborted */
+		return 0;
+	case GIO_ADMIN_OPC_KEEP_ALIVE:
+		return 0;
+	default:
+		return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_OPCODE);
+	}
+}
+
+/**
+ * @brief Checks an I/O command and walks its data pointer.
+ * @param t    the target.
+ * @param sqe  the command.
+ * @param io   receives the command's parameters; `io->xfer` must point to caller storage of
+ *             GIO_TGT_MAX_SEGS segments (set `io->xfer.segs` and `io->xfer.cap` before calling).
+ * @return 0, or the status field a controller returns: Invalid Command Opcode (other than Flush,
+ *         Write, Read, Write Zeroes), Invalid Field in Command (fused, or above MDTS, or SGLs
+ *         where SGLS says none), Invalid Namespace or Format (NSID other than 1; 0xffffffff is
+ *         allowed for Flush), LBA Out of Range, the SGL and PRP statuses of the walkers, or Data
+ *         Transfer Error when a data segment lies outside registered memory.
+ *
+ * The queue's serving thread. Nothing is moved: the executor moves data only after this passed.
+ */
+GIO_HD uint16_t gio_tgt_io_prepare(struct gio_tgt *t, const struct gio_sqe *sqe, struct gio_tgt_io *io)
+{
+	uint32_t i;
+	uint16_t st;
+	io->opc = sqe->opc;
+	io->is_write = sqe->opc == GIO_NVM_OPC_WRITE;
+	io->rsvd = 0;
+	io->nlb = 0;
+	io->slba = 0;
+	io->offset = 0;
+	io->bytes = 0;
+	io->xfer.n = 0;
+	if (sqe->opc != GIO_NVM_OPC_FLUSH && sqe->opc != GIO_NVM_OPC_WRITE && sqe->opc != GIO_NVM_OPC_READ &&
+	    sqe->opc != GIO_NVM_OPC_WRITE_ZEROES)
+		return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_OPCODE);
+	if (GIO_GET((uint32_t)sqe->flags, SQE_FLAGS_FUSE))
+		return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_FIELD);
+	if (sqe->opc == GIO_NVM_OPC_FLUSH)
+		return (sqe->nsid == GIO_TGT_NSID || sqe->nsid == 0xffffffffu)
+			       ? 0
+			       : GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_NS);
+	if (sqe->nsid != GIO_TGT_NSID)
+		return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_NS);
+	io->slba = (uint64_t)sqe->cdw10 | ((uint64_t)sqe->cdw11 << 32);
+	io->nlb = GIO_GET(sqe->cdw12, RW_CDW12_NLB) + 1u;
+	if (io->slba >= t->cfg.nsze || io->nlb > t->cfg.nsze - io->slba)
+		return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_LBA_RANGE);
+	io->offset = io->slba << t->cfg.lba_shift;
+	if (sqe->opc == GIO_NVM_OPC_WRITE_ZEROES) {
+		io->bytes = (uint64_t)io->nlb << t->cfg.lba_shift;
+		return 0; /* no data pointer */
+	}
+	io->bytes = (uint64_t)io->nlb << t->cfg.lba_shift;
+	if (t->caps.max_xfer_bytes && io->bytes > t->caps.max_xfer_bytes)
+		return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_FIELD);
+	if (gio_sqe_psdt(sqe) == GIO_PSDT_PRP)
+		st = gio_prp_walk(sqe, io->bytes, &t->caps, t->map, &io->xfer);
+	else
+		st = gio_sgl_walk(sqe, io->bytes, io->is_write, &t->caps, t->map, &io->xfer);
+	if (st)
+		return st;
+	/* Every data segment must be registered before anything moves. */
+	for (i = 0; i < io->xfer.n; i++) {
+		const struct gio_xfer_seg *s = &io->xfer.segs[i];
+		if (!(s->flags & GIO_XFER_BIT_BUCKET) && gio_dma_map_find(t->map, s->addr, s->len) == NULL)
+			return GIO_SF(GIO_SCT_GENERIC, GIO_SC_DATA_XFER_ERROR);
+	}
+	return 0;
+}
+
+/**
+ * @brief Moves a prepared command's data between a memory backing store and the host's segments.
+ * @param t        the target.
+ * @param io       a command that passed gio_tgt_io_prepare().
+ * @param backing  the backing store (namespace byte 0).
+ *
+ * The queue's serving thread. Reads skip bit buckets; Write Zeroes clears the blocks; Flush does
+ * nothing (memory is its own stable store here).
+ */
+GIO_HD void gio_tgt_io_copy_mem(struct gio_tgt *t, const struct gio_tgt_io *io, unsigned char *backing)
+{
+	uint64_t off = io->offset;
+	uint32_t i;
+	if (io->opc == GIO_NVM_OPC_WRITE_ZEROES) {
+		memset(backing + off, 0, io->bytes);
+		return;
+	}
+	for (i = 0; i < io->xfer.n; i++) {
+		const struct gio_xfer_seg *s = &io->xfer.segs[i];
+		if (!(s->flags & GIO_XFER_BIT_BUCKET)) {
+			void *p = gio_dma_map_find(t->map, s->addr, s->len);
+			if (io->is_write)
+				memcpy(backing + off, p, s->len);
+			else
+				memcpy(p, backing + off, s->len);
+		}
+		off += s->len;
+	}
+}
+
+GIO_EXTERN_C_END
+
+#endif /* GIOURING_TARGET_H */

@@ -1,0 +1,614 @@
+/* Host library context: parses a target URI, starts the software target and its CPU executor,
+ * brings the controller up through its registers and admin queue (the path a real controller
+ * takes), registers memory and creates I/O queue pairs. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <giouring/clock.h>
+#include <giouring/ctx.h>
+#include <giouring/prep.h>
+#include <giouring/status.h>
+
+#include "internal.h"
+
+#define ADMIN_DEPTH 32u
+#define MAX_REGIONS 1024u
+#define MAX_QPS GIO_TGT_MAX_IO_QUEUES
+#define ADMIN_TIMEOUT_NS (5ull * 1000000000ull)
+
+static _Thread_local char last_error[512];
+
+int gio__fail(int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+const char *gio_last_error(void)
+{
+	return last_error;
+}
+
+struct qp_mem {
+	struct gio_qp qp;
+	void *sq, *cq, *slots, *dbs;
+};
+
+struct gio_ctx {
+	struct gio_tgt tgt;
+	struct gio_tgt_bar *bar;
+	struct gio_dma_region regions[MAX_REGIONS];
+	struct gio_dma_map map;
+	pthread_mutex_t lock; /* registration, queue creation, admin commands */
+	struct gio__exec exec;
+	struct gio_dptr_caps caps;
+	struct gio_ns_info info;
+	struct gio_qp admin;
+	void *admin_sq, *admin_cq, *admin_slots, *idbuf;
+	struct qp_mem *qps[MAX_QPS + 1];
+	uint32_t nqps;
+	char path[4096];
+	char tmpdir[4000];
+	int remove_file;
+	uint64_t size;
+	int started, enabled;
+};
+
+/* ---- URI ---------------------------------------------------------------------------------- */
+
+struct params {
+	uint64_t size;
+	uint32_t lba, sgls, mdts, queues, threads, mqes;
+	int have_size;
+};
+
+static int parse_u64(const char *key, const char *v, uint64_t *out)
+{
+	char *end;
+	unsigned long long x;
+	errno = 0;
+	if (*v < '0' || *v > '9')
+		return gio__fail(-EINVAL, "giouring: URI parameter %s=%s is not a number", key, v);
+	x = strtoull(v, &end, 10);
+	if (errno)
+		return gio__fail(-EINVAL, "giouring: URI parameter %s=%s is out of range", key, v);
+	switch (*end) {
+	case 'K': case 'k': x <<= 10; end++; break;
+	case 'M': case 'm': x <<= 20; end++; break;
+	case 'G': case 'g': x <<= 30; end++; break;
+	case 'T': case 't': x <<= 40; end++; break;
+	default: break;
+	}
+	if (*end)
+		return gio__fail(-EINVAL, "giouring: URI parameter %s=%s: unexpected '%s'", key, v, end);
+	*out = x;
+	return 0;
+}
+
+static int parse_query(char *q, struct params *p)
+{
+	char *save = NULL, *kv;
+	for (kv = strtok_r(q, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(kv, '=');
+		uint64_t v = 0;
+		int rc;
+		if (!eq)
+			return gio__fail(-EINVAL, "giouring: URI parameter '%s' has no value", kv);
+		*eq = 0;
+		if (!strcmp(kv, "exec")) {
+			if (strcmp(eq + 1, "cpu"))
+				return gio__fail(-EINVAL, "giouring: exec=%s: this target runs on the CPU executor only (exec=cpu)", eq + 1);
+			continue;
+		}
+		if (strcmp(kv, "size") && strcmp(kv, "lba") && strcmp(kv, "sgls") && strcmp(kv, "mdts") &&
+		    strcmp(kv, "queues") && strcmp(kv, "threads") && strcmp(kv, "mqes"))
+			return gio__fail(-EINVAL, "giouring: unknown URI parameter '%s' (size, lba, sgls, mdts, queues, threads, mqes, exec)", kv);
+		rc = parse_u64(kv, eq + 1, &v);
+		if (rc)
+			return rc;
+		if (!strcmp(kv, "size")) {
+			p->size = v;
+			p->have_size = 1;
+		} else if (!strcmp(kv, "lba")) {
+			if (v < 512 || v > 65536 || (v & (v - 1)))
+				return gio__fail(-EINVAL, "giouring: lba=%" PRIu64 ": a power of two from 512 to 65536", v);
+			p->lba = (uint32_t)v;
+		} else if (!strcmp(kv, "sgls")) {
+			if (v > 2)
+				return gio__fail(-EINVAL, "giouring: sgls=%" PRIu64 ": 0 (PRP only), 1 (SGLs) or 2 (SGLs, dword rule)", v);
+			p->sgls = (uint32_t)v;
+		} else if (!strcmp(kv, "mdts")) {
+			if (v > 20)
+				return gio__fail(-EINVAL, "giouring: mdts=%" PRIu64 ": 0 (no limit) to 20", v);
+			p->mdts = (uint32_t)v;
+		} else if (!strcmp(kv, "queues")) {
+			if (v < 1 || v > GIO_TGT_MAX_IO_QUEUES)
+				return gio__fail(-EINVAL, "giouring: queues=%" PRIu64 ": 1 to %u", v, GIO_TGT_MAX_IO_QUEUES);
+			p->queues = (uint32_t)v;
+		} else if (!strcmp(kv, "threads")) {
+			if (v < 1 || v > GIO__EXEC_MAX_THREADS)
+				return gio__fail(-EINVAL, "giouring: threads=%" PRIu64 ": 1 to %d", v, GIO__EXEC_MAX_THREADS);
+			p->threads = (uint32_t)v;
+		} else if (!strcmp(kv, "mqes")) {
+			if (v < 1 || v > 65535)
+				return gio__fail(-EINVAL, "giouring: mqes=%" PRIu64 ": 1 to 65535", v);
+			p->mqes = (uint32_t)v;
+		}
+	}
+	return 0;
+}
+
+/* ---- backing store ------------------------------------------------------------------------ */
+
+static int open_file(struct gio_ctx *c, const struct params *p)
+{
+	struct stat st;
+	int fd = open(c->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return gio__fail(-errno, "giouring: cannot open %s: %s", c->path, strerror(errno));
+	if (fstat(fd, &st)) {
+		int rc = -errno;
+		close(fd);
+		return gio__fail(rc, "giouring: fstat %s: %s", c->path, strerror(-rc));
+	}
+	c->size = p->have_size ? p->size : (uint64_t)st.st_size;
+	if (c->size == 0) {
+		close(fd);
+		return gio__fail(-EINVAL, "giouring: %s is empty and the URI gives no size=", c->path);
+	}
+	if ((uint64_t)st.st_size < c->size && ftruncate(fd, (off_t)c->size)) {
+		int rc = -errno;
+		close(fd);
+		return gio__fail(rc, "giouring: cannot size %s to %" PRIu64 " bytes: %s", c->path, c->size, strerror(-rc));
+	}
+	c->exec.kind = GIO__BACKING_FILE;
+	c->exec.fd = fd;
+	c->exec.fd_direct = open(c->path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	c->exec.direct_align = 4096;
+	if (c->exec.fd_direct < 0)
+		fprintf(stderr, "giouring: notice: %s does not support O_DIRECT (%s); using buffered I/O\n", c->path,
+			strerror(errno));
+	return 0;
+}
+
+/* ---- registers ---------------------------------------------------------------------------- */
+
+static uint32_t reg_read(struct gio_ctx *c, uint32_t off)
+{
+	return gio_load_acquire((uint32_t *)((char *)c->bar + off));
+}
+
+static void reg_write(struct gio_ctx *c, uint32_t off, uint32_t v)
+{
+	gio_store_release((uint32_t *)((char *)c->bar + off), v);
+}
+
+static int wait_csts(struct gio_ctx *c, uint32_t mask, uint32_t want, uint64_t timeout_ns, const char *what)
+{
+	const uint64_t deadline = gio_deadline_in(timeout_ns);
+	for (;;) {
+		const uint32_t csts = reg_read(c, GIO_REG_CSTS);
+		if (GIO_GET(csts, CSTS_CFS))
+			return gio__fail(-EIO, "giouring: controller fatal status (CSTS.CFS) while waiting for %s", what);
+		if ((csts & mask) == want)
+			return 0;
+		if (gio_deadline_passed(deadline))
+			return gio__fail(-ETIME, "giouring: controller did not report %s within %" PRIu64 " ms (CSTS 0x%x)",
+					 what, timeout_ns / 1000000, csts);
+		usleep(100);
+	}
+}
+
+/* ---- admin -------------------------------------------------------------------------------- */
+
+static const char *opc_name(uint8_t opc)
+{
+	switch (opc) {
+	case GIO_ADMIN_OPC_IDENTIFY: return "Identify";
+	case GIO_ADMIN_OPC_CREATE_CQ: return "Create I/O Completion Queue";
+	case GIO_ADMIN_OPC_CREATE_SQ: return "Create I/O Submission Queue";
+	case GIO_ADMIN_OPC_DELETE_SQ: return "Delete I/O Submission Queue";
+	case GIO_ADMIN_OPC_DELETE_CQ: return "Delete I/O Completion Queue";
+	case GIO_ADMIN_OPC_SET_FEATURES: return "Set Features";
+	default: return "admin command";
+	}
+}
+
+static int admin(struct gio_ctx *c, const struct gio_sqe *sqe, uint32_t *dw0)
+{
+	uint16_t st = 0;
+	int rc = gio_qp_submit_wait(&c->admin, sqe, ADMIN_TIMEOUT_NS, &st, dw0);
+	if (rc == -EIO)
+		return gio__fail(-EIO, "giouring: %s failed: %s (status 0x%04x, SCT %u SC 0x%02x%s)", opc_name(sqe->opc),
+				 gio_status_str(st), st, gio_status_sct(st), gio_status_sc(st), gio_status_dnr(st) ? ", DNR" : "");
+	if (rc == -ETIME)
+		return gio__fail(-ETIME, "giouring: %s timed out (%s)", opc_name(sqe->opc), gio_last_error());
+	return rc;
+}
+
+int gio_qp_submit_wait(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t timeout_ns, uint16_t *status, uint32_t *dw0)
+{
+	const uint64_t deadline = gio_deadline_in(timeout_ns);
+	uint32_t idx;
+	int rc = gio_qp_reserve_wait(qp, 1, deadline, &idx);
+	if (rc == 0) {
+		*gio_qp_sqe(qp, idx) = *sqe;
+		rc = gio_qp_commit(qp, idx, 1, deadline);
+	}
+	if (rc == 0)
+		rc = gio_qp_wait(qp, idx & (qp->sq_depth - 1), deadline, status, dw0);
+	if (rc == -ETIME) {
+		const struct gio_qp_state *s = &qp->last_timeout;
+		gio__fail(-ETIME,
+			  "giouring: queue %u: deadline passed (cid %d; sq reserved %u committed %u rung %u head %u; cq head %u)",
+			  qp->qid, (int)s->cid, s->sq_reserved, s->sq_committed, s->sq_rung, s->sq_head, s->cq_head);
+	}
+	return rc;
+}
+
+/* ---- memory ------------------------------------------------------------------------------- */
+
+static int register_locked(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
+{
+	const uint64_t a = (uint64_t)(uintptr_t)ptr;
+	uint32_t i, n = c->map.count;
+	if (!ptr || len == 0 || a + len < a)
+		return gio__fail(-EINVAL, "giouring: cannot register %p + %zu: empty or wrapping", ptr, len);
+	for (i = 0; i < n; i++)
+		if (a < c->regions[i].addr + c->regions[i].len && c->regions[i].addr < a + len)
+			return gio__fail(-EINVAL, "giouring: %p + %zu overlaps registered memory at 0x%" PRIx64, ptr, len,
+					 c->regions[i].addr);
+	if (n == MAX_REGIONS)
+		return gio__fail(-ENOSPC, "giouring: %u regions registered already", MAX_REGIONS);
+	/* Bus address = host virtual address: the software target runs in this process. */
+	c->regions[n].addr = a;
+	c->regions[n].len = len;
+	c->regions[n].ptr = ptr;
+	gio_store_release(&c->map.count, n + 1); /* pairs with the acquire in gio_dma_map_find */
+	if (addr)
+		*addr = a;
+	return 0;
+}
+
+int gio_ctx_register(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
+{
+	int rc;
+	if (!c)
+		return gio__fail(-EINVAL, "giouring: gio_ctx_register: no context");
+	pthread_mutex_lock(&c->lock);
+	rc = register_locked(c, ptr, len, addr);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+static void *alloc_dma(struct gio_ctx *c, size_t len)
+{
+	void *p = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+	if (!p)
+		return NULL;
+	memset(p, 0, len);
+	if (register_locked(c, p, (len + 4095) & ~(size_t)4095, NULL)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* ---- bring-up ----------------------------------------------------------------------------- */
+
+static int bring_up(struct gio_ctx *c)
+{
+	const uint64_t cap = c->bar->regs.cap;
+	const uint64_t to_ns = (GIO_GET(cap, CAP_TO) ? GIO_GET(cap, CAP_TO) : 1) * 500000000ull;
+	struct gio_id_ctrl *id;
+	struct gio_id_ns *ns;
+	struct gio_sqe sqe;
+	uint32_t dw0, nsq, ncq;
+	uint64_t asq, acq;
+	int rc;
+
+	if (GIO_GET(reg_read(c, GIO_REG_CC), CC_EN)) {
+		reg_write(c, GIO_REG_CC, 0);
+		rc = wait_csts(c, GIO_CSTS_RDY_MASK, 0, to_ns, "not ready (disable)");
+		if (rc)
+			return rc;
+	}
+	c->admin_sq = alloc_dma(c, ADMIN_DEPTH * sizeof(struct gio_sqe));
+	c->admin_cq = alloc_dma(c, ADMIN_DEPTH * sizeof(struct gio_cqe));
+	c->admin_slots = calloc(ADMIN_DEPTH, sizeof(struct gio_cmd_slot));
+	c->idbuf = alloc_dma(c, GIO_IDENTIFY_BYTES);
+	if (!c->admin_sq || !c->admin_cq || !c->admin_slots || !c->idbuf)
+		return gio__fail(-ENOMEM, "giouring: no memory for the admin queue");
+	asq = (uint64_t)(uintptr_t)c->admin_sq;
+	acq = (uint64_t)(uintptr_t)c->admin_cq;
+	reg_write(c, GIO_REG_AQA, GIO_SET(AQA_ASQS, ADMIN_DEPTH - 1) | GIO_SET(AQA_ACQS, ADMIN_DEPTH - 1));
+	reg_write(c, GIO_REG_ASQ, (uint32_t)asq);
+	reg_write(c, GIO_REG_ASQ + 4, (uint32_t)(asq >> 32));
+	reg_write(c, GIO_REG_ACQ, (uint32_t)acq);
+	reg_write(c, GIO_REG_ACQ + 4, (uint32_t)(acq >> 32));
+	rc = gio_qp_init(&c->admin, c->admin_sq, ADMIN_DEPTH, c->admin_cq, ADMIN_DEPTH, c->admin_slots, 0,
+			 (uint32_t *)((char *)c->bar + gio_sq_doorbell_offset(cap, 0)),
+			 (uint32_t *)((char *)c->bar + gio_cq_doorbell_offset(cap, 0)), 0);
+	if (rc)
+		return gio__fail(rc, "giouring: admin queue init");
+	/* Release: AQA/ASQ/ACQ before EN (the controller reads them when it sees EN). */
+	reg_write(c, GIO_REG_CC, GIO_SET(CC_EN, 1u) | GIO_SET(CC_CSS, GIO_CC_CSS_NVM) | GIO_SET(CC_MPS, 0u) |
+					 GIO_SET(CC_IOSQES, GIO_SQE_SHIFT) | GIO_SET(CC_IOCQES, GIO_CQE_SHIFT));
+	rc = wait_csts(c, GIO_CSTS_RDY_MASK, 1, to_ns, "ready (CSTS.RDY)");
+	if (rc)
+		return rc;
+	c->enabled = 1;
+
+	gio_prep_identify(&sqe, GIO_CNS_CTRL, 0, (uint64_t)(uintptr_t)c->idbuf, 0);
+	if ((rc = admin(c, &sqe, &dw0)))
+		return rc;
+	id = c->idbuf;
+	rc = gio_dptr_caps_init(&c->caps, cap, reg_read(c, GIO_REG_CC), id);
+	if (rc)
+		return gio__fail(rc, "giouring: controller reports unusable SGLS/MDTS/page size");
+	c->info.sgls = id->sgls;
+	gio_prep_identify(&sqe, GIO_CNS_NS, GIO_TGT_NSID, (uint64_t)(uintptr_t)c->idbuf, 0);
+	if ((rc = admin(c, &sqe, &dw0)))
+		return rc;
+	ns = c->idbuf;
+	c->info.nblocks = ns->nsze;
+	c->info.lba_bytes = gio_id_ns_lba_bytes(ns);
+	c->info.nsid = GIO_TGT_NSID;
+	c->info.max_xfer_bytes = c->caps.max_xfer_bytes;
+	c->info.page_bytes = c->caps.page_bytes;
+	c->info.max_queue_entries = (uint32_t)GIO_GET(cap, CAP_MQES) + 1;
+	gio_prep_set_num_queues(&sqe, MAX_QPS, MAX_QPS);
+	if ((rc = admin(c, &sqe, &dw0)))
+		return rc;
+	gio_num_queues_granted(dw0, &nsq, &ncq);
+	c->info.io_queues = nsq < ncq ? nsq : ncq;
+	return 0;
+}
+
+int gio_ctx_open(const char *uri, struct gio_ctx **out)
+{
+	struct params p = {0, 4096, 1, 7, 16, 2, 4095, 0};
+	struct gio_tgt_config cfg;
+	struct gio_ctx *c;
+	char buf[4096];
+	char *query;
+	int rc;
+
+	if (!out)
+		return gio__fail(-EINVAL, "giouring: gio_ctx_open: out is NULL");
+	*out = NULL;
+	if (uri && strlen(uri) >= sizeof(buf))
+		return gio__fail(-EINVAL, "giouring: URI longer than %zu bytes", sizeof(buf) - 1);
+	snprintf(buf, sizeof(buf), "%s", uri ? uri : "");
+	query = strchr(buf, '?');
+	if (query)
+		*query++ = 0;
+	if (query && (rc = parse_query(query, &p)))
+		return rc;
+	c = aligned_alloc(64, sizeof(*c));
+	if (!c)
+		return gio__fail(-ENOMEM, "giouring: no memory for a context");
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->lock, NULL);
+	c->map.regions = c->regions;
+	c->exec.fd = c->exec.fd_direct = -1;
+
+	if (buf[0] == 0) {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(c->tmpdir, sizeof(c->tmpdir), "%s/giouring-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(c->tmpdir)) {
+			rc = gio__fail(-errno, "giouring: mkdtemp %s: %s", c->tmpdir, strerror(errno));
+			goto fail;
+		}
+		snprintf(c->path, sizeof(c->path), "%s/kv.img", c->tmpdir);
+		c->remove_file = 1;
+		if (!p.have_size) {
+			p.size = 64ull << 20;
+			p.have_size = 1;
+		}
+		rc = open_file(c, &p);
+	} else if (!strncmp(buf, "file://", 7)) {
+		if (buf[7] != '/') {
+			rc = gio__fail(-EINVAL, "giouring: '%s': file URIs need an absolute path (file:///dir/file)", buf);
+			goto fail;
+		}
+		snprintf(c->path, sizeof(c->path), "%s", buf + 7);
+		rc = open_file(c, &p);
+	} else if (!strcmp(buf, "mem://host")) {
+		if (!p.have_size || p.size == 0) {
+			rc = gio__fail(-EINVAL, "giouring: mem://host needs size= (e.g. mem://host?size=64M)");
+			goto fail;
+		}
+		c->size = p.size;
+		c->exec.kind = GIO__BACKING_MEM;
+		c->exec.mem = aligned_alloc(4096, (c->size + 4095) & ~(uint64_t)4095);
+		if (!c->exec.mem) {
+			rc = gio__fail(-ENOMEM, "giouring: no memory for a %" PRIu64 "-byte store", c->size);
+			goto fail;
+		}
+		memset(c->exec.mem, 0, c->size);
+		rc = 0;
+	} else if (!strncmp(buf, "mem://hbm", 9) || !strncmp(buf, "nvme-pci://", 11)) {
+		rc = gio__fail(-EOPNOTSUPP, "giouring: '%s': this release serves file:// and mem://host targets only", buf);
+		goto fail;
+	} else {
+		rc = gio__fail(-EINVAL, "giouring: '%s': unknown target (file:///path, mem://host, or none)", buf);
+		goto fail;
+	}
+	if (rc)
+		goto fail;
+	if (c->size % p.lba) {
+		rc = gio__fail(-EINVAL, "giouring: size %" PRIu64 " is not a multiple of the block size %u", c->size, p.lba);
+		goto fail;
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.sgls = p.sgls;
+	cfg.mdts = (uint8_t)p.mdts;
+	cfg.lba_shift = (uint8_t)__builtin_ctz(p.lba);
+	cfg.max_io_queues = (uint16_t)p.queues;
+	cfg.mqes = (uint16_t)p.mqes;
+	cfg.nsze = c->size / p.lba;
+	c->bar = aligned_alloc(4096, sizeof(*c->bar));
+	if (!c->bar) {
+		rc = gio__fail(-ENOMEM, "giouring: no memory for registers");
+		goto fail;
+	}
+	rc = gio_tgt_init(&c->tgt, c->bar, &cfg, &c->map);
+	if (rc) {
+		rc = gio__fail(rc, "giouring: invalid target configuration");
+		goto fail;
+	}
+	c->exec.tgt = &c->tgt;
+	rc = gio__exec_start(&c->exec, (int)p.threads);
+	if (rc)
+		goto fail;
+	c->started = 1;
+	pthread_mutex_lock(&c->lock);
+	rc = bring_up(c);
+	pthread_mutex_unlock(&c->lock);
+	if (rc)
+		goto fail;
+	*out = c;
+	return 0;
+fail: {
+	char msg[sizeof(last_error)];
+	snprintf(msg, sizeof(msg), "%s", last_error);
+	gio_ctx_close(c);
+	gio__fail(rc, "%s", msg);
+	return rc;
+}
+}
+
+void gio_ctx_info(const struct gio_ctx *c, struct gio_ns_info *info)
+{
+	*info = c->info;
+}
+
+const struct gio_dptr_caps *gio_ctx_dptr_caps(const struct gio_ctx *c)
+{
+	return &c->caps;
+}
+
+int gio_ctx_inject(struct gio_ctx *c, const struct gio_fault *f)
+{
+	static const struct gio_fault none;
+	pthread_mutex_lock(&c->exec.fault_lock);
+	c->exec.fault = f ? *f : none;
+	if (c->exec.fault.fail_nth)
+		c->exec.fault.fail_nth += c->exec.io_seen;
+	if (c->exec.fault.drop_nth)
+		c->exec.fault.drop_nth += c->exec.io_seen;
+	pthread_mutex_unlock(&c->exec.fault_lock);
+	__atomic_store_n(&c->exec.stall_until_ns, f && f->stall_ms ? gio_host_now_ns() + f->stall_ms * 1000000ull : 0,
+			 __ATOMIC_RELAXED);
+	return 0;
+}
+
+int gio_ctx_qp_create(struct gio_ctx *c, uint32_t depth, struct gio_qp **out)
+{
+	struct qp_mem *m;
+	struct gio_sqe sqe;
+	uint32_t dw0, qid;
+	int rc;
+	if (!c || !out)
+		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_create: NULL argument");
+	if (depth < 2 || (depth & (depth - 1)) || depth > c->info.max_queue_entries)
+		return gio__fail(-EINVAL, "giouring: queue depth %u: a power of two from 2 to %u", depth, c->info.max_queue_entries);
+	pthread_mutex_lock(&c->lock);
+	if (c->nqps >= c->info.io_queues) {
+		pthread_mutex_unlock(&c->lock);
+		return gio__fail(-EBUSY, "giouring: all %u granted I/O queue pairs are in use", c->info.io_queues);
+	}
+	qid = c->nqps + 1;
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		pthread_mutex_unlock(&c->lock);
+		return gio__fail(-ENOMEM, "giouring: no memory for a queue pair");
+	}
+	m->sq = alloc_dma(c, depth * sizeof(struct gio_sqe));
+	m->cq = alloc_dma(c, depth * sizeof(struct gio_cqe));
+	m->slots = calloc(depth, sizeof(struct gio_cmd_slot));
+	if (!m->sq || !m->cq || !m->slots) {
+		rc = gio__fail(-ENOMEM, "giouring: no memory for a queue pair of depth %u", depth);
+		goto fail;
+	}
+	rc = gio_qp_init(&m->qp, m->sq, depth, m->cq, depth, m->slots, (uint16_t)qid,
+			 (uint32_t *)((char *)c->bar + gio_sq_doorbell_offset(c->bar->regs.cap, (uint16_t)qid)),
+			 (uint32_t *)((char *)c->bar + gio_cq_doorbell_offset(c->bar->regs.cap, (uint16_t)qid)), 0);
+	if (rc)
+		goto fail;
+	if ((rc = gio_prep_create_cq(&sqe, (uint16_t)qid, depth, (uint64_t)(uintptr_t)m->cq, 0, 0)) ||
+	    (rc = admin(c, &sqe, &dw0)))
+		goto fail;
+	if ((rc = gio_prep_create_sq(&sqe, (uint16_t)qid, depth, (uint16_t)qid, (uint64_t)(uintptr_t)m->sq)) ||
+	    (rc = admin(c, &sqe, &dw0)))
+		goto fail;
+	c->qps[qid] = m;
+	c->nqps = qid;
+	pthread_mutex_unlock(&c->lock);
+	*out = &m->qp;
+	return 0;
+fail:
+	/* Queue memory stays registered (regions are never removed); it is freed at close. */
+	c->qps[qid] = m;
+	c->nqps = qid;
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int gio_ctx_close(struct gio_ctx *c)
+{
+	int rc = 0;
+	uint32_t i;
+	if (!c)
+		return 0;
+	if (c->enabled) {
+		const uint64_t cap = c->bar->regs.cap;
+		const uint64_t to_ns = (GIO_GET(cap, CAP_TO) ? GIO_GET(cap, CAP_TO) : 1) * 500000000ull;
+		reg_write(c, GIO_REG_CC, reg_read(c, GIO_REG_CC) | GIO_SET(CC_SHN, GIO_CC_SHN_NORMAL));
+		rc = wait_csts(c, GIO_CSTS_SHST_MASK << GIO_CSTS_SHST_SHIFT,
+			       GIO_CSTS_SHST_COMPLETE << GIO_CSTS_SHST_SHIFT, to_ns, "shutdown complete (CSTS.SHST)");
+	}
+	if (c->started)
+		gio__exec_stop(&c->exec);
+	if (c->exec.kind == GIO__BACKING_FILE && c->exec.fd >= 0) {
+		if (fsync(c->exec.fd) && rc == 0)
+			rc = gio__fail(-errno, "giouring: fsync %s: %s", c->path, strerror(errno));
+	}
+	if (c->exec.fd >= 0)
+		close(c->exec.fd);
+	if (c->exec.fd_direct >= 0)
+		close(c->exec.fd_direct);
+	if (c->remove_file) {
+		unlink(c->path);
+		rmdir(c->tmpdir);
+	}
+	for (i = 1; i <= MAX_QPS; i++) {
+		if (c->qps[i]) {
+			free(c->qps[i]->sq);
+			free(c->qps[i]->cq);
+			free(c->qps[i]->slots);
+			free(c->qps[i]);
+		}
+	}
+	free(c->admin_sq);
+	free(c->admin_cq);
+	free(c->admin_slots);
+	free(c->idbuf);
+	free(c->exec.mem);
+	free(c->bar);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	return rc;
+}

@@ -1,0 +1,328 @@
+/* The CPU executor of the software NVMe target: threads that watch the emulated controller's
+ * registers and doorbells, run commands through the target core (giouring/target.h) and move
+ * data between registered host memory and the backing store: memory, or a file through io_uring.
+ *
+ * Thread 0 also serves the registers and the admin queue; I/O queue q is served by thread
+ * (q - 1) % nthreads, so each queue has one server, as the target core requires. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <giouring/clock.h>
+#include <giouring/status.h>
+
+#include "internal.h"
+
+#define BATCH 32u /* commands fetched from one queue per pass */
+
+struct worker {
+	struct gio__exec *e;
+	int id;
+	struct io_uring ring;
+	int have_ring;
+	unsigned char *zeroes; /* Write Zeroes and bit-bucket scratch, ZBUF bytes */
+};
+
+#define ZBUF (1u << 20)
+
+/* Faults to apply to the I/O command just fetched. */
+struct cmd_fault {
+	int fail;
+	uint16_t status;
+	int drop;
+	uint32_t delay_us;
+};
+
+static struct cmd_fault next_fault(struct gio__exec *e)
+{
+	struct cmd_fault f = {0, 0, 0, 0};
+	pthread_mutex_lock(&e->fault_lock);
+	e->io_seen++;
+	if (e->fault.fail_nth && e->io_seen == e->fault.fail_nth) {
+		f.fail = 1;
+		f.status = e->fault.fail_status;
+		e->fault.fail_nth = 0;
+	}
+	if (e->fault.drop_nth && e->io_seen == e->fault.drop_nth) {
+		f.drop = 1;
+		e->fault.drop_nth = 0;
+	}
+	f.delay_us = e->fault.delay_us;
+	pthread_mutex_unlock(&e->fault_lock);
+	return f;
+}
+
+/* The "stall the doorbell" fault: doorbells are not looked at until then. */
+static int stalled(struct gio__exec *e)
+{
+	const uint64_t until = __atomic_load_n(&e->stall_until_ns, __ATOMIC_RELAXED);
+	return until != 0 && gio_host_now_ns() < until;
+}
+
+static void sleep_us(uint32_t us)
+{
+	struct timespec ts = {us / 1000000u, (long)(us % 1000000u) * 1000};
+	nanosleep(&ts, NULL);
+}
+
+static void complete(struct gio__exec *e, uint16_t qid, uint16_t cid, uint16_t st, const struct cmd_fault *f)
+{
+	if (f->drop)
+		return; /* the completion is lost: the host's deadline must catch it */
+	if (f->delay_us)
+		sleep_us(f->delay_us);
+	gio_tgt_post(e->tgt, qid, cid, f->fail ? f->status : st, 0);
+}
+
+static int serve_admin(struct gio__exec *e)
+{
+	struct gio_sqe sqe;
+	int n = 0;
+	while (gio_tgt_fetch(e->tgt, 0, &sqe) == 1) {
+		uint32_t dw0;
+		uint16_t st = gio_tgt_admin(e->tgt, &sqe, &dw0);
+		gio_tgt_post(e->tgt, 0, sqe.cid, st, dw0);
+		n++;
+	}
+	return n;
+}
+
+/* Memory backing store: every command runs to completion in place. */
+static int serve_mem(struct worker *w, uint16_t qid)
+{
+	struct gio__exec *e = w->e;
+	struct gio_xfer_seg segs[GIO_TGT_MAX_SEGS];
+	struct gio_sqe sqe;
+	uint32_t n = 0;
+	while (n < BATCH && gio_tgt_fetch(e->tgt, qid, &sqe) == 1) {
+		struct gio_tgt_io io;
+		struct cmd_fault f = next_fault(e);
+		uint16_t st;
+		io.xfer.segs = segs;
+		io.xfer.cap = GIO_TGT_MAX_SEGS;
+		st = gio_tgt_io_prepare(e->tgt, &sqe, &io);
+		if (st == 0 && !f.fail)
+			gio_tgt_io_copy_mem(e->tgt, &io, e->mem);
+		complete(e, qid, sqe.cid, st, &f);
+		n++;
+	}
+	return (int)n;
+}
+
+/* File backing store: a batch of commands becomes one io_uring submission. */
+struct pending {
+	struct gio_sqe sqe;
+	struct gio_tgt_io io;
+	struct gio_xfer_seg segs[GIO_TGT_MAX_SEGS];
+	struct iovec iov[GIO_TGT_MAX_SEGS];
+	struct cmd_fault f;
+	uint16_t st;
+	int submitted;
+	int64_t res;
+};
+
+static uint16_t media_error(const struct gio_tgt_io *io)
+{
+	return (uint16_t)(GIO_SF(GIO_SCT_MEDIA, io->is_write ? GIO_SC_WRITE_FAULT : GIO_SC_UNRECOVERED_READ) |
+			  GIO_SF_DNR);
+}
+
+/* Write Zeroes on a file: synchronous, in ZBUF pieces. */
+static uint16_t write_zeroes(struct worker *w, const struct gio_tgt_io *io)
+{
+	uint64_t off = io->offset, left = io->bytes;
+	while (left) {
+		size_t n = left < ZBUF ? (size_t)left : ZBUF;
+		ssize_t r = pwrite(w->e->fd, w->zeroes, n, (off_t)off);
+		if (r <= 0)
+			return media_error(io);
+		off += (uint64_t)r;
+		left -= (uint64_t)r;
+	}
+	return 0;
+}
+
+static int aligned_for_direct(const struct gio__exec *e, const struct pending *p)
+{
+	uint32_t i;
+	const uint64_t m = e->direct_align - 1;
+	if (e->fd_direct < 0 || (p->io.offset & m) || (p->io.bytes & m))
+		return 0;
+	for (i = 0; i < p->io.xfer.n; i++)
+		if (((uintptr_t)p->iov[i].iov_base & m) || (p->iov[i].iov_len & m))
+			return 0;
+	return 1;
+}
+
+static int serve_file(struct worker *w, uint16_t qid, struct pending *pend)
+{
+	struct gio__exec *e = w->e;
+	uint32_t n = 0, i, inflight = 0;
+	while (n < BATCH && gio_tgt_fetch(e->tgt, qid, &pend[n].sqe) == 1) {
+		struct pending *p = &pend[n++];
+		p->io.xfer.segs = p->segs;
+		p->io.xfer.cap = GIO_TGT_MAX_SEGS;
+		p->f = next_fault(e);
+		p->submitted = 0;
+		p->st = gio_tgt_io_prepare(e->tgt, &p->sqe, &p->io);
+		if (p->st || p->f.fail)
+			continue;
+		if (p->io.opc == GIO_NVM_OPC_WRITE_ZEROES) {
+			p->st = write_zeroes(w, &p->io);
+			continue;
+		}
+		struct io_uring_sqe *u = io_uring_get_sqe(&w->ring);
+		if (!u) { /* cannot happen: the ring holds BATCH entries */
+			p->st = GIO_SF(GIO_SCT_GENERIC, GIO_SC_INTERNAL);
+			continue;
+		}
+		if (p->io.opc == GIO_NVM_OPC_FLUSH) {
+			io_uring_prep_fsync(u, e->fd, IORING_FSYNC_DATASYNC);
+		} else {
+			for (i = 0; i < p->io.xfer.n; i++) {
+				const struct gio_xfer_seg *s = &p->segs[i];
+				/* Bit buckets read into scratch memory: the data is discarded. */
+				p->iov[i].iov_base = (s->flags & GIO_XFER_BIT_BUCKET)
+							     ? w->zeroes
+							     : gio_dma_map_find(e->tgt->map, s->addr, s->len);
+				p->iov[i].iov_len = (size_t)s->len;
+			}
+			int fd = aligned_for_direct(e, p) ? e->fd_direct : e->fd;
+			if (p->io.is_write)
+				io_uring_prep_writev(u, fd, p->iov, p->io.xfer.n, p->io.offset);
+			else
+				io_uring_prep_readv(u, fd, p->iov, p->io.xfer.n, p->io.offset);
+		}
+		io_uring_sqe_set_data64(u, n - 1);
+		p->submitted = 1;
+		inflight++;
+	}
+	if (inflight) {
+		int rc = io_uring_submit_and_wait(&w->ring, inflight);
+		while (rc >= 0 && inflight) {
+			struct io_uring_cqe *c;
+			if (io_uring_wait_cqe(&w->ring, &c))
+				break;
+			pend[io_uring_cqe_get_data64(c)].res = c->res;
+			io_uring_cqe_seen(&w->ring, c);
+			inflight--;
+		}
+		for (i = 0; i < n; i++) {
+			struct pending *p = &pend[i];
+			if (!p->submitted)
+				continue;
+			if (inflight || rc < 0)
+				p->st = GIO_SF(GIO_SCT_GENERIC, GIO_SC_INTERNAL);
+			else if (p->io.opc == GIO_NVM_OPC_FLUSH ? p->res < 0 : p->res != (int64_t)p->io.bytes)
+				p->st = media_error(&p->io); /* short transfers on a sized file are media errors */
+		}
+	}
+	for (i = 0; i < n; i++)
+		complete(e, qid, pend[i].sqe.cid, pend[i].st, &pend[i].f);
+	return (int)n;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct gio__exec *e = w->e;
+	struct pending *pend = NULL;
+	uint32_t idle = 0;
+	if (e->kind == GIO__BACKING_FILE) {
+		pend = calloc(BATCH, sizeof(*pend));
+		if (!pend)
+			return NULL;
+	}
+	while (!gio_load_acquire(&e->stop)) {
+		int did = 0;
+		uint32_t q;
+		if (w->id == 0) {
+			did += gio_tgt_poll_regs(e->tgt);
+			did += serve_admin(e);
+		}
+		if (!stalled(e)) {
+			for (q = 1 + (uint32_t)w->id; q <= GIO_TGT_MAX_IO_QUEUES; q += (uint32_t)e->nthreads) {
+				if (!gio_load_acquire(&e->tgt->sq[q].live))
+					continue;
+				did += e->kind == GIO__BACKING_MEM ? serve_mem(w, (uint16_t)q) : serve_file(w, (uint16_t)q, pend);
+			}
+		}
+		/* Back off when idle: CI machines have two cores and producers need them. */
+		if (did) {
+			idle = 0;
+		} else if (++idle < 64) {
+			gio_cpu_relax();
+		} else if (idle < 256) {
+			sched_yield();
+		} else {
+			sleep_us(20);
+		}
+	}
+	free(pend);
+	return NULL;
+}
+
+int gio__exec_start(struct gio__exec *e, int nthreads)
+{
+	int i, rc;
+	struct worker *ws;
+	if (nthreads < 1 || nthreads > GIO__EXEC_MAX_THREADS)
+		return gio__fail(-EINVAL, "giouring: threads=%d: the CPU executor runs 1 to %d threads", nthreads,
+				 GIO__EXEC_MAX_THREADS);
+	ws = calloc((size_t)nthreads, sizeof(*ws));
+	if (!ws)
+		return gio__fail(-ENOMEM, "giouring: no memory for %d executor threads", nthreads);
+	e->nthreads = nthreads;
+	e->stop = 0;
+	pthread_mutex_init(&e->fault_lock, NULL);
+	for (i = 0; i < nthreads; i++) {
+		ws[i].e = e;
+		ws[i].id = i;
+		ws[i].zeroes = aligned_alloc(4096, ZBUF);
+		if (!ws[i].zeroes)
+			return gio__fail(-ENOMEM, "giouring: no memory for executor scratch");
+		memset(ws[i].zeroes, 0, ZBUF);
+		if (e->kind == GIO__BACKING_FILE) {
+			rc = io_uring_queue_init(BATCH, &ws[i].ring, 0);
+			if (rc < 0)
+				return gio__fail(rc, "giouring: io_uring_queue_init: %s", strerror(-rc));
+			ws[i].have_ring = 1;
+		}
+	}
+	for (i = 0; i < nthreads; i++) {
+		rc = pthread_create(&e->threads[i], NULL, worker_main, &ws[i]);
+		if (rc) {
+			gio_store_release(&e->stop, 1);
+			while (--i >= 0)
+				pthread_join(e->threads[i], NULL);
+			return gio__fail(-rc, "giouring: pthread_create: %s", strerror(rc));
+		}
+	}
+	e->workers_mem = ws;
+	return 0;
+}
+
+void gio__exec_stop(struct gio__exec *e)
+{
+	int i;
+	struct worker *ws = e->workers_mem;
+	gio_store_release(&e->stop, 1);
+	for (i = 0; i < e->nthreads; i++)
+		pthread_join(e->threads[i], NULL);
+	for (i = 0; ws && i < e->nthreads; i++) {
+		if (ws[i].have_ring)
+			io_uring_queue_exit(&ws[i].ring);
+		free(ws[i].zeroes);
+	}
+	free(ws);
+	e->workers_mem = NULL;
+	pthread_mutex_destroy(&e->fault_lock);
+}

@@ -1,0 +1,272 @@
+// Host library over the software target: URIs, controller bring-up through registers and the
+// admin queue, queue pairs, registered memory, NVMe statuses and deadlines, persistence.
+#include <catch2/catch.hpp>
+
+#include <giouring/ctx.h>
+#include <giouring/prep.h>
+#include <giouring/prp_build.h>
+#include <giouring/sgl_build.h>
+#include <giouring/status.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+const uint64_t kSecond = 1000000000ull;
+
+struct Buf {
+	void *p;
+	size_t n;
+	explicit Buf(size_t bytes) : p(aligned_alloc(4096, bytes)), n(bytes) { std::memset(p, 0, n); }
+	~Buf() { free(p); }
+	unsigned char *b() const { return static_cast<unsigned char *>(p); }
+};
+
+int rw(gio_qp *qp, gio_ctx *ctx, bool write, uint64_t slba, uint32_t nblocks, uint64_t addr, uint16_t *st,
+       uint64_t timeout = 5 * kSecond)
+{
+	gio_ns_info info;
+	gio_ctx_info(ctx, &info);
+	gio_sqe sqe;
+	int rc = write ? gio_prep_write(&sqe, info.nsid, slba, nblocks) : gio_prep_read(&sqe, info.nsid, slba, nblocks);
+	if (rc)
+		return rc;
+	gio_range r{addr, nblocks * info.lba_bytes};
+	rc = gio_sgl_build(&sqe, &r, 1, gio_ctx_dptr_caps(ctx), nullptr, 0, 0);
+	if (rc < 0)
+		return rc;
+	return gio_qp_submit_wait(qp, &sqe, timeout, st, nullptr);
+}
+
+} // namespace
+
+TEST_CASE("bad URIs get -EINVAL with a message naming the problem", "[ctx]")
+{
+	struct Case {
+		const char *uri;
+		int rc;
+		const char *says;
+	} cases[] = {
+		{"bogus://x", -EINVAL, "unknown target"},
+		{"mem://host", -EINVAL, "size="},
+		{"mem://host?size=abc", -EINVAL, "not a number"},
+		{"mem://host?size=1M&lba=1000", -EINVAL, "lba=1000"},
+		{"mem://host?size=1M&color=red", -EINVAL, "unknown URI parameter 'color'"},
+		{"mem://host?size=1M&sgls=7", -EINVAL, "sgls=7"},
+		{"mem://host?size=1000", -EINVAL, "not a multiple"},
+		{"file://relative/path", -EINVAL, "absolute path"},
+		{"mem://host?size=1M&exec=gpu", -EINVAL, "exec=gpu"},
+		{"mem://hbm?size=1M", -EOPNOTSUPP, "file:// and mem://host"},
+	};
+	for (auto &c : cases) {
+		INFO(c.uri);
+		gio_ctx *ctx = reinterpret_cast<gio_ctx *>(0x1);
+		CHECK(gio_ctx_open(c.uri, &ctx) == c.rc);
+		CHECK(ctx == nullptr);
+		INFO(gio_last_error());
+		CHECK(std::string(gio_last_error()).find(c.says) != std::string::npos);
+	}
+}
+
+TEST_CASE("controller comes up; identify reports the configured rules", "[ctx]")
+{
+	gio_ctx *ctx = nullptr;
+	REQUIRE(gio_ctx_open("mem://host?size=8M&lba=512&sgls=2&mdts=5&queues=4", &ctx) == 0);
+	gio_ns_info info;
+	gio_ctx_info(ctx, &info);
+	CHECK(info.nblocks == 8u * 1024 * 1024 / 512);
+	CHECK(info.lba_bytes == 512);
+	CHECK((info.sgls & GIO_SGLS_SUPPORT_MASK) == GIO_SGLS_SUPPORT_DWORD);
+	CHECK(info.max_xfer_bytes == 128u * 1024);
+	CHECK(info.io_queues == 4);
+	CHECK(info.nsid == 1);
+	gio_qp *qps[5];
+	for (int i = 0; i < 4; i++)
+		REQUIRE(gio_ctx_qp_create(ctx, 64, &qps[i]) == 0);
+	CHECK(gio_ctx_qp_create(ctx, 64, &qps[4]) == -EBUSY);
+	CHECK(gio_ctx_qp_create(ctx, 48, &qps[4]) == -EINVAL);
+	CHECK(gio_ctx_close(ctx) == 0);
+}
+
+TEST_CASE("write then read back through a queue pair, SGL and PRP", "[ctx]")
+{
+	for (const char *uri : {"mem://host?size=16M", ""}) {
+		INFO(uri);
+		gio_ctx *ctx = nullptr;
+		REQUIRE(gio_ctx_open(uri, &ctx) == 0);
+		gio_qp *qp;
+		REQUIRE(gio_ctx_qp_create(ctx, 16, &qp) == 0);
+		Buf out(64 * 1024), in(64 * 1024);
+		for (size_t i = 0; i < out.n; i++)
+			out.b()[i] = (unsigned char)(i * 7 + 3);
+		uint64_t a_out, a_in;
+		REQUIRE(gio_ctx_register(ctx, out.p, out.n, &a_out) == 0);
+		REQUIRE(gio_ctx_register(ctx, in.p, in.n, &a_in) == 0);
+		uint16_t st = 0xffff;
+		REQUIRE(rw(qp, ctx, true, 100, 16, a_out, &st) == 0);
+		CHECK(st == 0);
+		REQUIRE(rw(qp, ctx, false, 100, 16, a_in, &st) == 0);
+		CHECK(std::memcmp(out.p, in.p, 64 * 1024) == 0);
+
+		// The same read with a PRP list.
+		std::memset(in.p, 0, in.n);
+		gio_sqe sqe;
+		REQUIRE(gio_prep_read(&sqe, 1, 100, 16) == 0);
+		Buf list(4096);
+		uint64_t a_list;
+		REQUIRE(gio_ctx_register(ctx, list.p, list.n, &a_list) == 0);
+		gio_range r{a_in, 64 * 1024};
+		REQUIRE(gio_prp_build(&sqe, &r, 1, gio_ctx_dptr_caps(ctx), static_cast<uint64_t *>(list.p), a_list, 4096) == 4096);
+		REQUIRE(gio_qp_submit_wait(qp, &sqe, 5 * kSecond, &st, nullptr) == 0);
+		CHECK(std::memcmp(out.p, in.p, 64 * 1024) == 0);
+		CHECK(gio_ctx_close(ctx) == 0);
+	}
+}
+
+TEST_CASE("NVMe errors reach the caller intact", "[ctx]")
+{
+	gio_ctx *ctx = nullptr;
+	REQUIRE(gio_ctx_open("mem://host?size=1M&mdts=2", &ctx) == 0);
+	gio_qp *qp;
+	REQUIRE(gio_ctx_qp_create(ctx, 8, &qp) == 0);
+	Buf b(64 * 1024);
+	uint64_t a;
+	REQUIRE(gio_ctx_register(ctx, b.p, b.n, &a) == 0);
+	uint16_t st = 0;
+	SECTION("LBA out of range")
+	{
+		CHECK(rw(qp, ctx, false, 255, 2, a, &st) == -EIO);
+		CHECK(gio_status_sc(st) == GIO_SC_LBA_RANGE);
+		CHECK(gio_status_dnr(st) == 1);
+	}
+	SECTION("above MDTS: the builder refuses it, and so does the controller")
+	{
+		CHECK(rw(qp, ctx, false, 0, 5, a, &st) == -E2BIG); // 20 KiB > 16 KiB
+		gio_sqe sqe;
+		REQUIRE(gio_prep_read(&sqe, 1, 0, 5) == 0);
+		gio_sqe_set_sgl_data(&sqe, a, 5 * 4096); // unchecked fast path
+		CHECK(gio_qp_submit_wait(qp, &sqe, 5 * kSecond, &st, nullptr) == -EIO);
+		CHECK(gio_status_sc(st) == GIO_SC_INVALID_FIELD);
+	}
+	SECTION("unregistered data pointer: Data Transfer Error and nothing written")
+	{
+		Buf other(4096);
+		std::memset(other.p, 0x5a, 4096);
+		CHECK(rw(qp, ctx, false, 0, 1, (uint64_t)(uintptr_t)other.p, &st) == -EIO);
+		CHECK(gio_status_sc(st) == GIO_SC_DATA_XFER_ERROR);
+		for (int i = 0; i < 4096; i++)
+			REQUIRE(other.b()[i] == 0x5a);
+	}
+	SECTION("SGL shorter than the transfer: Data SGL Length Invalid")
+	{
+		gio_sqe sqe;
+		REQUIRE(gio_prep_read(&sqe, 1, 0, 2) == 0);
+		gio_sqe_set_sgl_data(&sqe, a, 4096);
+		CHECK(gio_qp_submit_wait(qp, &sqe, 5 * kSecond, &st, nullptr) == -EIO);
+		CHECK(gio_status_sc(st) == GIO_SC_SGL_INVALID_DATA_LEN);
+	}
+	SECTION("wrong namespace")
+	{
+		gio_sqe sqe;
+		REQUIRE(gio_prep_read(&sqe, 2, 0, 1) == 0);
+		gio_sqe_set_sgl_data(&sqe, a, 4096);
+		CHECK(gio_qp_submit_wait(qp, &sqe, 5 * kSecond, &st, nullptr) == -EIO);
+		CHECK(gio_status_sc(st) == GIO_SC_INVALID_NS);
+	}
+	CHECK(gio_ctx_close(ctx) == 0);
+}
+
+TEST_CASE("injected faults: status, dropped completion, stall", "[ctx][fault]")
+{
+	gio_ctx *ctx = nullptr;
+	REQUIRE(gio_ctx_open("mem://host?size=1M", &ctx) == 0);
+	gio_qp *qp;
+	REQUIRE(gio_ctx_qp_create(ctx, 8, &qp) == 0);
+	Buf b(4096);
+	uint64_t a;
+	REQUIRE(gio_ctx_register(ctx, b.p, b.n, &a) == 0);
+	uint16_t st = 0;
+
+	gio_fault f{};
+	f.fail_nth = 2;
+	f.fail_status = GIO_SF(GIO_SCT_MEDIA, GIO_SC_UNRECOVERED_READ) | GIO_SF_DNR;
+	gio_ctx_inject(ctx, &f);
+	CHECK(rw(qp, ctx, false, 0, 1, a, &st) == 0);
+	CHECK(rw(qp, ctx, false, 0, 1, a, &st) == -EIO);
+	CHECK(gio_status_sct(st) == GIO_SCT_MEDIA);
+	CHECK(gio_status_sc(st) == GIO_SC_UNRECOVERED_READ);
+	CHECK(rw(qp, ctx, false, 0, 1, a, &st) == 0);
+
+	// A dropped completion: the deadline fires and the slot (its CID) stays quarantined. The
+	// ring goes on until it wraps to that slot; then reservations time out instead of reusing
+	// the CID of a command that may still complete. Recovery is a new queue pair.
+	f = gio_fault{};
+	f.drop_nth = 1;
+	gio_ctx_inject(ctx, &f);
+	uint64_t t0 = gio_now_ns();
+	CHECK(rw(qp, ctx, false, 0, 1, a, &st, 200000000ull) == -ETIME);
+	uint64_t waited = gio_now_ns() - t0;
+	CHECK(waited >= 200000000ull);
+	CHECK(waited < 2 * kSecond);
+	CHECK(std::string(gio_last_error()).find("deadline") != std::string::npos);
+	for (int i = 0; i < 7; i++) // the other 7 slots of the 8-deep ring
+		REQUIRE(rw(qp, ctx, false, 0, 1, a, &st) == 0);
+	CHECK(rw(qp, ctx, false, 0, 1, a, &st, 100000000ull) == -ETIME);
+	CHECK(qp->slots[qp->last_timeout.sq_reserved & 7].state == GIO_CMD_ABANDONED);
+	REQUIRE(gio_ctx_qp_create(ctx, 8, &qp) == 0);
+
+	// A stalled doorbell: commands wait; a short deadline fires; a long one succeeds.
+	f = gio_fault{};
+	f.stall_ms = 300;
+	gio_ctx_inject(ctx, &f);
+	CHECK(rw(qp, ctx, false, 0, 1, a, &st, 50000000ull) == -ETIME);
+	CHECK(rw(qp, ctx, false, 0, 1, a, &st, 5 * kSecond) == 0);
+
+	// A delay shorter than the deadline is only a delay.
+	f = gio_fault{};
+	f.delay_us = 20000;
+	gio_ctx_inject(ctx, &f);
+	CHECK(rw(qp, ctx, false, 0, 1, a, &st) == 0);
+	gio_ctx_inject(ctx, nullptr);
+	CHECK(gio_ctx_close(ctx) == 0);
+}
+
+TEST_CASE("data written before close is read back by a new context on the same file", "[ctx]")
+{
+	char dir[] = "/tmp/gio-test-XXXXXX";
+	REQUIRE(mkdtemp(dir) != nullptr);
+	std::string uri = std::string("file://") + dir + "/kv.img?size=4M";
+	Buf out(128 * 1024), in(128 * 1024);
+	for (size_t i = 0; i < out.n; i++)
+		out.b()[i] = (unsigned char)(i ^ (i >> 8) ^ 0x3c);
+	{
+		gio_ctx *ctx = nullptr;
+		REQUIRE(gio_ctx_open(uri.c_str(), &ctx) == 0);
+		gio_qp *qp;
+		REQUIRE(gio_ctx_qp_create(ctx, 16, &qp) == 0);
+		uint64_t a;
+		REQUIRE(gio_ctx_register(ctx, out.p, out.n, &a) == 0);
+		uint16_t st;
+		REQUIRE(rw(qp, ctx, true, 7, 32, a, &st) == 0);
+		CHECK(gio_ctx_close(ctx) == 0);
+	}
+	{
+		gio_ctx *ctx = nullptr;
+		REQUIRE(gio_ctx_open((std::string("file://") + dir + "/kv.img").c_str(), &ctx) == 0);
+		gio_qp *qp;
+		REQUIRE(gio_ctx_qp_create(ctx, 16, &qp) == 0);
+		uint64_t a;
+		REQUIRE(gio_ctx_register(ctx, in.p, in.n, &a) == 0);
+		uint16_t st;
+		REQUIRE(rw(qp, ctx, false, 7, 32, a, &st) == 0);
+		CHECK(std::memcmp(out.p, in.p, out.n) == 0);
+		CHECK(gio_ctx_close(ctx) == 0);
+	}
+	std::string f = std::string(dir) + "/kv.img";
+	unlink(f.c_str());
+	rmdir(dir);
+}
