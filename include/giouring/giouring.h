@@ -6,8 +6,8 @@
  * 1. wire formats, `giouring/nvme/`: registers, SQE, CQE, SGL, PRP, Identify;
  * 2. pure protocol logic, `GIO_HD`: encoders (prep.h), status decoding (status.h), data pointer
  *    builders (sgl_build.h, prp_build.h) and walkers (sgl_walk.h, prp_walk.h), the KV layout (kv.h),
- *    memory ordering (ordering.h), deadlines (clock.h), NVMe queue pairs (qp.h) and the software
- *    target's command core (target.h);
+ *    memory ordering (ordering.h), deadlines (clock.h), NVMe queue pairs (qp.h), IOCB rings (uring.h)
+ *    and the software target's command core (target.h);
  * 3. the host library's API (ctx.h, host.h), linked from `giouring::host`.
  *
  * Device-only headers (`.cuh`) are included separately, from CUDA code only.
@@ -37,6 +37,7 @@
 #include "sgl_walk.h"
 #include "status.h"
 #include "target.h"
+#include "uring.h"
 #include "xfer.h"
 
 #include "ctx.h"
