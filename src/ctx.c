@@ -107,8 +107,10 @@ static int parse_query(char *q, struct params *p)
 			return gio__fail(-EINVAL, "giouring: URI parameter '%s' has no value", kv);
 		*eq = 0;
 		if (!strcmp(kv, "exec")) {
+			if (!strcmp(eq + 1, "gpu"))
+				return gio__fail(-EOPNOTSUPP, "giouring: exec=gpu: the GPU executor is not in this release (exec=cpu)");
 			if (strcmp(eq + 1, "cpu"))
-				return gio__fail(-EINVAL, "giouring: exec=%s: this target runs on the CPU executor only (exec=cpu)", eq + 1);
+				return gio__fail(-EINVAL, "giouring: exec=%s: cpu or gpu", eq + 1);
 			continue;
 		}
 		if (strcmp(kv, "size") && strcmp(kv, "lba") && strcmp(kv, "sgls") && strcmp(kv, "mdts") &&

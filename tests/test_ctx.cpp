@@ -59,7 +59,8 @@ TEST_CASE("bad URIs get -EINVAL with a message naming the problem", "[ctx]")
 		{"mem://host?size=1M&sgls=7", -EINVAL, "sgls=7"},
 		{"mem://host?size=1000", -EINVAL, "not a multiple"},
 		{"file://relative/path", -EINVAL, "absolute path"},
-		{"mem://host?size=1M&exec=gpu", -EINVAL, "exec=gpu"},
+		{"mem://host?size=1M&exec=gpu", -EOPNOTSUPP, "exec=gpu"},
+		{"mem://host?size=1M&exec=tpu", -EINVAL, "exec=tpu"},
 		{"mem://hbm?size=1M", -EOPNOTSUPP, "file:// and mem://host"},
 	};
 	for (auto &c : cases) {

@@ -14,7 +14,7 @@
  * memory), `lba` (block size, 512 to 65536, default 4096), `sgls` (0 PRP only, 1 SGLs, 2 SGLs with
  * the dword rule; default 1), `mdts` (default 7: 512 KiB), `queues` (I/O queue pairs offered,
  * default 16), `threads` (executor threads, default 2), `mqes` (largest queue size minus one,
- * default 4095), `exec` (`cpu`, the only executor in this release).
+ * default 4095), `exec` (`cpu`; `gpu` gives `-EOPNOTSUPP` in this release).
  *
  * The controller is brought up through its registers (CC.EN, AQA/ASQ/ACQ, CSTS.RDY with CAP.TO as
  * the deadline) and admin commands (Identify, Set Features Number of Queues, Create I/O CQ/SQ), the
