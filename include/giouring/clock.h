@@ -28,6 +28,13 @@ GIO_EXTERN_C_BEGIN
 uint64_t gio_host_now_ns(void);
 
 /**
+ * @brief Gives the CPU away (sched_yield; defined in the host library).
+ *
+ * Any host thread.
+ */
+void gio_host_yield(void);
+
+/**
  * @brief Monotonic nanoseconds on the calling side (host: CLOCK_MONOTONIC, device: %globaltimer).
  * @return the time.
  *
@@ -67,6 +74,30 @@ GIO_HD uint64_t gio_deadline_in(uint64_t timeout_ns)
 GIO_HD int gio_deadline_passed(uint64_t deadline)
 {
 	return deadline != GIO_DEADLINE_NEVER && gio_now_ns() >= deadline;
+}
+
+/**
+ * @brief One step of a polling wait: spin briefly, then let other threads run.
+ * @param spins  the caller's counter, 0 at the start of the wait; incremented here.
+ *
+ * Any thread, host or device. On the host the first 64 steps pause the core; later steps yield
+ * it, so that waiters do not starve the threads they wait for when threads outnumber cores. On
+ * the device every step sleeps a little longer, up to about a microsecond.
+ */
+GIO_HD void gio_backoff(uint32_t *spins)
+{
+	const uint32_t n = (*spins)++;
+#if defined(__CUDA_ARCH__)
+	__nanosleep(n < 32 ? 32u * (n + 1) : 1024u);
+#else
+	if (n < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	} else {
+		gio_host_yield();
+	}
+#endif
 }
 
 GIO_EXTERN_C_END

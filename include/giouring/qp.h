@@ -224,6 +224,7 @@ GIO_HD struct gio_sqe *gio_qp_sqe(const struct gio_qp *qp, uint32_t idx)
 GIO_HD int gio__qp_ring(struct gio_qp *qp, uint32_t end, uint64_t deadline)
 {
 	const uint32_t mask = qp->sq_depth - 1;
+	uint32_t spins = 0;
 	while ((int32_t)(gio_load_acquire(&qp->sq_rung) - end) < 0) {
 		if (gio_cas(&qp->sq_db_lock, 0, 1)) {
 			/* Pairs with the producers' release of sq_committed: every entry below c is written. */
@@ -243,7 +244,7 @@ GIO_HD int gio__qp_ring(struct gio_qp *qp, uint32_t end, uint64_t deadline)
 			gio_qp_note_timeout(qp, 0xffffffffu);
 			return -ETIME;
 		} else {
-			gio_cpu_relax();
+			gio_backoff(&spins);
 		}
 	}
 	return 0;
@@ -264,7 +265,7 @@ GIO_HD int gio__qp_ring(struct gio_qp *qp, uint32_t end, uint64_t deadline)
 GIO_HD int gio_qp_commit(struct gio_qp *qp, uint32_t first, uint32_t n, uint64_t deadline)
 {
 	const uint32_t mask = qp->sq_depth - 1;
-	uint32_t i;
+	uint32_t i, spins = 0;
 	for (i = 0; i < n; i++) {
 		const uint32_t slot = (first + i) & mask;
 		qp->sq[slot].cid = (uint16_t)slot;
@@ -276,7 +277,7 @@ GIO_HD int gio_qp_commit(struct gio_qp *qp, uint32_t first, uint32_t n, uint64_t
 			gio_qp_note_timeout(qp, 0xffffffffu);
 			return -ETIME;
 		}
-		gio_cpu_relax();
+		gio_backoff(&spins);
 	}
 	/* Release: our SQE stores and slot states before the new committed index (pairs with the
 	 * acquire in gio__qp_ring). */
@@ -310,9 +311,12 @@ GIO_HD uint32_t gio_qp_reap(struct gio_qp *qp)
 			break;
 		cid = cqe->cid;
 		sqhd = cqe->sqhd;
-		/* SQHD is a slot number: advance the free-running head by the distance to it. */
+		/* SQHD is a slot number: advance the free-running head by the distance to it. A head
+		 * past the published tail cannot be right (a controller reports the head at posting
+		 * time, so it only moves forward): ignore it rather than wedge the ring. */
 		h = gio_load_relaxed(&qp->sq_head);
-		gio_store_release(&qp->sq_head, h + ((sqhd - h) & sq_mask));
+		if (((sqhd - h) & sq_mask) <= gio_load_acquire(&qp->sq_committed) - h)
+			gio_store_release(&qp->sq_head, h + ((sqhd - h) & sq_mask));
 		if (cid > sq_mask) {
 			gio_store_relaxed(&qp->stray_cqes, gio_load_relaxed(&qp->stray_cqes) + 1);
 		} else {
@@ -392,6 +396,7 @@ GIO_HD int gio_qp_try_result(struct gio_qp *qp, uint32_t cid, uint16_t *status, 
 GIO_HD int gio_qp_wait(struct gio_qp *qp, uint32_t cid, uint64_t deadline, uint16_t *status, uint32_t *dw0)
 {
 	struct gio_cmd_slot *s = &qp->slots[cid & (qp->sq_depth - 1)];
+	uint32_t spins = 0;
 	for (;;) {
 		int rc = gio_qp_try_result(qp, cid, status, dw0);
 		if (rc != -EAGAIN)
@@ -405,7 +410,7 @@ GIO_HD int gio_qp_wait(struct gio_qp *qp, uint32_t cid, uint64_t deadline, uint1
 			}
 			continue; /* it completed just now: take the result */
 		}
-		gio_cpu_relax();
+		gio_backoff(&spins);
 	}
 }
 
@@ -421,6 +426,7 @@ GIO_HD int gio_qp_wait(struct gio_qp *qp, uint32_t cid, uint64_t deadline, uint1
  */
 GIO_HD int gio_qp_reserve_wait(struct gio_qp *qp, uint32_t n, uint64_t deadline, uint32_t *first)
 {
+	uint32_t spins = 0;
 	for (;;) {
 		int rc = gio_qp_reserve(qp, n, first);
 		if (rc != -EBUSY)
@@ -431,7 +437,7 @@ GIO_HD int gio_qp_reserve_wait(struct gio_qp *qp, uint32_t n, uint64_t deadline,
 			gio_qp_note_timeout(qp, 0xffffffffu);
 			return -ETIME;
 		}
-		gio_cpu_relax();
+		gio_backoff(&spins);
 	}
 }
 

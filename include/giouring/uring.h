@@ -225,10 +225,11 @@ GIO_HD int gio_iocb_run(struct gio_iocb *b, const struct gio_iocb_target *tg)
  */
 GIO_HD int gio_iocb_wait(const struct gio_iocb *b, uint64_t deadline)
 {
+	uint32_t spins = 0;
 	while (gio_load_acquire(&b->state) != GIO_IOCB_DONE) {
 		if (gio_deadline_passed(deadline))
 			return -ETIME;
-		gio_cpu_relax();
+		gio_backoff(&spins);
 	}
 	return b->failed ? b->first_result : 0;
 }
