@@ -2,6 +2,7 @@
  * brings the controller up through its registers and admin queue (the path a real controller
  * takes), registers memory and creates I/O queue pairs. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -42,8 +43,59 @@ const char *gio_last_error(void)
 
 struct qp_mem {
 	struct gio_qp qp;
-	void *sq, *cq, *slots, *dbs;
+	void *sq, *cq, *slots;
+	int pinned;
 };
+
+/* ---- CUDA runtime, loaded on demand -------------------------------------------------------- */
+
+struct cudart {
+	int (*get_device_count)(int *);
+	int (*host_alloc)(void **, size_t, unsigned int);
+	int (*free_host)(void *);
+};
+
+static pthread_once_t cudart_once = PTHREAD_ONCE_INIT;
+static struct cudart cudart;
+static char cudart_error[256];
+
+static void cudart_load(void)
+{
+	static const char *names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12"};
+	void *h = NULL;
+	int n = 0;
+	size_t i;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]) && !h; i++)
+		h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(cudart_error, sizeof(cudart_error), "the CUDA runtime (libcudart.so) cannot be loaded: %s", dlerror());
+		return;
+	}
+	*(void **)&cudart.get_device_count = dlsym(h, "cudaGetDeviceCount");
+	*(void **)&cudart.host_alloc = dlsym(h, "cudaHostAlloc");
+	*(void **)&cudart.free_host = dlsym(h, "cudaFreeHost");
+	if (!cudart.get_device_count || !cudart.host_alloc || !cudart.free_host) {
+		snprintf(cudart_error, sizeof(cudart_error), "libcudart.so lacks cudaHostAlloc/cudaFreeHost");
+		cudart.host_alloc = NULL;
+		return;
+	}
+	if (cudart.get_device_count(&n) != 0 || n == 0) {
+		snprintf(cudart_error, sizeof(cudart_error), "the CUDA runtime reports no GPU");
+		cudart.host_alloc = NULL;
+	}
+}
+
+/* Pinned, GPU-mapped, zeroed host memory, or NULL (cudart_error says why). */
+static void *pinned_alloc(size_t len)
+{
+	void *p = NULL;
+	pthread_once(&cudart_once, cudart_load);
+	/* cudaHostAllocPortable (1) | cudaHostAllocMapped (2): visible to every context, mapped. */
+	if (!cudart.host_alloc || cudart.host_alloc(&p, len, 1u | 2u) != 0)
+		return NULL;
+	memset(p, 0, len);
+	return p;
+}
 
 struct gio_ctx {
 	struct gio_tgt tgt;
@@ -519,12 +571,19 @@ int gio_ctx_inject(struct gio_ctx *c, const struct gio_fault *f)
 
 int gio_ctx_qp_create(struct gio_ctx *c, uint32_t depth, struct gio_qp **out)
 {
+	return gio_ctx_qp_create_ex(c, depth, 0, out);
+}
+
+int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, struct gio_qp **out)
+{
 	struct qp_mem *m;
 	struct gio_sqe sqe;
 	uint32_t dw0, qid;
 	int rc;
 	if (!c || !out)
 		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_create: NULL argument");
+	if (flags & ~GIO_CTX_QP_PINNED)
+		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_create_ex: unknown flags 0x%x", flags);
 	if (depth < 2 || (depth & (depth - 1)) || depth > c->info.max_queue_entries)
 		return gio__fail(-EINVAL, "giouring: queue depth %u: a power of two from 2 to %u", depth, c->info.max_queue_entries);
 	pthread_mutex_lock(&c->lock);
@@ -538,9 +597,30 @@ int gio_ctx_qp_create(struct gio_ctx *c, uint32_t depth, struct gio_qp **out)
 		pthread_mutex_unlock(&c->lock);
 		return gio__fail(-ENOMEM, "giouring: no memory for a queue pair");
 	}
-	m->sq = alloc_dma(c, depth * sizeof(struct gio_sqe));
-	m->cq = alloc_dma(c, depth * sizeof(struct gio_cqe));
-	m->slots = calloc(depth, sizeof(struct gio_cmd_slot));
+	if (flags & GIO_CTX_QP_PINNED) {
+		const size_t sq_bytes = (depth * sizeof(struct gio_sqe) + 4095) & ~(size_t)4095;
+		const size_t cq_bytes = (depth * sizeof(struct gio_cqe) + 4095) & ~(size_t)4095;
+		m->pinned = 1;
+		m->sq = pinned_alloc(sq_bytes);
+		m->cq = m->sq ? pinned_alloc(cq_bytes) : NULL;
+		m->slots = m->cq ? pinned_alloc(depth * sizeof(struct gio_cmd_slot)) : NULL;
+		if (!m->slots) { /* nothing registered yet: give everything back, keep the qid */
+			if (m->sq)
+				cudart.free_host(m->sq);
+			if (m->cq)
+				cudart.free_host(m->cq);
+			free(m);
+			pthread_mutex_unlock(&c->lock);
+			return gio__fail(-ENODEV, "giouring: no pinned queue memory: %s",
+					 cudart_error[0] ? cudart_error : "cudaHostAlloc failed");
+		}
+		if ((rc = register_locked(c, m->sq, sq_bytes, NULL)) || (rc = register_locked(c, m->cq, cq_bytes, NULL)))
+			goto fail;
+	} else {
+		m->sq = alloc_dma(c, depth * sizeof(struct gio_sqe));
+		m->cq = alloc_dma(c, depth * sizeof(struct gio_cqe));
+		m->slots = calloc(depth, sizeof(struct gio_cmd_slot));
+	}
 	if (!m->sq || !m->cq || !m->slots) {
 		rc = gio__fail(-ENOMEM, "giouring: no memory for a queue pair of depth %u", depth);
 		goto fail;
@@ -597,12 +677,22 @@ int gio_ctx_close(struct gio_ctx *c)
 		rmdir(c->tmpdir);
 	}
 	for (i = 1; i <= MAX_QPS; i++) {
-		if (c->qps[i]) {
-			free(c->qps[i]->sq);
-			free(c->qps[i]->cq);
-			free(c->qps[i]->slots);
-			free(c->qps[i]);
+		struct qp_mem *m = c->qps[i];
+		if (!m)
+			continue;
+		if (m->pinned) {
+			if (m->sq)
+				cudart.free_host(m->sq);
+			if (m->cq)
+				cudart.free_host(m->cq);
+			if (m->slots)
+				cudart.free_host(m->slots);
+		} else {
+			free(m->sq);
+			free(m->cq);
+			free(m->slots);
 		}
+		free(m);
 	}
 	free(c->admin_sq);
 	free(c->admin_cq);

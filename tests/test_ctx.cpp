@@ -271,3 +271,25 @@ TEST_CASE("data written before close is read back by a new context on the same f
 	unlink(f.c_str());
 	rmdir(dir);
 }
+
+TEST_CASE("pinned queue memory needs the CUDA runtime and a GPU", "[ctx]")
+{
+	gio_ctx *ctx = nullptr;
+	REQUIRE(gio_ctx_open("mem://host?size=1M", &ctx) == 0);
+	gio_qp *qp = nullptr;
+	CHECK(gio_ctx_qp_create_ex(ctx, 8, 0x80, &qp) == -EINVAL);
+	int rc = gio_ctx_qp_create_ex(ctx, 8, GIO_CTX_QP_PINNED, &qp);
+	if (rc == 0) { // a machine with a GPU: the pinned rings work like any other
+		Buf b(4096);
+		uint64_t a;
+		REQUIRE(gio_ctx_register(ctx, b.p, b.n, &a) == 0);
+		uint16_t st;
+		CHECK(rw(qp, ctx, false, 0, 1, a, &st) == 0);
+	} else {
+		CHECK(rc == -ENODEV);
+		INFO(gio_last_error());
+		CHECK(std::string(gio_last_error()).find("pinned") != std::string::npos);
+		REQUIRE(gio_ctx_qp_create(ctx, 8, &qp) == 0); // the failed attempt used no queue id
+	}
+	CHECK(gio_ctx_close(ctx) == 0);
+}

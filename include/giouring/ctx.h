@@ -115,6 +115,10 @@ const struct gio_dptr_caps *gio_ctx_dptr_caps(const struct gio_ctx *ctx);
  */
 int gio_ctx_register(struct gio_ctx *ctx, void *ptr, size_t len, uint64_t *addr);
 
+/** @brief gio_ctx_qp_create_ex() flag: queue memory in pinned host memory mapped into the GPU
+ *  (cudaHostAlloc with cudaHostAllocMapped), for rings that GPU threads fill. */
+#define GIO_CTX_QP_PINNED 1u
+
 /**
  * @brief Creates an I/O queue pair (Create I/O CQ, then Create I/O SQ).
  * @param ctx    the context.
@@ -126,6 +130,21 @@ int gio_ctx_register(struct gio_ctx *ctx, void *ptr, size_t len, uint64_t *addr)
  * Any thread.
  */
 int gio_ctx_qp_create(struct gio_ctx *ctx, uint32_t depth, struct gio_qp **qp);
+
+/**
+ * @brief Creates an I/O queue pair with a choice of queue memory.
+ * @param ctx    the context.
+ * @param depth  entries of the SQ and CQ, a power of two from 2 to CAP.MQES + 1.
+ * @param flags  0 for plain host memory, or GIO_CTX_QP_PINNED.
+ * @param qp     receives the queue pair, owned by the context.
+ * @return as gio_ctx_qp_create(), plus `-ENODEV` for GIO_CTX_QP_PINNED where the CUDA runtime
+ *         cannot be loaded or reports no GPU (the message says which), and `-EINVAL` for an
+ *         unknown flag.
+ *
+ * Any thread. The CUDA runtime is loaded at run time only when pinned memory is asked for, so the
+ * host library has no link-time dependency on CUDA.
+ */
+int gio_ctx_qp_create_ex(struct gio_ctx *ctx, uint32_t depth, uint32_t flags, struct gio_qp **qp);
 
 /**
  * @brief Sets the faults the software target injects from now on.
