@@ -52,9 +52,9 @@ for src in tests/gpu/test_*.cu; do
 		rm -f "$out/build.tmp"
 		continue
 	fi
-	run "$name" "$out/bin/$name"
-	run "$name.memcheck" compute-sanitizer --tool memcheck --error-exitcode 99 "$out/bin/$name"
-	run "$name.racecheck" compute-sanitizer --tool racecheck --error-exitcode 99 "$out/bin/$name"
+	run "$name" timeout 120 "$out/bin/$name"
+	run "$name.memcheck" env GIO_GPU_QUICK=1 timeout 250 compute-sanitizer --tool memcheck --error-exitcode 99 "$out/bin/$name"
+	run "$name.racecheck" env GIO_GPU_QUICK=1 timeout 250 compute-sanitizer --tool racecheck --error-exitcode 99 "$out/bin/$name"
 done
 rm -rf "$out/bin" "$out/build.tmp"
 say "gpu-check: $pass passed, $fail failed, $skip skipped"

@@ -1,0 +1,220 @@
+/**
+ * @file giouring/device.cuh
+ * @brief Device verbs: GPU threads, warps and blocks submit NVMe commands and wait for them.
+ *
+ * CUDA only. The protocol is the one of giouring/qp.h (the same GIO_HD functions run here, with
+ * the device half of giouring/ordering.h); these verbs add the cooperative forms:
+ *
+ * | verb | who calls | what it does |
+ * | --- | --- | --- |
+ * | gio_submit() | one thread | reserve one slot, write the SQE, commit, ring |
+ * | gio_submit_warp() | all 32 lanes | one reservation for the warp's active lanes, one doorbell |
+ * | gio_submit_block() | all threads of the block | one reservation and one doorbell per block |
+ * | gio_wait() | the submitting thread | its command's result, by a deadline |
+ * | gio_wait_iocb() | any thread | an IOCB's completion, by a deadline (compute kernels) |
+ * | gio_iocb_issue_block() | all threads of a block | an I/O kernel body: a thread per IOCTX |
+ *
+ * Ordering for cooperative submission (the argument beside the code): each lane writes its own
+ * SQE; `__syncwarp()` / `__syncthreads()` order those writes before the leader's next operations
+ * (barriers order memory among the participating threads); the leader's `st.release.sys` of the
+ * committed index and of the shadow doorbell (or `fence.acq_rel.sys` then `st.mmio` for a real
+ * controller) is cumulative, so it publishes the writes the barrier made visible to it. The
+ * consumer pairs with an acquire load of the doorbell.
+ *
+ * Deadlines use `%globaltimer` (giouring/clock.h). Persistent kernels: load every kernel before
+ * the first persistent launch (BENCH.md, "Trap"); giouring's launch helpers will do it.
+ */
+#ifndef GIOURING_DEVICE_CUH
+#define GIOURING_DEVICE_CUH
+
+#if !defined(__CUDACC__)
+#error "giouring/device.cuh is CUDA code: compile it with nvcc"
+#endif
+
+#include <cub/block/block_scan.cuh>
+
+#include "clock.h"
+#include "qp.h"
+#include "status.h"
+#include "uring.h"
+
+/**
+ * @brief Submits one command from one thread.
+ * @param qp        the queue pair.
+ * @param sqe       the command (its CID is set here).
+ * @param deadline  absolute `%globaltimer` deadline for room in the ring and the ordered commit.
+ * @param cid       receives the command identifier to wait on.
+ * @return 0, or `-ETIME` (no room, or an earlier producer never committed; gio_qp::last_timeout).
+ *
+ * Any device thread, independently.
+ */
+GIO_DEV int gio_submit(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t deadline, uint32_t *cid)
+{
+	uint32_t idx;
+	int rc = gio_qp_reserve_wait(qp, 1, deadline, &idx);
+	if (rc)
+		return rc;
+	*gio_qp_sqe(qp, idx) = *sqe;
+	*cid = idx & (qp->sq_depth - 1);
+	return gio_qp_commit(qp, idx, 1, deadline);
+}
+
+/**
+ * @brief Submits one command per active lane of a warp, with one reservation and one doorbell.
+ * @param qp        the queue pair (the same for every lane).
+ * @param sqe       this lane's command; ignored when @p active is 0.
+ * @param active    non-zero when this lane has a command.
+ * @param deadline  absolute deadline (the leader's value counts).
+ * @param cid       receives this lane's command identifier when active.
+ * @return 0 on every lane, or the leader's `-ETIME` on every lane (then nothing was submitted).
+ *
+ * All 32 lanes of the warp must call it together (full mask), with the same @p qp. At most
+ * sq_depth - 1 lanes may be active.
+ */
+GIO_DEV int gio_submit_warp(struct gio_qp *qp, const struct gio_sqe *sqe, int active, uint64_t deadline, uint32_t *cid)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	const unsigned mask = __ballot_sync(0xffffffffu, active);
+	const uint32_t n = (uint32_t)__popc(mask);
+	const unsigned leader = mask ? (unsigned)__ffs(mask) - 1 : 0;
+	uint32_t first = 0;
+	int rc = 0;
+	if (n == 0)
+		return 0;
+	if (lane == leader)
+		rc = gio_qp_reserve_wait(qp, n, deadline, &first);
+	rc = __shfl_sync(0xffffffffu, rc, leader);
+	if (rc)
+		return rc;
+	first = __shfl_sync(0xffffffffu, first, leader);
+	if (active) {
+		const uint32_t idx = first + (uint32_t)__popc(mask & ((1u << lane) - 1u));
+		*gio_qp_sqe(qp, idx) = *sqe;
+		*cid = idx & (qp->sq_depth - 1);
+	}
+	__syncwarp(); /* every lane's SQE before the leader's release (see the file comment) */
+	if (lane == leader)
+		rc = gio_qp_commit(qp, first, n, deadline);
+	return __shfl_sync(0xffffffffu, rc, leader);
+}
+
+/**
+ * @brief Submits one command per active thread of a block, with one reservation and one doorbell.
+ * @tparam BLOCK_THREADS  the block size (as launched).
+ * @param qp        the queue pair (the same for every thread).
+ * @param sqe       this thread's command; ignored when @p active is 0.
+ * @param active    non-zero when this thread has a command.
+ * @param deadline  absolute deadline (thread 0's value counts).
+ * @param cid       receives this thread's command identifier when active.
+ * @return 0 on every thread, or thread 0's `-ETIME` on every thread (nothing submitted).
+ *
+ * All threads of the block must call it together. At most sq_depth - 1 threads may be active.
+ * Uses CUB's BlockScan for the ranks (its shared storage is declared here).
+ */
+template <int BLOCK_THREADS>
+__device__ int gio_submit_block(struct gio_qp *qp, const struct gio_sqe *sqe, int active, uint64_t deadline,
+				uint32_t *cid)
+{
+	typedef cub::BlockScan<uint32_t, BLOCK_THREADS> Scan;
+	__shared__ typename Scan::TempStorage scan;
+	__shared__ uint32_t first;
+	__shared__ int rc;
+	uint32_t rank, total;
+	Scan(scan).ExclusiveSum(active ? 1u : 0u, rank, total);
+	if (total == 0)
+		return 0;
+	if (threadIdx.x == 0)
+		rc = gio_qp_reserve_wait(qp, total, deadline, &first);
+	__syncthreads();
+	if (rc == 0 && active) {
+		*gio_qp_sqe(qp, first + rank) = *sqe;
+		*cid = (first + rank) & (qp->sq_depth - 1);
+	}
+	__syncthreads(); /* every thread's SQE before thread 0's release */
+	if (rc == 0 && threadIdx.x == 0)
+		rc = gio_qp_commit(qp, first, total, deadline);
+	__syncthreads();
+	return rc;
+}
+
+/**
+ * @brief Waits for a submitted command's result.
+ * @param qp        the queue pair.
+ * @param cid       from gio_submit() / _warp / _block.
+ * @param deadline  absolute deadline.
+ * @param status    receives the status field, or NULL.
+ * @return 0, `-EIO` (NVMe error, see @p status), `-ETIME` (abandoned; see giouring/qp.h).
+ *
+ * The submitting thread. Any waiter reaps completions for all.
+ */
+GIO_DEV int gio_wait(struct gio_qp *qp, uint32_t cid, uint64_t deadline, uint16_t *status)
+{
+	return gio_qp_wait(qp, cid, deadline, status, (uint32_t *)0);
+}
+
+/**
+ * @brief Waits until an IOCB is complete (for compute kernels that consume restored data).
+ * @param b         the IOCB.
+ * @param deadline  absolute deadline.
+ * @return as gio_iocb_wait().
+ *
+ * Any thread; typically one thread per block, followed by `__syncthreads()`.
+ */
+GIO_DEV int gio_wait_iocb(const struct gio_iocb *b, uint64_t deadline)
+{
+	return gio_iocb_wait(b, deadline);
+}
+
+/**
+ * @brief I/O kernel body: the block issues the IOCB's IOCTXs, a thread per IOCTX, a warp per
+ * doorbell, and marks the IOCB done when every IOCTX has its result.
+ * @param b   the IOCB (state GIO_IOCB_SUBMITTED or IDLE; counters are reset by the first block).
+ * @param tg  the queue pairs: warp w of block k uses queue pair (k * warps + w) % nqps.
+ *
+ * All threads of every block of the grid; launch `ceil(nctx / blockDim.x)` blocks of a multiple
+ * of 32 threads, after setting b->done = b->failed = 0, b->first_error = 0xffffffff and b->state
+ * = GIO_IOCB_RUNNING (the host does it before the launch). The last thread to record a result
+ * releases GIO_IOCB_DONE.
+ */
+GIO_DEV void gio_iocb_issue_block(struct gio_iocb *b, const struct gio_iocb_target *tg)
+{
+	const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+	const uint32_t warp = i / 32u;
+	struct gio_qp *qp = tg->qps[warp % tg->nqps];
+	const uint64_t deadline = gio_deadline_in(b->timeout_ns);
+	const int active = i < b->nctx;
+	struct gio_sqe sqe;
+	uint32_t cid = 0;
+	int rc = 0, invalid = 0;
+	uint16_t st = 0;
+	if (active && gio_ioctx_to_sqe(&b->ctx[i], tg->nsid, tg->lba_shift, &sqe) != 0) {
+		invalid = 1;
+		gio_prep_flush(&sqe, tg->nsid); /* keeps the batch whole; the IOCTX reports -EINVAL */
+	}
+	rc = gio_submit_warp(qp, &sqe, active, deadline, &cid);
+	if (!active)
+		return;
+	if (rc == 0)
+		rc = gio_wait(qp, cid, deadline, &st);
+	if (invalid && rc != -ETIME)
+		rc = -EINVAL;
+	b->ctx[i].qp = (uint16_t)(warp % tg->nqps);
+	b->ctx[i].cid = (uint16_t)cid;
+	b->ctx[i].status = st;
+	b->ctx[i].result = rc;
+	if (rc) {
+		const uint32_t nth = gio_fetch_add(&b->failed, 1);
+		if (nth == 0) { /* first failure (by arrival): publish it before DONE below */
+			b->first_error = i;
+			b->first_result = rc;
+			b->first_status = st;
+		}
+	}
+	/* The last result releases DONE; acq_rel add orders this thread's IOCTX writes before it. */
+	if (gio_fetch_add(&b->done, 1) == b->nctx - 1) {
+		gio_fence_release();
+		gio_store_release(&b->state, GIO_IOCB_DONE);
+	}
+}
+
+#endif /* GIOURING_DEVICE_CUH */
