@@ -66,7 +66,7 @@ GIO_STATIC_ASSERT(offsetof(struct gio_tgt_bar, io_doorbells) == 0x1008, "qid 1 S
 /** @brief What the target advertises and enforces. */
 struct gio_tgt_config {
 	uint32_t sgls;          /**< SGLS it reports (GIO_SGLS_*); 0 for PRP only. */
-	uint8_t mdts;           /**< MDTS it reports: 2^mdts 4 KiB pages; 0 means no limit. */
+	uint8_t mdts;           /**< MDTS it reports: 2^mdts 4 KiB pages (0 to 20); 0 means no limit. */
 	uint8_t lba_shift;      /**< log2 of the logical block size, 9 to 16. */
 	uint16_t max_io_queues; /**< I/O queue pairs it grants, 1 to GIO_TGT_MAX_IO_QUEUES. */
 	uint16_t mqes;          /**< CAP.MQES: largest queue size minus one, 1 to 65535. */
@@ -96,6 +96,7 @@ struct gio_tgt {
 	struct gio_tgt_queue sq[GIO_TGT_MAX_IO_QUEUES + 1]; /**< Submission queues by qid. */
 	struct gio_tgt_queue cq[GIO_TGT_MAX_IO_QUEUES + 1]; /**< Completion queues by qid. */
 	uint32_t cc;         /**< The CC value last acted on. */
+	uint32_t ready;      /**< 1 while enabled successfully (CSTS.RDY). */
 	uint32_t nq_granted; /**< I/O queue pairs granted by Number of Queues (0 until asked). */
 	uint64_t commands;   /**< Commands completed. */
 	uint64_t errors;     /**< Of which with an error status. */
@@ -131,7 +132,7 @@ GIO_HD int gio_tgt_init(struct gio_tgt *t, struct gio_tgt_bar *bar, const struct
 {
 	uint32_t i;
 	if (!t || !bar || !cfg || !map || cfg->lba_shift < 9 || cfg->lba_shift > 16 || cfg->nsze == 0 ||
-	    cfg->max_io_queues == 0 || cfg->max_io_queues > GIO_TGT_MAX_IO_QUEUES || cfg->mqes == 0 ||
+	    cfg->max_io_queues == 0 || cfg->max_io_queues > GIO_TGT_MAX_IO_QUEUES || cfg->mqes == 0 || cfg->mdts > 20 ||
 	    GIO_GET(cfg->sgls, SGLS_SUPPORT) == 3u || (cfg->nsze >> (64 - cfg->lba_shift)) != 0)
 		return -EINVAL;
 	memset(bar, 0, sizeof(*bar));
@@ -154,7 +155,8 @@ GIO_HD int gio_tgt_init(struct gio_tgt *t, struct gio_tgt_bar *bar, const struct
 	return 0;
 }
 
-/* Drops every queue (controller reset). */
+/* Drops every queue and clears every doorbell (controller reset: a re-enabled controller starts
+ * from slot 0 of new queues). */
 GIO_HD void gio__tgt_reset_queues(struct gio_tgt *t)
 {
 	uint32_t i;
@@ -165,7 +167,12 @@ GIO_HD void gio__tgt_reset_queues(struct gio_tgt *t)
 		t->cq[i].inflight = 0;
 		t->cq[i].nsq = 0;
 	}
+	gio_store_release(&t->bar->regs.doorbell[0], 0);
+	gio_store_release(&t->bar->regs.doorbell[1], 0);
+	for (i = 0; i < 2 * GIO_TGT_MAX_IO_QUEUES; i++)
+		gio_store_release(&t->bar->io_doorbells[i], 0);
 	t->nq_granted = 0;
+	t->ready = 0;
 }
 
 /* Sets up queue `q` over `entries` entries of `esize` bytes at bus address `addr`. */
@@ -224,6 +231,7 @@ GIO_HD int gio_tgt_poll_regs(struct gio_tgt *t)
 		t->cq[0].nsq = 1;
 		gio_store_release(&t->cq[0].live, 1);
 		gio_store_release(&t->sq[0].live, 1);
+		t->ready = 1;
 		gio_store_release(&r->csts, GIO_SET(CSTS_RDY, 1u));
 		return 1;
 	}
@@ -233,9 +241,11 @@ GIO_HD int gio_tgt_poll_regs(struct gio_tgt *t)
 		return 1;
 	}
 	if (GIO_GET(cc, CC_SHN) != GIO_CC_SHN_NONE && GIO_GET(cc, CC_SHN) != GIO_GET(old, CC_SHN)) {
-		/* Queues stop; data already completed is in the backing store (the executor flushes). */
+		/* Queues stop; data already completed is in the backing store (the executor flushes).
+		 * RDY stays as it was (a failed enable keeps CFS and never reports ready). */
+		const uint32_t csts = gio_load_relaxed(&r->csts);
 		gio__tgt_reset_queues(t);
-		gio_store_release(&r->csts, GIO_SET(CSTS_RDY, (uint32_t)GIO_GET(cc, CC_EN)) |
+		gio_store_release(&r->csts, (csts & ~(GIO_CSTS_SHST_MASK << GIO_CSTS_SHST_SHIFT)) |
 						   GIO_SET(CSTS_SHST, GIO_CSTS_SHST_COMPLETE));
 		return 1;
 	}
@@ -262,9 +272,12 @@ GIO_HD uint32_t *gio__tgt_doorbell(struct gio_tgt *t, uint16_t qid, int cq)
  */
 GIO_HD int gio_tgt_fetch(struct gio_tgt *t, uint16_t qid, struct gio_sqe *sqe)
 {
-	struct gio_tgt_queue *sq = &t->sq[qid], *cq;
+	struct gio_tgt_queue *sq, *cq;
 	uint32_t tail, head, used;
-	if (qid > GIO_TGT_MAX_IO_QUEUES || !gio_load_acquire(&sq->live))
+	if (qid > GIO_TGT_MAX_IO_QUEUES)
+		return -ENODEV;
+	sq = &t->sq[qid];
+	if (!gio_load_acquire(&sq->live))
 		return -ENODEV;
 	cq = &t->cq[sq->cqid];
 	/* Pairs with the host's release of the SQ tail: the entries before it are written. */
@@ -277,8 +290,10 @@ GIO_HD int gio_tgt_fetch(struct gio_tgt *t, uint16_t qid, struct gio_sqe *sqe)
 		return 0;
 	/* Room check: consumed CQ head (pairs with the host's release of the CQ head doorbell). */
 	head = gio_load_acquire(gio__tgt_doorbell(t, sq->cqid, 1));
-	if (head >= cq->depth)
-		head = cq->idx; /* a bad head doorbell: treat the CQ as full */
+	if (head >= cq->depth) { /* a head doorbell outside the queue: treat the CQ as full */
+		t->bad_doorbells++;
+		return 0;
+	}
 	used = (cq->idx + cq->depth - head) % cq->depth;
 	if (used + cq->inflight + 1 >= cq->depth)
 		return 0;
@@ -401,9 +416,11 @@ GIO_HD uint16_t gio__tgt_create_queue(struct gio_tgt *t, const struct gio_sqe *s
 {
 	const uint32_t qid = GIO_GET(sqe->cdw10, QUEUE_CDW10_QID);
 	const uint32_t size = GIO_GET(sqe->cdw10, QUEUE_CDW10_QSIZE) + 1u;
-	struct gio_tgt_queue *q = is_cq ? &t->cq[qid] : &t->sq[qid];
-	if (qid == 0 || qid > t->cfg.max_io_queues || (t->nq_granted && qid > t->nq_granted) ||
-	    gio_load_relaxed(&q->live))
+	struct gio_tgt_queue *q;
+	if (qid == 0 || qid > t->cfg.max_io_queues || (t->nq_granted && qid > t->nq_granted))
+		return GIO__TGT_SF(GIO_SCT_CMD_SPECIFIC, GIO_SC_QID_INVALID);
+	q = is_cq ? &t->cq[qid] : &t->sq[qid];
+	if (gio_load_relaxed(&q->live))
 		return GIO__TGT_SF(GIO_SCT_CMD_SPECIFIC, GIO_SC_QID_INVALID);
 	if (size < 2 || size > t->cfg.mqes + 1u)
 		return GIO__TGT_SF(GIO_SCT_CMD_SPECIFIC, GIO_SC_QUEUE_SIZE);
@@ -431,8 +448,11 @@ GIO_HD uint16_t gio__tgt_create_queue(struct gio_tgt *t, const struct gio_sqe *s
 GIO_HD uint16_t gio__tgt_delete_queue(struct gio_tgt *t, const struct gio_sqe *sqe, int is_cq)
 {
 	const uint32_t qid = GIO_GET(sqe->cdw10, QUEUE_CDW10_QID);
-	struct gio_tgt_queue *q = is_cq ? &t->cq[qid] : &t->sq[qid];
-	if (qid == 0 || qid > GIO_TGT_MAX_IO_QUEUES || !gio_load_relaxed(&q->live))
+	struct gio_tgt_queue *q;
+	if (qid == 0 || qid > GIO_TGT_MAX_IO_QUEUES)
+		return GIO__TGT_SF(GIO_SCT_CMD_SPECIFIC, GIO_SC_QID_INVALID);
+	q = is_cq ? &t->cq[qid] : &t->sq[qid];
+	if (!gio_load_relaxed(&q->live))
 		return GIO__TGT_SF(GIO_SCT_CMD_SPECIFIC, GIO_SC_QID_INVALID);
 	if (is_cq && q->nsq)
 		return GIO__TGT_SF(GIO_SCT_CMD_SPECIFIC, GIO_SC_INVALID_QUEUE_DELETE);
