@@ -180,7 +180,9 @@ GIO_HD int gio__tgt_queue_setup(struct gio_tgt *t, struct gio_tgt_queue *q, uint
 				uint32_t esize)
 {
 	void *p = gio_dma_map_find(t->map, addr, (uint64_t)entries * esize);
-	if (p == NULL || (addr & 0xfffu))
+	/* The entries are accessed through p with 16-bit atomics (and 16-byte vectors on the GPU):
+	 * p must be aligned like the bus address, which the map does not promise. */
+	if (p == NULL || (addr & 0xfffu) || ((uintptr_t)p & (esize - 1u)))
 		return -EINVAL;
 	q->addr = addr;
 	q->depth = entries;

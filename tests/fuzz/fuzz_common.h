@@ -456,4 +456,103 @@ static inline struct gio_range fz_decode_range(struct fz_reader *r, const struct
 	return out;
 }
 
+/* ------------------------------------------------------------------------- */
+/* fuzz_target_cmd: input layout                                              */
+/* ------------------------------------------------------------------------- */
+/*
+ * bytes 0..49   header (FZ_TH_*; missing bytes read as 0)
+ * then          the blob: FZ_TH_BLOB_LEN bytes (clamped to what is there), registered as
+ *               region A (bus FZ_BUS_A) and region B (its last FZ_TH_SPLIT bytes) exactly as
+ *               the walker targets register theirs (fz_region_b_base, misalignment)
+ * then          ops until the input ends: an op byte (bits 0-2 FZ_TOP_*, bits 3-7 argument),
+ *               then that op's payload (missing bytes read as 0)
+ * A third region, FZ_TQ_BYTES of zeros at FZ_TQ_BUS, holds the queues of the canonical
+ * bring-up (and whatever commands put there).
+ */
+#define FZ_TH_CFG 0        /* bits 0-4 SGLS as fz_sgls(); bits 5-7 config mode FZ_TCFG_* */
+#define FZ_TH_MDTS 1       /* mdts = value % 9 (raw mode: the value) */
+#define FZ_TH_LBA 2        /* lba_shift 9 + (v & 3); bit 7 set: 9 + ((v >> 2) & 7) (raw: v) */
+#define FZ_TH_NQ 3         /* max_io_queues 1 + (v & 63) (raw: v) */
+#define FZ_TH_MQES 4       /* u16 mqes, 0 read as 1 (raw: as is) */
+#define FZ_TH_NSZE 6       /* u64 nsze: small 1 + v % (FZ_TGT_BACKING_MAX >> lba_shift),
+			      large 1 + v % (2^(64 - lba_shift) - 1) (raw: as is) */
+#define FZ_TH_SGLS 14      /* u32 SGLS, raw mode only */
+#define FZ_TH_CC 18        /* bring-up: bits 0-3 FZ_TCC_*, bits 4-6 CC.MPS selector */
+#define FZ_TH_ASQS 19      /* admin SQ entries: 0xff -> 1 (invalid), else 2 + v % 63 */
+#define FZ_TH_ACQS 20      /* admin CQ entries: 0xff -> 1 (invalid), else 2 + v % 255 */
+#define FZ_TH_BLOB_LEN 21  /* u16 bytes of blob after the header */
+#define FZ_TH_SPLIT 23     /* u16 the blob's last `split` bytes (clamped) are region B */
+#define FZ_TH_REGION 25    /* bits 0-1 region B base (fz_region_b_base), bits 2-4 misalignment */
+#define FZ_TH_RAW_CC 26    /* u32 CC for FZ_TCC_RAW (EN forced to 1) */
+#define FZ_TH_RAW_AQA 30   /* u32 AQA for FZ_TCC_RAW */
+#define FZ_TH_RAW_ASQ 34   /* u64 ASQ for FZ_TCC_RAW */
+#define FZ_TH_RAW_ACQ 42   /* u64 ACQ for FZ_TCC_RAW */
+#define FZ_TH_BYTES 50
+
+#define FZ_TCFG_SHIFT 5
+#define FZ_TCFG_SMALL 0u   /* modes 0-4: valid configuration, small namespace */
+#define FZ_TCFG_LARGE 5u   /* modes 5-6: valid configuration, large namespace */
+#define FZ_TCFG_RAW 7u     /* mode 7: every field raw; gio_tgt_init may refuse it */
+
+#define FZ_TCC_MPS_SHIFT 4
+#define FZ_TCC_VALID 0u       /* modes 0-6: canonical CC/AQA/ASQ/ACQ, CC.MPS = selector & 3 */
+#define FZ_TCC_ACQ_IN_A 7u    /* canonical, but ACQ = FZ_BUS_A (valid when region A is big enough) */
+#define FZ_TCC_BAD_MPS 8u     /* CC.MPS = 5 + selector (above CAP.MPSMAX) */
+#define FZ_TCC_BAD_IOSQES 9u  /* CC.IOSQES = 7 */
+#define FZ_TCC_BAD_IOCQES 10u /* CC.IOCQES = 5 */
+#define FZ_TCC_BAD_CSS 11u    /* CC.CSS = 7 (admin only) */
+#define FZ_TCC_ASQ_MISALIGN 12u /* ASQ = FZ_TQ_BUS + 0x40 */
+#define FZ_TCC_ACQ_UNREG 13u  /* ACQ = FZ_TQ_BUS + FZ_TQ_BYTES (just past the region) */
+#define FZ_TCC_RAW 14u        /* FZ_TH_RAW_* values */
+#define FZ_TCC_NONE 15u       /* no bring-up: the controller stays disabled */
+
+/* The queue region and the canonical admin queues in it. */
+#define FZ_TQ_BUS 0x80000000ull
+#define FZ_TQ_BYTES 0x8000u
+#define FZ_TQ_ASQ FZ_TQ_BUS
+#define FZ_TQ_ACQ (FZ_TQ_BUS + 0x1000u)
+/* Most bytes of backing store allocated (the namespace, or its first bytes when larger). */
+#define FZ_TGT_BACKING_MAX (64u << 10)
+
+/* Ops; the argument is op >> FZ_TOP_ARG_SHIFT. */
+#define FZ_TOP_ARG_SHIFT 3
+#define FZ_TOP_ADMIN 0u  /* SQE (64): gio_tgt_admin() directly, when the admin queue exists */
+#define FZ_TOP_IO 1u     /* u8 capacity (0 -> GIO_TGT_MAX_SEGS), SQE (64): prepare, copy */
+#define FZ_TOP_ARING 2u  /* u8 ring mode, u16 tail, u16 head, (arg & 7) SQEs: admin queue */
+#define FZ_TOP_IORING 3u /* u8 queue selector, then as FZ_TOP_ARING: an I/O queue */
+#define FZ_TOP_REGS 4u   /* u8 mode FZ_TREGS_*, u32 CC, u32 AQA, u64 ASQ, u64 ACQ; poll */
+#define FZ_TOP_FETCHQ 5u /* u16 qid: gio_tgt_fetch() of a queue that does not exist */
+#define FZ_TOP_ADMIN2 6u /* as FZ_TOP_ADMIN */
+#define FZ_TOP_IO2 7u    /* as FZ_TOP_IO */
+#define FZ_TOP(kind, arg) ((uint8_t)((kind) | ((arg) << FZ_TOP_ARG_SHIFT)))
+
+/* Ring mode byte. */
+#define FZ_TRING_TAIL_MASK 0x03u  /* 0, 1: host tail after the new SQEs; 2: raw; 3: raw % depth */
+#define FZ_TRING_TAIL_RAW 2u
+#define FZ_TRING_TAIL_MOD 3u
+#define FZ_TRING_HEAD_SHIFT 2     /* 0: all consumed; 1: left as is; 2: raw; 3: tail - raw % depth */
+#define FZ_TRING_HEAD_ALL 0u
+#define FZ_TRING_HEAD_KEEP 1u
+#define FZ_TRING_HEAD_RAW 2u
+#define FZ_TRING_HEAD_BEHIND 3u
+#define FZ_TRING_BATCH_SHIFT 4    /* fetch 1 << value commands before serving them */
+#define FZ_TRING_REVERSE 0x40u    /* post a batch in reverse order */
+
+/* REGS op modes (bits 0-2), CC.MPS for FZ_TREGS_ENABLE in bits 4-5. */
+#define FZ_TREGS_DISABLE 0u  /* CC.EN = 0 */
+#define FZ_TREGS_ENABLE 1u   /* canonical CC, AQA, ASQ, ACQ (sizes from the header) */
+#define FZ_TREGS_SHN_NORMAL 2u
+#define FZ_TREGS_SHN_ABRUPT 3u
+#define FZ_TREGS_SHN_CLEAR 4u
+#define FZ_TREGS_RAW_CC 5u   /* the op's CC */
+#define FZ_TREGS_RAW_ALL 6u  /* the op's CC, AQA, ASQ, ACQ */
+#define FZ_TREGS_POLL 7u     /* nothing written */
+#define FZ_TREGS_PAYLOAD 24u
+
+/* Canonical CC: EN, NVM command set, MPS, 64-byte SQEs, 16-byte CQEs. */
+static inline uint32_t fz_tgt_cc(uint32_t mps)
+{
+	return 1u | ((mps & 0xfu) << 7) | (6u << 16) | (4u << 20);
+}
+
 #endif /* GIO_FUZZ_COMMON_H */

@@ -10,6 +10,7 @@
  *   corpus/fuzz_sgl_walk/        valid and deliberately malformed SGLs
  *   corpus/fuzz_prp_walk/         PRP1/PRP2 with 1, 2, 3 pages, lists, a chained list
  *   corpus/fuzz_dptr_roundtrip/   range lists for the builders
+ *   corpus/fuzz_target_cmd/       software target sessions: bring-up, admin and I/O commands
  *   regressions/fuzz_<target>/    inputs that reproduced header bugs (README.md, "Known
  *                                 findings"); a fixed header passes them
  * Every file is a few hundred bytes at most. Existing files of the same name are replaced;
@@ -553,6 +554,628 @@ static void roundtrip_seeds(void)
 	write_file("regressions", t, "prp-build-top-pages-overflow", s.b, s.n);
 }
 
+/* ------------------------------------------------------------------------- */
+/* Software target inputs                                                    */
+/* ------------------------------------------------------------------------- */
+
+struct tc_seed {
+	uint8_t h[FZ_TH_BYTES];
+	uint8_t blob[1024]; /* region A at FZ_BUS_A */
+	size_t blob_len;
+	uint8_t ops[2800];
+	size_t n;
+};
+
+#define Q(off) (FZ_TQ_BUS + (off)) /* bus address in the queue region */
+#define TC_CID 0x100u              /* seeds number their commands from here */
+
+/* Defaults: byte SGLs, small namespace of 64 blocks of 512 bytes, MDTS 0, four I/O queue
+ * pairs, MQES 1023, canonical bring-up with 4 KiB pages and 16-entry admin queues. */
+static void tc_init(struct tc_seed *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->h[FZ_TH_CFG] = SGL_BYTE | (FZ_TCFG_SMALL << FZ_TCFG_SHIFT);
+	s->h[FZ_TH_MDTS] = 0;
+	s->h[FZ_TH_LBA] = 0;                 /* 512-byte blocks */
+	s->h[FZ_TH_NQ] = 3;                  /* 4 I/O queue pairs */
+	fz_wr16(s->h + FZ_TH_MQES, 1023);
+	fz_wr64(s->h + FZ_TH_NSZE, 63);      /* 64 blocks */
+	s->h[FZ_TH_CC] = FZ_TCC_VALID;       /* MPS 0 */
+	s->h[FZ_TH_ASQS] = 14;               /* 16 entries */
+	s->h[FZ_TH_ACQS] = 14;
+}
+
+/* Bytes of region A (bus FZ_BUS_A + off). */
+static void tc_put(struct tc_seed *s, uint64_t off, const uint8_t *p, size_t n)
+{
+	if (off + n > sizeof(s->blob)) {
+		fprintf(stderr, "target seed: blob too small\n");
+		exit(1);
+	}
+	memcpy(s->blob + off, p, n);
+	if (off + n > s->blob_len)
+		s->blob_len = (size_t)(off + n);
+}
+
+static void tc_bytes(struct tc_seed *s, const uint8_t *p, size_t n)
+{
+	if (s->n + n > sizeof(s->ops)) {
+		fprintf(stderr, "target seed: too many ops\n");
+		exit(1);
+	}
+	memcpy(s->ops + s->n, p, n);
+	s->n += n;
+}
+
+static void tc_u8(struct tc_seed *s, uint8_t v)
+{
+	tc_bytes(s, &v, 1);
+}
+
+static void tc_u16(struct tc_seed *s, uint16_t v)
+{
+	uint8_t b[2];
+	fz_wr16(b, v);
+	tc_bytes(s, b, 2);
+}
+
+static void tc_write(struct tc_seed *s, const char *kind, const char *name)
+{
+	uint8_t buf[FZ_TH_BYTES + sizeof(s->blob) + sizeof(s->ops)];
+	size_t n = 0;
+	fz_wr16(s->h + FZ_TH_BLOB_LEN, (uint16_t)s->blob_len);
+	memcpy(buf, s->h, FZ_TH_BYTES);
+	n = FZ_TH_BYTES;
+	memcpy(buf + n, s->blob, s->blob_len);
+	n += s->blob_len;
+	memcpy(buf + n, s->ops, s->n);
+	n += s->n;
+	write_file(kind, "fuzz_target_cmd", name, buf, n);
+}
+
+/* SQEs (64 bytes, wire layout). */
+static void sqe_base(uint8_t *b, uint8_t opc, uint16_t cid, uint32_t nsid)
+{
+	memset(b, 0, GIO_SQE_BYTES);
+	b[0] = opc;
+	fz_wr16(b + 2, cid);
+	fz_wr32(b + 4, nsid);
+}
+
+static void sqe_prp(uint8_t *b, uint64_t prp1, uint64_t prp2)
+{
+	b[1] = (uint8_t)(b[1] & 0x3fu);
+	fz_wr64(b + 24, prp1);
+	fz_wr64(b + 32, prp2);
+}
+
+static void sqe_sgl(uint8_t *b, uint64_t addr, uint32_t len, unsigned type)
+{
+	b[1] = (uint8_t)((b[1] & 0x3fu) | (GIO_PSDT_SGL_MPTR << 6));
+	desc_bytes(b + 24, addr, len, type, GIO_SGL_SUBTYPE_ADDRESS);
+}
+
+static void sqe_identify(uint8_t *b, uint16_t cid, uint32_t cns, uint32_t nsid, uint64_t prp1, uint64_t prp2)
+{
+	sqe_base(b, GIO_ADMIN_OPC_IDENTIFY, cid, nsid);
+	sqe_prp(b, prp1, prp2);
+	fz_wr32(b + 40, cns);
+}
+
+/* Create I/O CQ (cqid_or_ien: IEN bit for a CQ) or SQ; physically contiguous unless pc == 0. */
+static void sqe_create(uint8_t *b, uint16_t cid, int cq, uint16_t qid, uint32_t entries, uint64_t addr,
+		       uint16_t cqid, int pc, int ien)
+{
+	sqe_base(b, cq ? GIO_ADMIN_OPC_CREATE_CQ : GIO_ADMIN_OPC_CREATE_SQ, cid, 0);
+	sqe_prp(b, addr, 0);
+	fz_wr32(b + 40, qid | ((entries - 1u) << 16));
+	fz_wr32(b + 44, (pc ? 1u : 0u) | (ien ? 2u : 0u) | ((uint32_t)cqid << 16));
+}
+
+static void sqe_delete(uint8_t *b, uint16_t cid, int cq, uint16_t qid)
+{
+	sqe_base(b, cq ? GIO_ADMIN_OPC_DELETE_CQ : GIO_ADMIN_OPC_DELETE_SQ, cid, 0);
+	fz_wr32(b + 40, qid);
+}
+
+static void sqe_features(uint8_t *b, uint16_t cid, int set, uint32_t fid, uint16_t nsq, uint16_t ncq)
+{
+	sqe_base(b, set ? GIO_ADMIN_OPC_SET_FEATURES : GIO_ADMIN_OPC_GET_FEATURES, cid, 0);
+	fz_wr32(b + 40, fid);
+	fz_wr32(b + 44, nsq | ((uint32_t)ncq << 16));
+}
+
+/* Read, Write, Write Zeroes, Flush (or any opcode): SLBA, NLB (1-based here). */
+static void sqe_rw(uint8_t *b, uint8_t opc, uint16_t cid, uint32_t nsid, uint64_t slba, uint32_t nlb)
+{
+	sqe_base(b, opc, cid, nsid);
+	fz_wr64(b + 40, slba);
+	fz_wr32(b + 48, nlb - 1u);
+}
+
+/* Ops. */
+static void op_admin(struct tc_seed *s, const uint8_t *sqe)
+{
+	tc_u8(s, FZ_TOP(FZ_TOP_ADMIN, 0));
+	tc_bytes(s, sqe, GIO_SQE_BYTES);
+}
+
+static void op_io(struct tc_seed *s, uint8_t cap, const uint8_t *sqe)
+{
+	tc_u8(s, FZ_TOP(FZ_TOP_IO, 0));
+	tc_u8(s, cap);
+	tc_bytes(s, sqe, GIO_SQE_BYTES);
+}
+
+/* Admin (qsel < 0) or I/O ring: n SQEs, then doorbells and fetch/serve/post. */
+static void op_ring(struct tc_seed *s, int qsel, uint8_t mode, uint16_t tail, uint16_t head, const uint8_t *sqes,
+		    unsigned n)
+{
+	if (n > 7) {
+		fprintf(stderr, "target seed: a ring op carries at most 7 SQEs\n");
+		exit(1);
+	}
+	tc_u8(s, FZ_TOP(qsel < 0 ? FZ_TOP_ARING : FZ_TOP_IORING, n));
+	if (qsel >= 0)
+		tc_u8(s, (uint8_t)qsel);
+	tc_u8(s, mode);
+	tc_u16(s, tail);
+	tc_u16(s, head);
+	tc_bytes(s, sqes, (size_t)n * GIO_SQE_BYTES);
+}
+
+static void op_regs(struct tc_seed *s, uint8_t mode, uint32_t cc, uint32_t aqa, uint64_t asq, uint64_t acq)
+{
+	uint8_t pl[FZ_TREGS_PAYLOAD];
+	tc_u8(s, FZ_TOP(FZ_TOP_REGS, 0));
+	tc_u8(s, mode);
+	fz_wr32(pl, cc);
+	fz_wr32(pl + 4, aqa);
+	fz_wr64(pl + 8, asq);
+	fz_wr64(pl + 16, acq);
+	tc_bytes(s, pl, sizeof(pl));
+}
+
+static void op_fetchq(struct tc_seed *s, uint16_t qid)
+{
+	tc_u8(s, FZ_TOP(FZ_TOP_FETCHQ, 0));
+	tc_u16(s, qid);
+}
+
+#define RING_BATCH(b) ((uint8_t)((b) << FZ_TRING_BATCH_SHIFT))
+#define RING_HEAD(h) ((uint8_t)((h) << FZ_TRING_HEAD_SHIFT))
+
+/* Admin ring commands that set up I/O queue pair 1 (CQ at Q+0x2000, SQ at Q+0x3000, 16 entries). */
+static unsigned setup_qp1(uint8_t *sq)
+{
+	sqe_features(sq + 0 * GIO_SQE_BYTES, TC_CID + 0, 1, GIO_FEAT_NUM_QUEUES, 3, 3);
+	sqe_create(sq + 1 * GIO_SQE_BYTES, TC_CID + 1, 1, 1, 16, Q(0x2000), 0, 1, 0);
+	sqe_create(sq + 2 * GIO_SQE_BYTES, TC_CID + 2, 0, 1, 16, Q(0x3000), 1, 1, 0);
+	return 3;
+}
+
+static void target_seeds(void)
+{
+	uint8_t sq[8 * GIO_SQE_BYTES], e[16];
+	struct tc_seed s;
+	unsigned n, i;
+
+	/* Identify through the admin ring: controller, namespace, active list, bad NSID. */
+	tc_init(&s);
+	sqe_identify(sq, TC_CID, GIO_CNS_CTRL, 0, Q(0x4000), 0);
+	op_ring(&s, -1, 0, 0, 0, sq, 1);
+	tc_write(&s, "corpus", "identify-ctrl");
+	tc_init(&s);
+	sqe_identify(sq, TC_CID, GIO_CNS_NS, 1, Q(0x4000), 0);
+	op_ring(&s, -1, 0, 0, 0, sq, 1);
+	tc_write(&s, "corpus", "identify-ns");
+	tc_init(&s);
+	sqe_identify(sq, TC_CID, GIO_CNS_NS_ACTIVE_LIST, 0, Q(0x4000), 0);
+	sqe_identify(sq + GIO_SQE_BYTES, TC_CID + 1, GIO_CNS_NS_ACTIVE_LIST, 1, Q(0x5000), 0);
+	op_ring(&s, -1, 0, 0, 0, sq, 2);
+	tc_write(&s, "corpus", "identify-active-list");
+	tc_init(&s);
+	sqe_identify(sq, TC_CID, GIO_CNS_NS, 2, Q(0x4000), 0);
+	sqe_identify(sq + GIO_SQE_BYTES, TC_CID + 1, 3, 0, Q(0x4000), 0); /* CNS 3: Invalid Field */
+	op_ring(&s, -1, 0, 0, 0, sq, 2);
+	tc_write(&s, "corpus", "identify-bad-nsid-cns");
+
+	/* Identify with 8 KiB pages: PRP1 at an offset, PRP2 for the rest; PRP2 misaligned;
+	 * data outside registered memory; SGL PSDT (admin data uses PRPs only). */
+	tc_init(&s);
+	s.h[FZ_TH_CC] = FZ_TCC_VALID | (1u << FZ_TCC_MPS_SHIFT);
+	sqe_identify(sq, TC_CID, GIO_CNS_CTRL, 0, Q(0x4800 + 0x1000), Q(0x6000));
+	sqe_identify(sq + GIO_SQE_BYTES, TC_CID + 1, GIO_CNS_CTRL, 0, Q(0x5800), Q(0x6100));
+	sqe_identify(sq + 2 * GIO_SQE_BYTES, TC_CID + 2, GIO_CNS_NS, 1, 0x90000000ull, 0);
+	sqe_identify(sq + 3 * GIO_SQE_BYTES, TC_CID + 3, GIO_CNS_NS, 1, Q(0x4000), 0);
+	sq[3 * GIO_SQE_BYTES + 1] = GIO_PSDT_SGL_MPTR << 6;
+	op_ring(&s, -1, RING_BATCH(2), 0, 0, sq, 4);
+	tc_write(&s, "corpus", "identify-prp-page-8192");
+
+	/* Number of Queues, create CQ and SQ, then I/O through queue pair 1. */
+	tc_init(&s);
+	n = setup_qp1(sq);
+	sqe_features(sq + n * GIO_SQE_BYTES, TC_CID + n, 0, GIO_FEAT_NUM_QUEUES, 0, 0);
+	n++;
+	op_ring(&s, -1, 0, 0, 0, sq, n);
+	sqe_rw(sq, GIO_NVM_OPC_WRITE, 1, 1, 0, 2);
+	sqe_prp(sq, Q(0x4000), 0);
+	sqe_rw(sq + GIO_SQE_BYTES, GIO_NVM_OPC_READ, 2, 1, 0, 8);
+	sqe_prp(sq + GIO_SQE_BYTES, Q(0x5000), 0);
+	sqe_rw(sq + 2 * GIO_SQE_BYTES, GIO_NVM_OPC_WRITE_ZEROES, 3, 1, 4, 4);
+	sqe_rw(sq + 3 * GIO_SQE_BYTES, GIO_NVM_OPC_FLUSH, 4, 1, 0, 1);
+	op_ring(&s, 0, RING_BATCH(2) | FZ_TRING_REVERSE, 0, 0, sq, 4);
+	tc_write(&s, "corpus", "create-cq-sq-io-ring");
+
+	/* Delete in the wrong order (CQ first: Invalid Queue Deletion), then the right one. */
+	tc_init(&s);
+	n = setup_qp1(sq);
+	sqe_delete(sq + 3 * GIO_SQE_BYTES, TC_CID + 3, 1, 1);
+	sqe_delete(sq + 4 * GIO_SQE_BYTES, TC_CID + 4, 0, 1);
+	sqe_delete(sq + 5 * GIO_SQE_BYTES, TC_CID + 5, 1, 1);
+	sqe_delete(sq + 6 * GIO_SQE_BYTES, TC_CID + 6, 1, 1); /* no longer exists */
+	op_ring(&s, -1, 0, 0, 0, sq, 7);
+	tc_write(&s, "corpus", "delete-wrong-order");
+
+	/* Create errors: SQ on a missing CQ, QID 0, QID above the grant, size 1, above MQES, not
+	 * contiguous, interrupts, misaligned and unregistered memory; a second Set Features. */
+	tc_init(&s);
+	fz_wr16(s.h + FZ_TH_MQES, 63);
+	sqe_create(sq, TC_CID, 0, 1, 16, Q(0x3000), 2, 1, 0);
+	sqe_create(sq + 1 * GIO_SQE_BYTES, TC_CID + 1, 1, 0, 16, Q(0x2000), 0, 1, 0);
+	sqe_create(sq + 2 * GIO_SQE_BYTES, TC_CID + 2, 1, 5, 16, Q(0x2000), 0, 1, 0);
+	sqe_create(sq + 3 * GIO_SQE_BYTES, TC_CID + 3, 1, 1, 1, Q(0x2000), 0, 1, 0);
+	sqe_create(sq + 4 * GIO_SQE_BYTES, TC_CID + 4, 1, 1, 65, Q(0x2000), 0, 1, 0);
+	sqe_create(sq + 5 * GIO_SQE_BYTES, TC_CID + 5, 1, 1, 16, Q(0x2000), 0, 0, 0);
+	sqe_create(sq + 6 * GIO_SQE_BYTES, TC_CID + 6, 1, 1, 16, Q(0x2000), 0, 1, 1);
+	op_ring(&s, -1, RING_BATCH(3), 0, 0, sq, 7);
+	sqe_create(sq, TC_CID + 7, 1, 1, 16, Q(0x2010), 0, 1, 0);
+	sqe_create(sq + 1 * GIO_SQE_BYTES, TC_CID + 8, 1, 1, 16, 0x90000000ull, 0, 1, 0);
+	sqe_create(sq + 2 * GIO_SQE_BYTES, TC_CID + 9, 1, 2, 16, Q(0x7000), 0, 1, 0);
+	sqe_features(sq + 3 * GIO_SQE_BYTES, TC_CID + 10, 1, GIO_FEAT_NUM_QUEUES, 0, 0);
+	sqe_features(sq + 4 * GIO_SQE_BYTES, TC_CID + 11, 1, 0x08, 0, 0); /* another feature */
+	sqe_create(sq + 5 * GIO_SQE_BYTES, TC_CID + 12, 0, 1, 16, Q(0x3000), 0, 1, 0); /* CQID 0 */
+	sqe_delete(sq + 6 * GIO_SQE_BYTES, TC_CID + 13, 0, 0);                         /* QID 0 */
+	op_ring(&s, -1, 0, 0, 0, sq, 7);
+	tc_write(&s, "corpus", "create-errors");
+
+	/* Number of Queues: Get before any Set (the configured count), a grant of 2 (Set NCQ 1),
+	 * 0xffff (reserved), creates above the grant, a CQID above 64, creating a live queue
+	 * again, and Set Features once queues exist (Command Sequence Error). */
+	tc_init(&s);
+	sqe_features(sq + 0 * GIO_SQE_BYTES, TC_CID + 0, 0, GIO_FEAT_NUM_QUEUES, 0, 0);
+	sqe_features(sq + 1 * GIO_SQE_BYTES, TC_CID + 1, 1, GIO_FEAT_NUM_QUEUES, 0xffff, 0);
+	sqe_features(sq + 2 * GIO_SQE_BYTES, TC_CID + 2, 1, GIO_FEAT_NUM_QUEUES, 0, 1);
+	sqe_create(sq + 3 * GIO_SQE_BYTES, TC_CID + 3, 1, 3, 16, Q(0x2000), 0, 1, 0);
+	sqe_create(sq + 4 * GIO_SQE_BYTES, TC_CID + 4, 1, 2, 16, Q(0x2000), 0, 1, 0);
+	sqe_create(sq + 5 * GIO_SQE_BYTES, TC_CID + 5, 1, 2, 16, Q(0x2000), 0, 1, 0); /* again */
+	sqe_create(sq + 6 * GIO_SQE_BYTES, TC_CID + 6, 0, 1, 16, Q(0x3000), 100, 1, 0);
+	op_ring(&s, -1, 0, 0, 0, sq, 7);
+	sqe_features(sq, TC_CID + 7, 1, GIO_FEAT_NUM_QUEUES, 3, 3);
+	op_ring(&s, -1, 0, 0, 0, sq, 1);
+	sqe_create(sq, TC_CID + 8, 0, 2, 16, Q(0x3000), 2, 1, 0);
+	sqe_create(sq + 1 * GIO_SQE_BYTES, TC_CID + 9, 0, 1, 16, Q(0x3400), 2, 1, 0); /* 2 SQs, 1 CQ */
+	sqe_create(sq + 2 * GIO_SQE_BYTES, TC_CID + 10, 0, 1, 16, Q(0x3800), 2, 1, 0); /* again */
+	sqe_features(sq + 3 * GIO_SQE_BYTES, TC_CID + 11, 0, GIO_FEAT_NUM_QUEUES, 0, 0);
+	op_ring(&s, -1, 0, 0, 0, sq, 4);
+	sqe_base(sq, GIO_ADMIN_OPC_KEEP_ALIVE, TC_CID, 0);
+	sqe_rw(sq, GIO_NVM_OPC_READ, 1, 1, 0, 1);
+	sqe_prp(sq, Q(0x4000), 0);
+	sqe_rw(sq + GIO_SQE_BYTES, GIO_NVM_OPC_WRITE, 2, 1, 1, 1);
+	sqe_prp(sq + GIO_SQE_BYTES, Q(0x4000), 0);
+	op_ring(&s, 0, 0, 0, 0, sq, 2);
+	op_ring(&s, 1, 0, 0, 0, sq, 2);
+	tc_write(&s, "corpus", "queue-grant");
+
+	/* Abort, Keep Alive, a fused command, an unknown opcode, sent directly. */
+	tc_init(&s);
+	sqe_base(sq, GIO_ADMIN_OPC_ABORT, TC_CID, 0);
+	op_admin(&s, sq);
+	sqe_base(sq, GIO_ADMIN_OPC_KEEP_ALIVE, TC_CID + 1, 0);
+	op_admin(&s, sq);
+	sq[1] = 1; /* fused */
+	op_admin(&s, sq);
+	sqe_base(sq, GIO_ADMIN_OPC_GET_LOG_PAGE, TC_CID + 2, 0);
+	op_admin(&s, sq);
+	tc_write(&s, "corpus", "admin-misc");
+
+	/* I/O checks, sent directly: Read with an SGL Data Block; Read with a PRP list in region
+	 * A (4 KiB blocks); Write then Read back; Write Zeroes; Flush. */
+	tc_init(&s);
+	sqe_rw(sq, GIO_NVM_OPC_READ, 1, 1, 2, 2);
+	sqe_sgl(sq, Q(0x4000), 1024, GIO_SGL_TYPE_DATA_BLOCK);
+	op_io(&s, 0, sq);
+	tc_write(&s, "corpus", "read-sgl-data-block");
+
+	tc_init(&s);
+	s.h[FZ_TH_LBA] = 3; /* 4 KiB blocks */
+	fz_wr64(s.h + FZ_TH_NSZE, 15);
+	fz_wr64(e, Q(0x5000));
+	tc_put(&s, 0, e, 8);
+	fz_wr64(e, Q(0x6000));
+	tc_put(&s, 8, e, 8);
+	sqe_rw(sq, GIO_NVM_OPC_READ, 1, 1, 1, 3);
+	sqe_prp(sq, Q(0x4000), FZ_BUS_A);
+	op_io(&s, 0, sq);
+	tc_write(&s, "corpus", "read-prp-list");
+
+	tc_init(&s);
+	for (i = 0; i < 1024; i++) { /* 1 KiB of write data at the start of region A */
+		e[0] = (uint8_t)(0xc0 + i * 7u);
+		tc_put(&s, i, e, 1);
+	}
+	sqe_rw(sq, GIO_NVM_OPC_WRITE, 1, 1, 10, 2);
+	sqe_prp(sq, FZ_BUS_A, 0);
+	op_io(&s, 0, sq);
+	sqe_rw(sq, GIO_NVM_OPC_READ, 2, 1, 10, 2);
+	sqe_prp(sq, Q(0x4100), 0);
+	op_io(&s, 0, sq);
+	sqe_rw(sq, GIO_NVM_OPC_WRITE_ZEROES, 3, 1, 11, 1);
+	op_io(&s, 0, sq);
+	sqe_rw(sq, GIO_NVM_OPC_READ, 4, 1, 10, 2);
+	sqe_sgl(sq, Q(0x4400), 1024, GIO_SGL_TYPE_DATA_BLOCK);
+	op_io(&s, 0, sq);
+	tc_write(&s, "corpus", "write-read-back");
+
+	tc_init(&s);
+	sqe_rw(sq, GIO_NVM_OPC_WRITE_ZEROES, 1, 1, 0, 64);
+	op_io(&s, 0, sq);
+	tc_write(&s, "corpus", "write-zeroes");
+	tc_init(&s);
+	sqe_rw(sq, GIO_NVM_OPC_FLUSH, 1, 1, 0, 1);
+	op_io(&s, 0, sq);
+	sqe_rw(sq, GIO_NVM_OPC_FLUSH, 2, 0xffffffffu, 0, 1);
+	op_io(&s, 0, sq);
+	sqe_rw(sq, GIO_NVM_OPC_FLUSH, 3, 2, 0, 1);
+	op_io(&s, 0, sq);
+	tc_write(&s, "corpus", "flush");
+
+	/* Refusals: LBA out of range (by one), bad opcode (Compare), bad NSID, MDTS exceeded (MDTS 1:
+	 * 8 KiB, a 16 KiB read), fused, an output list of one segment for two pages. */
+	tc_init(&s);
+	sqe_rw(sq, GIO_NVM_OPC_READ, 1, 1, 63, 2);
+	sqe_prp(sq, Q(0x4000), 0);
+	op_io(&s, 0, sq);
+	sqe_rw(sq, GIO_NVM_OPC_WRITE_ZEROES, 2, 1, 64, 1);
+	op_io(&s, 0, sq);
+	tc_write(&s, "corpus", "lba-out-of-range");
+	tc_init(&s);
+	sqe_rw(sq, GIO_NVM_OPC_COMPARE, 1, 1, 0, 1);
+	sqe_prp(sq, Q(0x4000), 0);
+	op_io(&s, 0, sq);
+	tc_write(&s, "corpus", "bad-opcode");
+	tc_init(&s);
+	sqe_rw(sq, GIO_NVM_OPC_READ, 1, 2, 0, 1);
+	sqe_prp(sq, Q(0x4000), 0);
+	op_io(&s, 0, sq);
+	tc_write(&s, "corpus", "bad-nsid");
+	tc_init(&s);
+	s.h[FZ_TH_MDTS] = 1;
+	sqe_rw(sq, GIO_NVM_OPC_READ, 1, 1, 0, 32);
+	sqe_prp(sq, Q(0x4000), FZ_BUS_A);
+	fz_wr64(e, Q(0x5000));
+	tc_put(&s, 0, e, 8);
+	fz_wr64(e, Q(0x6000));
+	tc_put(&s, 8, e, 8);
+	fz_wr64(e, Q(0x7000));
+	tc_put(&s, 16, e, 8);
+	op_io(&s, 0, sq);
+	sqe_rw(sq, GIO_NVM_OPC_READ, 2, 1, 0, 16); /* exactly 8 KiB: allowed */
+	sqe_prp(sq, Q(0x4000), Q(0x5000));
+	op_io(&s, 0, sq);
+	op_io(&s, 1, sq); /* two pages, one segment of room */
+	sq[1] = 1;        /* fused */
+	op_io(&s, 0, sq);
+	tc_write(&s, "corpus", "mdts-exceeded");
+
+	/* SGL rules through the target: a Last Segment in region A with a Bit Bucket (read), the
+	 * same as a write, dword granularity, SGLs unsupported. */
+	tc_init(&s);
+	s.h[FZ_TH_CFG] = SGL_BYTE | FZ_F_BIT_BUCKET;
+	desc_bytes(e, Q(0x4000), 512, GIO_SGL_TYPE_DATA_BLOCK, 0);
+	tc_put(&s, 0, e, 16);
+	desc_bytes(e, 0, 256, GIO_SGL_TYPE_BIT_BUCKET, 0);
+	tc_put(&s, 16, e, 16);
+	desc_bytes(e, Q(0x5000), 256, GIO_SGL_TYPE_DATA_BLOCK, 0);
+	tc_put(&s, 32, e, 16);
+	sqe_rw(sq, GIO_NVM_OPC_READ, 1, 1, 4, 2);
+	sqe_sgl(sq, FZ_BUS_A, 48, GIO_SGL_TYPE_LAST_SEGMENT);
+	op_io(&s, 0, sq);
+	sq[0] = GIO_NVM_OPC_WRITE;
+	op_io(&s, 0, sq);
+	tc_write(&s, "corpus", "sgl-bit-bucket");
+	tc_init(&s);
+	s.h[FZ_TH_CFG] = SGL_DWORD;
+	sqe_rw(sq, GIO_NVM_OPC_READ, 1, 1, 0, 1);
+	sqe_sgl(sq, Q(0x4002), 512, GIO_SGL_TYPE_DATA_BLOCK);
+	op_io(&s, 0, sq);
+	s.h[FZ_TH_CFG] = SGL_NONE;
+	tc_write(&s, "corpus", "sgl-unsupported");
+	s.h[FZ_TH_CFG] = SGL_DWORD;
+	tc_write(&s, "corpus", "sgl-dword-misaligned");
+
+	/* Rings: a 4-entry admin queue pair served past several wraps (phase toggles); a CQ left
+	 * unconsumed until full; a tail doorbell beyond the queue; batches. */
+	tc_init(&s);
+	s.h[FZ_TH_ASQS] = 2; /* 4 entries */
+	s.h[FZ_TH_ACQS] = 2;
+	for (i = 0; i < 3; i++)
+		sqe_base(sq + i * GIO_SQE_BYTES, GIO_ADMIN_OPC_KEEP_ALIVE, (uint16_t)(TC_CID + i), 0);
+	for (i = 0; i < 4; i++)
+		op_ring(&s, -1, RING_BATCH(i & 3), 0, 0, sq, 3);
+	op_ring(&s, -1, RING_HEAD(FZ_TRING_HEAD_KEEP), 0, 0, sq, 3);
+	op_ring(&s, -1, RING_HEAD(FZ_TRING_HEAD_BEHIND), 0, 1, sq, 0);
+	op_ring(&s, -1, FZ_TRING_TAIL_RAW, 4, 0, sq, 1); /* tail doorbell = depth: bad */
+	op_ring(&s, -1, FZ_TRING_TAIL_MOD, 3, 0, sq, 0);
+	tc_write(&s, "corpus", "admin-ring-wrap");
+
+	/* Bring-up failures (CSTS.CFS): MPS above MPSMAX, IOSQES, IOCQES, CSS, misaligned ASQ,
+	 * unregistered ACQ, a 1-entry admin CQ, raw registers; then a canonical enable. */
+	{
+		static const struct {
+			uint8_t cc, asqs, acqs;
+			const char *name;
+		} bad[] = {
+			{FZ_TCC_BAD_MPS, 14, 14, "bringup-bad-mps"},
+			{FZ_TCC_BAD_IOSQES, 14, 14, "bringup-bad-iosqes"},
+			{FZ_TCC_BAD_IOCQES, 14, 14, "bringup-bad-iocqes"},
+			{FZ_TCC_BAD_CSS, 14, 14, "bringup-bad-css"},
+			{FZ_TCC_ASQ_MISALIGN, 14, 14, "bringup-asq-misaligned"},
+			{FZ_TCC_ACQ_UNREG, 14, 14, "bringup-acq-unregistered"},
+			{FZ_TCC_VALID, 14, 0xff, "bringup-acq-one-entry"},
+		};
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			tc_init(&s);
+			s.h[FZ_TH_CC] = bad[i].cc;
+			s.h[FZ_TH_ASQS] = bad[i].asqs;
+			s.h[FZ_TH_ACQS] = bad[i].acqs;
+			sqe_base(sq, GIO_ADMIN_OPC_KEEP_ALIVE, TC_CID, 0);
+			op_ring(&s, -1, 0, 0, 0, sq, 1); /* no admin queue: -ENODEV */
+			op_regs(&s, FZ_TREGS_DISABLE, 0, 0, 0, 0);
+			op_regs(&s, FZ_TREGS_ENABLE, 0, 0, 0, 0);
+			op_ring(&s, -1, 0, 0, 0, sq, 1);
+			tc_write(&s, "corpus", bad[i].name);
+		}
+	}
+	tc_init(&s);
+	s.h[FZ_TH_CC] = FZ_TCC_RAW;
+	fz_wr32(s.h + FZ_TH_RAW_CC, fz_tgt_cc(0));
+	fz_wr32(s.h + FZ_TH_RAW_AQA, 15u | (15u << 16));
+	fz_wr64(s.h + FZ_TH_RAW_ASQ, Q(0x1000));
+	fz_wr64(s.h + FZ_TH_RAW_ACQ, Q(0));
+	sqe_identify(sq, TC_CID, GIO_CNS_NS, 1, Q(0x4000), 0);
+	op_ring(&s, -1, 0, 0, 0, sq, 1);
+	/* CC rewritten with EN still 1 (MPS changed): no transition, nothing happens. */
+	op_regs(&s, FZ_TREGS_RAW_ALL, fz_tgt_cc(1), 0, Q(0x2000), Q(0x3000));
+	op_ring(&s, -1, 0, 0, 0, sq, 1);
+	tc_write(&s, "corpus", "bringup-raw");
+	tc_init(&s);
+	s.h[FZ_TH_CC] = FZ_TCC_ACQ_IN_A;
+	s.h[FZ_TH_ACQS] = 6; /* 8 entries: 128 bytes of region A */
+	memset(e, 0, sizeof(e));
+	for (i = 0; i < 8; i++)
+		tc_put(&s, i * 16u, e, 16);
+	sqe_base(sq, GIO_ADMIN_OPC_KEEP_ALIVE, TC_CID, 0);
+	op_ring(&s, -1, 0, 0, 0, sq, 1);
+	tc_write(&s, "corpus", "bringup-acq-in-region-a");
+
+	/* Controller stays disabled until a REGS op enables it; then shutdowns. */
+	tc_init(&s);
+	s.h[FZ_TH_CC] = FZ_TCC_NONE;
+	sqe_identify(sq, TC_CID, GIO_CNS_CTRL, 0, Q(0x4000), 0);
+	op_admin(&s, sq); /* skipped: no admin queue */
+	op_regs(&s, FZ_TREGS_ENABLE | (2u << 4), 0, 0, 0, 0);
+	op_ring(&s, -1, 0, 0, 0, sq, 1);
+	op_regs(&s, FZ_TREGS_SHN_NORMAL, 0, 0, 0, 0);
+	op_ring(&s, -1, 0, 0, 0, sq, 1);
+	op_regs(&s, FZ_TREGS_SHN_ABRUPT, 0, 0, 0, 0);
+	op_regs(&s, FZ_TREGS_SHN_CLEAR, 0, 0, 0, 0);
+	op_regs(&s, FZ_TREGS_POLL, 0, 0, 0, 0);
+	tc_write(&s, "corpus", "enable-then-shutdown");
+
+	/* Queues that do not exist. */
+	tc_init(&s);
+	op_fetchq(&s, 1);
+	op_fetchq(&s, 64); /* GIO_TGT_MAX_IO_QUEUES */
+	op_ring(&s, 5, 0, 0, 0, sq, 0);
+	tc_write(&s, "corpus", "fetch-missing-queue");
+
+	/* Configurations: large namespace (LBA range at the top), 64 KiB blocks, raw valid and
+	 * raw invalid (lba_shift 17). */
+	tc_init(&s);
+	s.h[FZ_TH_CFG] = SGL_BYTE | (FZ_TCFG_LARGE << FZ_TCFG_SHIFT);
+	fz_wr64(s.h + FZ_TH_NSZE, 0xfffffffffffull);
+	sqe_rw(sq, GIO_NVM_OPC_READ, 1, 1, 0xfffffffffffull, 2);
+	sqe_prp(sq, Q(0x4000), 0);
+	op_io(&s, 0, sq);
+	sqe_rw(sq, GIO_NVM_OPC_READ, 2, 1, 0, 2);
+	op_io(&s, 0, sq);
+	tc_write(&s, "corpus", "large-namespace");
+	tc_init(&s);
+	s.h[FZ_TH_LBA] = 0x80u | (7u << 2); /* 64 KiB blocks */
+	sqe_rw(sq, GIO_NVM_OPC_WRITE_ZEROES, 1, 1, 0, 1);
+	op_io(&s, 0, sq);
+	tc_write(&s, "corpus", "block-64k");
+	tc_init(&s);
+	s.h[FZ_TH_CFG] = (uint8_t)(FZ_TCFG_RAW << FZ_TCFG_SHIFT);
+	s.h[FZ_TH_MDTS] = 5;
+	s.h[FZ_TH_LBA] = 12;
+	s.h[FZ_TH_NQ] = 8;
+	fz_wr16(s.h + FZ_TH_MQES, 255);
+	fz_wr64(s.h + FZ_TH_NSZE, 16);
+	fz_wr32(s.h + FZ_TH_SGLS, GIO_SGLS_SUPPORT_DWORD | GIO_SGLS_BIT_BUCKET);
+	sqe_rw(sq, GIO_NVM_OPC_READ, 1, 1, 0, 1);
+	sqe_prp(sq, Q(0x4000), 0);
+	op_io(&s, 0, sq);
+	tc_write(&s, "corpus", "config-raw");
+	s.h[FZ_TH_LBA] = 17;
+	tc_write(&s, "corpus", "config-raw-invalid");
+
+	/* Regressions: each reproduced a target.h bug (README.md, "Open findings"); a fixed
+	 * header passes them. */
+
+	/* MDTS 64 in a configuration gio_tgt_init accepts: 4096ull << 64 (undefined). */
+	tc_init(&s);
+	s.h[FZ_TH_CFG] = (uint8_t)(FZ_TCFG_RAW << FZ_TCFG_SHIFT);
+	s.h[FZ_TH_MDTS] = 64;
+	s.h[FZ_TH_LBA] = 9;
+	s.h[FZ_TH_NQ] = 4;
+	fz_wr16(s.h + FZ_TH_MQES, 255);
+	fz_wr64(s.h + FZ_TH_NSZE, 64);
+	sqe_rw(sq, GIO_NVM_OPC_READ, 1, 1, 0, 16);
+	sqe_prp(sq, Q(0x4000), Q(0x5000));
+	op_io(&s, 0, sq);
+	tc_write(&s, "regressions", "init-mdts-64-shift");
+
+	/* QID 0xffff: &t->sq[qid] / &t->cq[qid] formed before the range check. */
+	tc_init(&s);
+	op_fetchq(&s, 0xffff);
+	tc_write(&s, "regressions", "fetch-qid-out-of-range");
+	tc_init(&s);
+	sqe_delete(sq, TC_CID, 0, 0xffff);
+	op_admin(&s, sq);
+	sqe_create(sq, TC_CID + 1, 1, 0xffff, 16, Q(0x2000), 0, 1, 0);
+	op_admin(&s, sq);
+	tc_write(&s, "regressions", "admin-qid-out-of-range");
+
+	/* A CQ head doorbell beyond the CQ is read as an empty CQ, not a full one: the target
+	 * fetches and then posts over entries the host has not consumed. */
+	tc_init(&s);
+	sqe_base(sq, GIO_ADMIN_OPC_KEEP_ALIVE, TC_CID, 0);
+	op_ring(&s, -1, RING_HEAD(FZ_TRING_HEAD_RAW), 0, 0x1000, sq, 1);
+	tc_write(&s, "regressions", "bad-cq-head-doorbell");
+
+	/* A shutdown notification after a failed enable (CSTS.CFS) reports CSTS.RDY. */
+	tc_init(&s);
+	s.h[FZ_TH_CC] = FZ_TCC_BAD_IOSQES;
+	op_regs(&s, FZ_TREGS_SHN_NORMAL, 0, 0, 0, 0);
+	tc_write(&s, "regressions", "shutdown-after-failed-enable");
+
+	/* A controller reset leaves the admin SQ tail doorbell at 1: after re-enabling, the
+	 * target fetches the old Keep Alive again though the host submitted nothing. */
+	tc_init(&s);
+	sqe_base(sq, GIO_ADMIN_OPC_KEEP_ALIVE, TC_CID, 0);
+	op_ring(&s, -1, 0, 0, 0, sq, 1);
+	op_regs(&s, FZ_TREGS_DISABLE, 0, 0, 0, 0);
+	op_regs(&s, FZ_TREGS_ENABLE, 0, 0, 0, 0);
+	op_ring(&s, -1, RING_HEAD(FZ_TRING_HEAD_KEEP) | FZ_TRING_TAIL_MOD, 0, 0, sq, 0);
+	tc_write(&s, "regressions", "reset-keeps-doorbells");
+
+	/* The admin CQ in region A, whose host copy is misaligned by one byte (the bus address is
+	 * 4 KiB aligned): gio_tgt_post stores a struct gio_cqe and its status word through a
+	 * misaligned pointer. */
+	tc_init(&s);
+	s.h[FZ_TH_CC] = FZ_TCC_ACQ_IN_A;
+	s.h[FZ_TH_ACQS] = 6; /* 8 entries: 128 bytes of region A */
+	s.h[FZ_TH_REGION] = 1u << 2;
+	memset(e, 0, sizeof(e));
+	for (i = 0; i < 8; i++)
+		tc_put(&s, i * 16u, e, 16);
+	sqe_base(sq, GIO_ADMIN_OPC_KEEP_ALIVE, TC_CID, 0);
+	op_ring(&s, -1, 0, 0, 0, sq, 1);
+	tc_write(&s, "regressions", "cq-misaligned-host-pointer");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
@@ -560,6 +1183,7 @@ int main(int argc, char **argv)
 	sgl_walk_seeds();
 	prp_walk_seeds();
 	roundtrip_seeds();
+	target_seeds();
 	printf("wrote %u files under %s/corpus and %s/regressions\n", written, root, root);
 	return 0;
 }
