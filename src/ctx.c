@@ -450,7 +450,7 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 		*query++ = 0;
 	if (query && (rc = parse_query(query, &p)))
 		return rc;
-	c = aligned_alloc(64, sizeof(*c));
+	c = aligned_alloc(64, (sizeof(*c) + 63) & ~(size_t)63); /* C11: size a multiple of the alignment */
 	if (!c)
 		return gio__fail(-ENOMEM, "giouring: no memory for a context");
 	memset(c, 0, sizeof(*c));
@@ -513,7 +513,7 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 	cfg.max_io_queues = (uint16_t)p.queues;
 	cfg.mqes = (uint16_t)p.mqes;
 	cfg.nsze = c->size / p.lba;
-	c->bar = aligned_alloc(4096, sizeof(*c->bar));
+	c->bar = aligned_alloc(4096, (sizeof(*c->bar) + 4095) & ~(size_t)4095);
 	if (!c->bar) {
 		rc = gio__fail(-ENOMEM, "giouring: no memory for registers");
 		goto fail;
