@@ -282,3 +282,18 @@ TEST_CASE("reservation respects the controller's head, not only free slots (inva
 	CHECK(gio_qp_reserve(&r.qp, 0, &first) == -EINVAL);
 	CHECK(gio_qp_reserve_wait(&r.qp, 1, gio_deadline_in(1000000), &first) == -ETIME);
 }
+
+TEST_CASE("a second wait on an abandoned command still honours its deadline (invariant 8)", "[qp][invariants]")
+{
+	// Found by test_stress: the retry spun forever because the slot was no longer in flight.
+	Ring r(8);
+	uint32_t first = 0;
+	REQUIRE(gio_qp_reserve(&r.qp, 1, &first) == 0);
+	fill(gio_qp_sqe(&r.qp, first), 1);
+	REQUIRE(gio_qp_commit(&r.qp, first, 1, GIO_DEADLINE_NEVER) == 0);
+	CHECK(gio_qp_wait(&r.qp, 0, gio_deadline_in(1000000), nullptr, nullptr) == -ETIME);
+	const uint64_t t0 = gio_now_ns();
+	CHECK(gio_qp_wait(&r.qp, 0, gio_deadline_in(20000000), nullptr, nullptr) == -ETIME);
+	CHECK(gio_qp_wait(&r.qp, 5, gio_deadline_in(1000000), nullptr, nullptr) == -ETIME); // never submitted
+	CHECK(gio_now_ns() - t0 < 1000000000ull);
+}

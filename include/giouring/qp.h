@@ -408,7 +408,11 @@ GIO_HD int gio_qp_wait(struct gio_qp *qp, uint32_t cid, uint64_t deadline, uint1
 				gio_qp_note_timeout(qp, cid);
 				return -ETIME;
 			}
-			continue; /* it completed just now: take the result */
+			if (gio_load_acquire(&s->state) == GIO_CMD_DONE)
+				continue; /* it completed just now: take the result */
+			/* Not in flight (already abandoned, or never submitted): the deadline still holds. */
+			gio_qp_note_timeout(qp, cid);
+			return -ETIME;
 		}
 		gio_backoff(&spins);
 	}
