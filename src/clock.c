@@ -17,3 +17,9 @@ void gio_host_yield(void)
 {
 	sched_yield();
 }
+
+void gio_host_sleep_ns(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+	nanosleep(&ts, NULL);
+}

@@ -123,6 +123,7 @@ struct params {
 	uint64_t size;
 	uint32_t lba, sgls, mdts, queues, threads, mqes;
 	int have_size;
+	int direct; /* -1 auto, 0 buffered, 1 O_DIRECT required */
 };
 
 static int parse_u64(const char *key, const char *v, uint64_t *out)
@@ -165,9 +166,18 @@ static int parse_query(char *q, struct params *p)
 				return gio__fail(-EINVAL, "giouring: exec=%s: cpu or gpu", eq + 1);
 			continue;
 		}
+		if (!strcmp(kv, "direct")) {
+			if (!strcmp(eq + 1, "auto"))
+				p->direct = -1;
+			else if (!strcmp(eq + 1, "0") || !strcmp(eq + 1, "1"))
+				p->direct = eq[1] - '0';
+			else
+				return gio__fail(-EINVAL, "giouring: direct=%s: auto, 0 (page cache) or 1 (O_DIRECT, required)", eq + 1);
+			continue;
+		}
 		if (strcmp(kv, "size") && strcmp(kv, "lba") && strcmp(kv, "sgls") && strcmp(kv, "mdts") &&
 		    strcmp(kv, "queues") && strcmp(kv, "threads") && strcmp(kv, "mqes"))
-			return gio__fail(-EINVAL, "giouring: unknown URI parameter '%s' (size, lba, sgls, mdts, queues, threads, mqes, exec)", kv);
+			return gio__fail(-EINVAL, "giouring: unknown URI parameter '%s' (size, lba, sgls, mdts, queues, threads, mqes, exec, direct)", kv);
 		rc = parse_u64(kv, eq + 1, &v);
 		if (rc)
 			return rc;
@@ -205,6 +215,52 @@ static int parse_query(char *q, struct params *p)
 
 /* ---- backing store ------------------------------------------------------------------------ */
 
+/* Switches the file target to one O_DIRECT descriptor for every command, where the file system
+ * takes O_DIRECT at offsets of one logical block. One access mode per file: io_uring requests were
+ * seen to stall for seconds when one file was read and written through an O_DIRECT and a buffered
+ * descriptor at once. Commands whose memory is not aligned for O_DIRECT go through a bounce
+ * buffer (src/executor.c). direct=auto falls back to the page cache with a notice. */
+static int use_direct(struct gio_ctx *c, const struct params *p)
+{
+	struct statx sx;
+	uint32_t mem_align = 4096, off_align = 4096;
+	const char *why = NULL;
+	char whybuf[160];
+	int fd = open(c->path, O_RDWR | O_DIRECT | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(whybuf, sizeof(whybuf), "O_DIRECT: %s", strerror(errno));
+		why = whybuf;
+	} else {
+		/* The file system's own rule where it reports one (Linux 6.1), else 4 KiB, which every
+		 * block device's logical block divides. */
+		if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
+			if (sx.stx_dio_offset_align == 0) {
+				why = "the file system refuses O_DIRECT on this file";
+			} else {
+				mem_align = sx.stx_dio_mem_align > 8 ? sx.stx_dio_mem_align : 8;
+				off_align = sx.stx_dio_offset_align;
+			}
+		}
+		if (!why && off_align > p->lba) {
+			snprintf(whybuf, sizeof(whybuf), "O_DIRECT needs %u-byte offsets, above lba=%u", off_align, p->lba);
+			why = whybuf;
+		}
+	}
+	if (why) {
+		if (fd >= 0)
+			close(fd);
+		if (p->direct == 1)
+			return gio__fail(-EINVAL, "giouring: %s: direct=1 but %s", c->path, why);
+		fprintf(stderr, "giouring: notice: %s: %s; using the page cache\n", c->path, why);
+		return 0;
+	}
+	close(c->exec.fd);
+	c->exec.fd = fd;
+	c->exec.direct = 1;
+	c->exec.mem_align = mem_align;
+	return 0;
+}
+
 static int open_file(struct gio_ctx *c, const struct params *p)
 {
 	struct stat st;
@@ -228,12 +284,7 @@ static int open_file(struct gio_ctx *c, const struct params *p)
 	}
 	c->exec.kind = GIO__BACKING_FILE;
 	c->exec.fd = fd;
-	c->exec.fd_direct = open(c->path, O_RDWR | O_DIRECT | O_CLOEXEC);
-	c->exec.direct_align = 4096;
-	if (c->exec.fd_direct < 0)
-		fprintf(stderr, "giouring: notice: %s does not support O_DIRECT (%s); using buffered I/O\n", c->path,
-			strerror(errno));
-	return 0;
+	return p->direct ? use_direct(c, p) : 0;
 }
 
 /* ---- registers ---------------------------------------------------------------------------- */
@@ -432,7 +483,7 @@ static int bring_up(struct gio_ctx *c)
 
 int gio_ctx_open(const char *uri, struct gio_ctx **out)
 {
-	struct params p = {0, 4096, 1, 7, 16, 2, 4095, 0};
+	struct params p = {0, 4096, 1, 7, 16, 2, 4095, 0, -1};
 	struct gio_tgt_config cfg;
 	struct gio_ctx *c;
 	char buf[4096];
@@ -456,7 +507,7 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 	memset(c, 0, sizeof(*c));
 	pthread_mutex_init(&c->lock, NULL);
 	c->map.regions = c->regions;
-	c->exec.fd = c->exec.fd_direct = -1;
+	c->exec.fd = -1;
 
 	if (buf[0] == 0) {
 		const char *tmp = getenv("TMPDIR");
@@ -670,8 +721,6 @@ int gio_ctx_close(struct gio_ctx *c)
 	}
 	if (c->exec.fd >= 0)
 		close(c->exec.fd);
-	if (c->exec.fd_direct >= 0)
-		close(c->exec.fd_direct);
 	if (c->remove_file) {
 		unlink(c->path);
 		rmdir(c->tmpdir);

@@ -2,8 +2,13 @@
  * registers and doorbells, run commands through the target core (giouring/target.h) and move
  * data between registered host memory and the backing store: memory, or a file through io_uring.
  *
- * Thread 0 also serves the registers and the admin queue; I/O queue q is served by thread
- * (q - 1) % nthreads, so each queue has one server, as the target core requires. */
+ * Thread 0 also serves the registers and the admin queue, with the I/O servers quiesced (a
+ * writer-preferring rwlock: I/O passes hold it shared). Submission queue q is served by thread
+ * (cqid - 1) % nthreads of its completion queue, so each CQ has one poster, as the target core
+ * requires.
+ *
+ * Files are accessed through one descriptor: O_DIRECT where the file system allows it (commands
+ * whose memory is not aligned for it go through a bounce buffer), else the page cache. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +34,7 @@ struct worker {
 	struct io_uring ring;
 	int have_ring;
 	unsigned char *zeroes; /* Write Zeroes and bit-bucket scratch, ZBUF bytes */
+	struct pending *pend;  /* handed back at exit, freed after the ring */
 };
 
 #define ZBUF (1u << 20)
@@ -123,6 +129,10 @@ struct pending {
 	struct gio_tgt_io io;
 	struct gio_xfer_seg segs[GIO_TGT_MAX_SEGS];
 	struct iovec iov[GIO_TGT_MAX_SEGS];
+	struct iovec bounce_iov; /* the whole transfer, when the segments are not O_DIRECT-aligned */
+	unsigned char *bounce;   /* kept between commands, grown on demand */
+	size_t bounce_cap;
+	int bounced;
 	struct cmd_fault f;
 	uint16_t st;
 	int submitted;
@@ -135,7 +145,8 @@ static uint16_t media_error(const struct gio_tgt_io *io)
 			  GIO_SF_DNR);
 }
 
-/* Write Zeroes on a file: synchronous, in ZBUF pieces. */
+/* Write Zeroes on a file: synchronous, in ZBUF pieces (aligned: whole blocks from aligned
+ * scratch memory, so the O_DIRECT descriptor takes them). */
 static uint16_t write_zeroes(struct worker *w, const struct gio_tgt_io *io)
 {
 	uint64_t off = io->offset, left = io->bytes;
@@ -150,28 +161,64 @@ static uint16_t write_zeroes(struct worker *w, const struct gio_tgt_io *io)
 	return 0;
 }
 
-static int aligned_for_direct(const struct gio__exec *e, const struct pending *p)
+/* Whether O_DIRECT takes the segments as they are (every address and length aligned). */
+static int direct_ok(const struct gio__exec *e, const struct pending *p)
 {
 	uint32_t i;
-	const uint64_t m = e->direct_align - 1;
-	if (e->fd_direct < 0 || (p->io.offset & m) || (p->io.bytes & m))
-		return 0;
+	const uint64_t m = e->mem_align - 1;
 	for (i = 0; i < p->io.xfer.n; i++)
 		if (((uintptr_t)p->iov[i].iov_base & m) || (p->iov[i].iov_len & m))
 			return 0;
 	return 1;
 }
 
-static int serve_file(struct worker *w, uint16_t qid, struct pending *pend)
+/* Gathers (write) or prepares (read) the bounce buffer of a command; 0 or a status. */
+static uint16_t bounce_setup(struct pending *p)
+{
+	uint32_t i;
+	size_t done = 0;
+	if (p->bounce_cap < p->io.bytes) {
+		const size_t cap = (size_t)((p->io.bytes + 4095u) & ~(uint64_t)4095u);
+		unsigned char *b = aligned_alloc(4096, cap);
+		if (!b)
+			return GIO_SF(GIO_SCT_GENERIC, GIO_SC_INTERNAL);
+		free(p->bounce);
+		p->bounce = b;
+		p->bounce_cap = cap;
+	}
+	if (p->io.is_write)
+		for (i = 0; i < p->io.xfer.n; done += p->iov[i].iov_len, i++)
+			memcpy(p->bounce + done, p->iov[i].iov_base, p->iov[i].iov_len);
+	p->bounce_iov.iov_base = p->bounce;
+	p->bounce_iov.iov_len = (size_t)p->io.bytes;
+	p->bounced = 1;
+	return 0;
+}
+
+/* Scatters a bounced read into the command's segments (bit buckets land in scratch). */
+static void bounce_scatter(struct pending *p)
+{
+	uint32_t i;
+	size_t done = 0;
+	for (i = 0; i < p->io.xfer.n; done += p->iov[i].iov_len, i++)
+		memcpy(p->iov[i].iov_base, p->bounce + done, p->iov[i].iov_len);
+}
+
+/* Fetches up to BATCH commands of `qid`, checks them and queues their file I/O; returns how many
+ * were fetched and sets *inflight to the io_uring requests queued. */
+static uint32_t file_fetch(struct worker *w, uint16_t qid, struct pending *pend, uint32_t *inflight)
 {
 	struct gio__exec *e = w->e;
-	uint32_t n = 0, i, inflight = 0;
+	uint32_t n = 0, i;
 	while (n < BATCH && gio_tgt_fetch(e->tgt, qid, &pend[n].sqe) == 1) {
 		struct pending *p = &pend[n++];
+		const struct iovec *iov;
+		uint32_t niov;
 		p->io.xfer.segs = p->segs;
 		p->io.xfer.cap = GIO_TGT_MAX_SEGS;
 		p->f = next_fault(e);
 		p->submitted = 0;
+		p->bounced = 0;
 		p->st = gio_tgt_io_prepare(e->tgt, &p->sqe, &p->io);
 		if (p->st || p->f.fail)
 			continue;
@@ -180,7 +227,7 @@ static int serve_file(struct worker *w, uint16_t qid, struct pending *pend)
 			continue;
 		}
 		struct io_uring_sqe *u = io_uring_get_sqe(&w->ring);
-		if (!u) { /* cannot happen: the ring holds BATCH entries */
+		if (!u) { /* cannot happen: the ring holds BATCH entries and each pass drains it */
 			p->st = GIO_SF(GIO_SCT_GENERIC, GIO_SC_INTERNAL);
 			continue;
 		}
@@ -195,39 +242,104 @@ static int serve_file(struct worker *w, uint16_t qid, struct pending *pend)
 							     : gio_dma_map_find(e->tgt->map, s->addr, s->len);
 				p->iov[i].iov_len = (size_t)s->len;
 			}
-			int fd = aligned_for_direct(e, p) ? e->fd_direct : e->fd;
+			iov = p->iov;
+			niov = p->io.xfer.n;
+			if (e->direct && !direct_ok(e, p)) {
+				p->st = bounce_setup(p);
+				if (p->st) {
+					io_uring_prep_nop(u); /* the SQE is taken: give it a harmless request */
+					io_uring_sqe_set_data64(u, UINT64_MAX);
+					(*inflight)++;
+					continue;
+				}
+				iov = &p->bounce_iov;
+				niov = 1;
+			}
 			if (p->io.is_write)
-				io_uring_prep_writev(u, fd, p->iov, p->io.xfer.n, p->io.offset);
+				io_uring_prep_writev(u, e->fd, iov, niov, p->io.offset);
 			else
-				io_uring_prep_readv(u, fd, p->iov, p->io.xfer.n, p->io.offset);
+				io_uring_prep_readv(u, e->fd, iov, niov, p->io.offset);
 		}
 		io_uring_sqe_set_data64(u, n - 1);
 		p->submitted = 1;
-		inflight++;
+		(*inflight)++;
 	}
-	if (inflight) {
-		int rc = io_uring_submit_and_wait(&w->ring, inflight);
-		while (rc >= 0 && inflight) {
-			struct io_uring_cqe *c;
-			if (io_uring_wait_cqe(&w->ring, &c))
-				break;
-			pend[io_uring_cqe_get_data64(c)].res = c->res;
-			io_uring_cqe_seen(&w->ring, c);
-			inflight--;
+	return n;
+}
+
+static int transient(int rc)
+{
+	return rc == -EINTR || rc == -EAGAIN || rc == -EBUSY;
+}
+
+/* Submits everything queued and reaps every completion. Returns 0, or a negative errno when
+ * io_uring failed for good: the requests still out may yet write into pend and into the hosts'
+ * buffers, so the worker must stop using both (see worker_main). */
+static int file_run(struct worker *w, struct pending *pend, uint32_t inflight)
+{
+	uint32_t queued = inflight;
+	uint32_t spins = 0;
+	while (inflight) {
+		struct io_uring_cqe *c;
+		int rc;
+		if (queued) {
+			rc = io_uring_submit(&w->ring);
+			if (rc > 0) {
+				queued -= (uint32_t)rc < queued ? (uint32_t)rc : queued;
+			} else if (rc < 0 && !transient(rc)) {
+				return rc;
+			}
 		}
-		for (i = 0; i < n; i++) {
-			struct pending *p = &pend[i];
-			if (!p->submitted)
+		rc = queued ? io_uring_peek_cqe(&w->ring, &c) : io_uring_wait_cqe(&w->ring, &c);
+		if (rc == -EAGAIN && queued) {
+			gio_backoff(&spins);
+			continue;
+		}
+		if (rc < 0) {
+			if (transient(rc))
 				continue;
-			if (inflight || rc < 0)
-				p->st = GIO_SF(GIO_SCT_GENERIC, GIO_SC_INTERNAL);
-			else if (p->io.opc == GIO_NVM_OPC_FLUSH ? p->res < 0 : p->res != (int64_t)p->io.bytes)
-				p->st = media_error(&p->io); /* short transfers on a sized file are media errors */
+			return rc;
 		}
+		if (io_uring_cqe_get_data64(c) != UINT64_MAX)
+			pend[io_uring_cqe_get_data64(c)].res = c->res;
+		io_uring_cqe_seen(&w->ring, c);
+		inflight--;
+	}
+	return 0;
+}
+
+static int serve_file(struct worker *w, uint16_t qid, struct pending *pend)
+{
+	uint32_t inflight = 0, i;
+	const uint32_t n = file_fetch(w, qid, pend, &inflight);
+	int rc = inflight ? file_run(w, pend, inflight) : 0;
+	if (rc < 0) {
+		/* Nothing is posted for this batch: the hosts' deadlines report it (-ETIME), and no
+		 * completion claims data that may still be moving. */
+		fprintf(stderr, "giouring: executor thread %d: io_uring failed (%s); it stops serving\n", w->id,
+			strerror(-rc));
+		return rc;
+	}
+	for (i = 0; i < n; i++) {
+		struct pending *p = &pend[i];
+		if (!p->submitted)
+			continue;
+		if (p->io.opc == GIO_NVM_OPC_FLUSH ? p->res < 0 : p->res != (int64_t)p->io.bytes)
+			p->st = media_error(&p->io); /* short transfers on a sized file are media errors */
+		else if (p->bounced && !p->io.is_write)
+			bounce_scatter(p);
 	}
 	for (i = 0; i < n; i++)
-		complete(e, qid, pend[i].sqe.cid, pend[i].st, &pend[i].f);
+		complete(w->e, qid, pend[i].sqe.cid, pend[i].st, &pend[i].f);
 	return (int)n;
+}
+
+/* Whether this thread serves submission queue q: the one thread of its completion queue, since
+ * posting to a CQ is not atomic (gio_tgt_post()). */
+static int mine(const struct worker *w, uint32_t q)
+{
+	const struct gio_tgt_queue *sq = &w->e->tgt->sq[q];
+	return gio_load_acquire(&sq->live) && (sq->cqid - 1u) % (uint32_t)w->e->nthreads == (uint32_t)w->id;
 }
 
 static void *worker_main(void *arg)
@@ -236,6 +348,7 @@ static void *worker_main(void *arg)
 	struct gio__exec *e = w->e;
 	struct pending *pend = NULL;
 	uint32_t idle = 0;
+	int broken = 0;
 	if (e->kind == GIO__BACKING_FILE) {
 		pend = calloc(BATCH, sizeof(*pend));
 		if (!pend)
@@ -244,16 +357,27 @@ static void *worker_main(void *arg)
 	while (!gio_load_acquire(&e->stop)) {
 		int did = 0;
 		uint32_t q;
-		if (w->id == 0) {
+		/* Register and admin work changes queue fields the I/O servers read: it runs with
+		 * every I/O server out (the lock prefers writers, so a busy target still resets). */
+		if (w->id == 0 && (gio_tgt_cc_changed(e->tgt) || gio_tgt_admin_pending(e->tgt))) {
+			pthread_rwlock_wrlock(&e->quiesce);
 			did += gio_tgt_poll_regs(e->tgt);
 			did += serve_admin(e);
+			pthread_rwlock_unlock(&e->quiesce);
 		}
-		if (!stalled(e)) {
-			for (q = 1 + (uint32_t)w->id; q <= GIO_TGT_MAX_IO_QUEUES; q += (uint32_t)e->nthreads) {
-				if (!gio_load_acquire(&e->tgt->sq[q].live))
+		if (!stalled(e) && !broken) {
+			pthread_rwlock_rdlock(&e->quiesce);
+			for (q = 1; q <= GIO_TGT_MAX_IO_QUEUES && !broken; q++) {
+				int r;
+				if (!mine(w, q))
 					continue;
-				did += e->kind == GIO__BACKING_MEM ? serve_mem(w, (uint16_t)q) : serve_file(w, (uint16_t)q, pend);
+				r = e->kind == GIO__BACKING_MEM ? serve_mem(w, (uint16_t)q) : serve_file(w, (uint16_t)q, pend);
+				if (r < 0)
+					broken = 1;
+				else
+					did += r;
 			}
+			pthread_rwlock_unlock(&e->quiesce);
 		}
 		/* Back off when idle: CI machines have two cores and producers need them. */
 		if (did) {
@@ -266,7 +390,9 @@ static void *worker_main(void *arg)
 			sleep_us(20);
 		}
 	}
-	free(pend);
+	/* A broken worker's pend may still be the target of io_uring requests: io_uring_queue_exit
+	 * (in gio__exec_stop) cancels and waits for them first, so pend is freed after it. */
+	w->pend = pend;
 	return NULL;
 }
 
@@ -283,6 +409,13 @@ int gio__exec_start(struct gio__exec *e, int nthreads)
 	e->nthreads = nthreads;
 	e->stop = 0;
 	pthread_mutex_init(&e->fault_lock, NULL);
+	{
+		pthread_rwlockattr_t a;
+		pthread_rwlockattr_init(&a);
+		pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&e->quiesce, &a);
+		pthread_rwlockattr_destroy(&a);
+	}
 	for (i = 0; i < nthreads; i++) {
 		ws[i].e = e;
 		ws[i].id = i;
@@ -321,8 +454,15 @@ void gio__exec_stop(struct gio__exec *e)
 		if (ws[i].have_ring)
 			io_uring_queue_exit(&ws[i].ring);
 		free(ws[i].zeroes);
+		if (ws[i].pend) {
+			uint32_t j;
+			for (j = 0; j < BATCH; j++)
+				free(ws[i].pend[j].bounce);
+			free(ws[i].pend);
+		}
 	}
 	free(ws);
 	e->workers_mem = NULL;
 	pthread_mutex_destroy(&e->fault_lock);
+	pthread_rwlock_destroy(&e->quiesce);
 }

@@ -20,12 +20,13 @@ struct gio__exec {
 	struct gio_tgt *tgt;
 	enum gio__backing kind;
 	unsigned char *mem; /* GIO__BACKING_MEM */
-	int fd;             /* GIO__BACKING_FILE: buffered descriptor */
-	int fd_direct;      /* O_DIRECT descriptor, or -1 */
-	uint32_t direct_align;
+	int fd;             /* GIO__BACKING_FILE: the file, opened once */
+	int direct;         /* fd is O_DIRECT: offsets and lengths are whole blocks */
+	uint32_t mem_align; /* O_DIRECT: memory alignment it needs (address and length) */
 	int nthreads;
 	pthread_t threads[GIO__EXEC_MAX_THREADS];
 	uint32_t stop;
+	pthread_rwlock_t quiesce; /* I/O serving holds it shared; CC changes and admin, exclusive */
 	pthread_mutex_t fault_lock;
 	struct gio_fault fault; /* under fault_lock */
 	uint64_t io_seen;       /* I/O commands fetched, under fault_lock */

@@ -35,6 +35,14 @@ uint64_t gio_host_now_ns(void);
 void gio_host_yield(void);
 
 /**
+ * @brief Sleeps for about @p ns nanoseconds (nanosleep; defined in the host library).
+ * @param ns  how long.
+ *
+ * Any host thread.
+ */
+void gio_host_sleep_ns(uint64_t ns);
+
+/**
  * @brief Monotonic nanoseconds on the calling side (host: CLOCK_MONOTONIC, device: %globaltimer).
  * @return the time.
  *
@@ -80,9 +88,11 @@ GIO_HD int gio_deadline_passed(uint64_t deadline)
  * @brief One step of a polling wait: spin briefly, then let other threads run.
  * @param spins  the caller's counter, 0 at the start of the wait; incremented here.
  *
- * Any thread, host or device. On the host the first 64 steps pause the core; later steps yield
- * it, so that waiters do not starve the threads they wait for when threads outnumber cores. On
- * the device every step sleeps a little longer, up to about a microsecond.
+ * Any thread, host or device. On the host the first 64 steps pause the core; the next ones yield
+ * it, so that waiters do not starve the threads they wait for when threads outnumber cores; after
+ * 1024 steps (a wait of a millisecond or more, which no longer needs a fast wake-up) every step
+ * sleeps 20 us, because a crowd of yielding waiters still crowds out the executor threads they
+ * wait for. On the device every step sleeps a little longer, up to about a microsecond.
  */
 GIO_HD void gio_backoff(uint32_t *spins)
 {
@@ -94,8 +104,10 @@ GIO_HD void gio_backoff(uint32_t *spins)
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
 #endif
-	} else {
+	} else if (n < 1024) {
 		gio_host_yield();
+	} else {
+		gio_host_sleep_ns(20000);
 	}
 #endif
 }

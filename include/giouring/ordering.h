@@ -78,6 +78,41 @@ GIO_HD uint32_t gio_load_relaxed(const uint32_t *p)
 }
 
 /**
+ * @brief Relaxed (atomic, unordered) load of a 64-bit word (counters read by other threads).
+ * @param p  the word, 8-byte aligned.
+ * @return its value.
+ *
+ * Any thread, host or device.
+ */
+GIO_HD uint64_t gio_load_relaxed64(const uint64_t *p)
+{
+#if defined(__CUDA_ARCH__)
+	uint64_t v;
+	asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+	return v;
+#else
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
+/**
+ * @brief Relaxed (atomic, unordered) store of a 64-bit word.
+ * @param p  the word, 8-byte aligned.
+ * @param v  the value.
+ *
+ * Any thread, host or device. A counter with one writer is incremented as
+ * `gio_store_relaxed64(&c, c + 1)`: only its writer reads it plainly.
+ */
+GIO_HD void gio_store_relaxed64(uint64_t *p, uint64_t v)
+{
+#if defined(__CUDA_ARCH__)
+	asm volatile("st.relaxed.sys.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
+#else
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+/**
  * @brief Release store of a 32-bit word: earlier loads and stores are not moved after it.
  * @param p  the word.
  * @param v  the value.

@@ -161,16 +161,18 @@ GIO_HD int gio_qp_init(struct gio_qp *qp, struct gio_sqe *sq, uint32_t sq_depth,
  * @param qp   the queue pair.
  * @param cid  the command concerned, or 0xffffffff.
  *
- * Any thread, host or device. Racy by nature: a snapshot for diagnosis.
+ * Any thread, host or device. A snapshot for diagnosis: every field is stored atomically
+ * (relaxed), but when two waits expire at once the fields may come from either of them.
  */
 GIO_HD void gio_qp_note_timeout(struct gio_qp *qp, uint32_t cid)
 {
-	qp->last_timeout.sq_reserved = gio_load_relaxed(&qp->sq_reserved);
-	qp->last_timeout.sq_committed = gio_load_relaxed(&qp->sq_committed);
-	qp->last_timeout.sq_rung = gio_load_relaxed(&qp->sq_rung);
-	qp->last_timeout.sq_head = gio_load_relaxed(&qp->sq_head);
-	qp->last_timeout.cq_head = gio_load_relaxed(&qp->cq_head);
-	qp->last_timeout.cid = cid;
+	struct gio_qp_state *s = &qp->last_timeout;
+	gio_store_relaxed(&s->sq_reserved, gio_load_relaxed(&qp->sq_reserved));
+	gio_store_relaxed(&s->sq_committed, gio_load_relaxed(&qp->sq_committed));
+	gio_store_relaxed(&s->sq_rung, gio_load_relaxed(&qp->sq_rung));
+	gio_store_relaxed(&s->sq_head, gio_load_relaxed(&qp->sq_head));
+	gio_store_relaxed(&s->cq_head, gio_load_relaxed(&qp->cq_head));
+	gio_store_relaxed(&s->cid, cid);
 }
 
 /**

@@ -19,9 +19,17 @@
  * commands are resolved through the registered-memory map (giouring/dma_map.h): anything outside
  * it is refused with Data Transfer Error before a byte moves.
  *
- * Concurrency contract: one thread runs gio_tgt_poll_regs() and the admin queue; each I/O queue
- * pair is served by exactly one thread at a time. Queue creation publishes a queue with a release
- * store that the serving thread acquires.
+ * Concurrency contract:
+ * - one thread (the register thread) runs gio_tgt_poll_regs() and serves the admin queue;
+ * - each completion queue, with every submission queue that posts to it, is served by exactly
+ *   one thread at a time (gio_tgt_post() advances the CQ's tail without atomics);
+ * - I/O serving is quiesced while gio_tgt_poll_regs() acts on a CC change or an admin command
+ *   runs: a controller reset and Delete I/O SQ/CQ rewrite queue fields that the serving threads
+ *   read without synchronisation (a real controller also finishes or aborts outstanding commands
+ *   before it reports the reset). gio_tgt_cc_changed() and gio_tgt_admin_pending() tell the
+ *   register thread, cheaply, when it must quiesce. Queue creation alone would not need it: it
+ *   publishes the queue with a release store that the serving thread acquires.
+ * Counters are per submission queue for the same reason; gio_tgt_stats() sums them.
  */
 #ifndef GIOURING_TARGET_H
 #define GIOURING_TARGET_H
@@ -85,6 +93,12 @@ struct gio_tgt_queue {
 	uint16_t nsq;      /**< CQ: submission queues posting to it. */
 	uint32_t live;     /**< Published with a release store; 0 or 1. */
 	void *entries;     /**< Translated pointer to the entries. */
+	/* Counters, kept per submission queue so that only its serving thread writes them; they
+	 * survive controller resets. Read them with gio_tgt_stats(). */
+	uint64_t commands;      /**< SQ: commands completed. */
+	uint64_t errors;        /**< SQ: of which with an error status. */
+	uint32_t bad_doorbells; /**< SQ: fetches that found its tail, or its CQ's head, outside the queue. */
+	uint32_t rsvd;          /**< Zero. */
 };
 
 /** @brief Controller state kept by the target. */
@@ -98,9 +112,13 @@ struct gio_tgt {
 	uint32_t cc;         /**< The CC value last acted on. */
 	uint32_t ready;      /**< 1 while enabled successfully (CSTS.RDY). */
 	uint32_t nq_granted; /**< I/O queue pairs granted by Number of Queues (0 until asked). */
-	uint64_t commands;   /**< Commands completed. */
-	uint64_t errors;     /**< Of which with an error status. */
-	uint32_t bad_doorbells; /**< Doorbell writes naming a slot outside the queue. */
+};
+
+/** @brief Totals of the per-queue counters (gio_tgt_stats()). */
+struct gio_tgt_stats {
+	uint64_t commands;      /**< Commands completed, admin included. */
+	uint64_t errors;        /**< Of which with an error status. */
+	uint64_t bad_doorbells; /**< Fetches that found a doorbell naming a slot outside its queue. */
 };
 
 /** @brief A checked I/O command, ready for the data mover. */
@@ -195,6 +213,30 @@ GIO_HD int gio__tgt_queue_setup(struct gio_tgt *t, struct gio_tgt_queue *q, uint
 }
 
 /**
+ * @brief Whether CC was written since gio_tgt_poll_regs() last acted on it.
+ * @param t  the target.
+ * @return 1 when gio_tgt_poll_regs() has something to do (quiesce I/O serving first), else 0.
+ *
+ * The register thread.
+ */
+GIO_HD int gio_tgt_cc_changed(const struct gio_tgt *t)
+{
+	return gio_load_relaxed(&t->bar->regs.cc) != t->cc;
+}
+
+/**
+ * @brief Whether the admin submission queue holds a command not fetched yet.
+ * @param t  the target.
+ * @return 1 when there is one (quiesce I/O serving, then serve it), else 0.
+ *
+ * The register thread.
+ */
+GIO_HD int gio_tgt_admin_pending(const struct gio_tgt *t)
+{
+	return gio_load_relaxed(&t->sq[0].live) && gio_load_relaxed(&t->bar->regs.doorbell[0]) != t->sq[0].idx;
+}
+
+/**
  * @brief Acts on register writes: enable, disable, shutdown.
  * @param t  the target.
  * @return 1 when the controller state changed, else 0.
@@ -285,7 +327,7 @@ GIO_HD int gio_tgt_fetch(struct gio_tgt *t, uint16_t qid, struct gio_sqe *sqe)
 	/* Pairs with the host's release of the SQ tail: the entries before it are written. */
 	tail = gio_load_acquire(gio__tgt_doorbell(t, qid, 0));
 	if (tail >= sq->depth) {
-		t->bad_doorbells++;
+		gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
 		return 0;
 	}
 	if (tail == sq->idx)
@@ -293,7 +335,7 @@ GIO_HD int gio_tgt_fetch(struct gio_tgt *t, uint16_t qid, struct gio_sqe *sqe)
 	/* Room check: consumed CQ head (pairs with the host's release of the CQ head doorbell). */
 	head = gio_load_acquire(gio__tgt_doorbell(t, sq->cqid, 1));
 	if (head >= cq->depth) { /* a head doorbell outside the queue: treat the CQ as full */
-		t->bad_doorbells++;
+		gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
 		return 0;
 	}
 	used = (cq->idx + cq->depth - head) % cq->depth;
@@ -332,9 +374,28 @@ GIO_HD void gio_tgt_post(struct gio_tgt *t, uint16_t sqid, uint16_t cid, uint16_
 		cq->phase ^= 1u;
 	}
 	cq->inflight--;
-	t->commands++;
+	gio_store_relaxed64(&sq->commands, sq->commands + 1);
 	if (status & 0x7ffu)
-		t->errors++;
+		gio_store_relaxed64(&sq->errors, sq->errors + 1);
+}
+
+/**
+ * @brief Sums the per-queue counters.
+ * @param t   the target.
+ * @param st  receives the totals.
+ *
+ * Any thread; exact once the serving threads are quiet (while they run, a snapshot that may
+ * lag by the commands in progress: the counters are read with relaxed loads).
+ */
+GIO_HD void gio_tgt_stats(const struct gio_tgt *t, struct gio_tgt_stats *st)
+{
+	uint32_t i;
+	st->commands = st->errors = st->bad_doorbells = 0;
+	for (i = 0; i <= GIO_TGT_MAX_IO_QUEUES; i++) {
+		st->commands += gio_load_relaxed64(&t->sq[i].commands);
+		st->errors += gio_load_relaxed64(&t->sq[i].errors);
+		st->bad_doorbells += gio_load_relaxed(&t->sq[i].bad_doorbells);
+	}
 }
 
 /* Copies `len` bytes of `src` into the segments of a PRP data pointer (admin data to the host). */

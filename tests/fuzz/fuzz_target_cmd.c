@@ -246,16 +246,25 @@ static void m_drop_queues(struct ctx *c)
 	c->nq_granted = 0;
 }
 
+static uint64_t fz_bad_doorbells(const struct gio_tgt *t)
+{
+	struct gio_tgt_stats ts;
+	gio_tgt_stats(t, &ts);
+	return ts.bad_doorbells;
+}
+
 static void check_tables(struct ctx *c, const char *when)
 {
 	const struct gio_tgt *t = c->t;
+	struct gio_tgt_stats ts;
 	uint32_t q, i;
 
-	FZ_CHECK(t->bad_doorbells == c->bad_doorbells, "%s: bad_doorbells %u, model %u", when,
-		 (unsigned)t->bad_doorbells, (unsigned)c->bad_doorbells);
-	FZ_CHECK(t->commands == c->commands && t->errors == c->errors,
-		 "%s: commands/errors %llu/%llu, model %llu/%llu", when, (unsigned long long)t->commands,
-		 (unsigned long long)t->errors, (unsigned long long)c->commands, (unsigned long long)c->errors);
+	gio_tgt_stats(t, &ts);
+	FZ_CHECK(ts.bad_doorbells == c->bad_doorbells, "%s: bad_doorbells %llu, model %u", when,
+		 (unsigned long long)ts.bad_doorbells, (unsigned)c->bad_doorbells);
+	FZ_CHECK(ts.commands == c->commands && ts.errors == c->errors,
+		 "%s: commands/errors %llu/%llu, model %llu/%llu", when, (unsigned long long)ts.commands,
+		 (unsigned long long)ts.errors, (unsigned long long)c->commands, (unsigned long long)c->errors);
 	FZ_CHECK(t->nq_granted == c->nq_granted, "%s: nq_granted %u, model %u", when, (unsigned)t->nq_granted,
 		 (unsigned)c->nq_granted);
 	FZ_CHECK(t->caps.page_bytes == c->page, "%s: caps.page_bytes %u, model %u", when,
@@ -1071,8 +1080,8 @@ static void ring_op(struct ctx *c, uint32_t qid, uint8_t mode, uint16_t tail_raw
 				 (unsigned)qid, got, exp, (unsigned)*sq_db(c, qid), (unsigned)c->t->sq[qid].idx,
 				 (unsigned)sq->depth, (unsigned)sq->cqid, (unsigned)cq->idx, (unsigned)*cq_db(c, sq->cqid),
 				 (unsigned)cq->depth, (unsigned)c->t->cq[sq->cqid].inflight);
-			FZ_CHECK(c->t->bad_doorbells == c->bad_doorbells, "bad_doorbells %u, model %u",
-				 (unsigned)c->t->bad_doorbells, (unsigned)c->bad_doorbells);
+			FZ_CHECK(fz_bad_doorbells(c->t) == c->bad_doorbells, "bad_doorbells %llu, model %u",
+				 (unsigned long long)fz_bad_doorbells(c->t), (unsigned)c->bad_doorbells);
 			if (got != 1)
 				break;
 			FZ_CHECK(memcmp(&sqe, fetched[nf], GIO_SQE_BYTES) == 0, "fetched SQE differs from SQ %u's slot",
