@@ -4,9 +4,9 @@
 #   bash scripts/test.sh -L host        # only host tests
 #   bash scripts/test.sh -R header      # only header tests
 #   bash scripts/test.sh -LE fuzz       # everything but the fuzzers
-# With GIO_SANITIZERS=1 (or auto: only without ctest arguments) two sanitizer stages follow a
-# passing main run (off by default for now, see below):
-#   == ThreadSanitizer: build-tsan/ (GIOURING_SANITIZE=thread), ctest -R test_stress
+# Without ctest arguments (GIO_SANITIZERS=auto, the default) two sanitizer stages follow a
+# passing main run:
+#   == ThreadSanitizer: build-tsan/ (GIOURING_SANITIZE=thread): test_stress, test_ctx, test_uring
 #   == AddressSanitizer+UBSan: build-asan/ (address,undefined), the host unit tests
 # with test_stress at GIO_SAN_STRESS_COMMANDS commands (default 100000). The first stage that
 # fails ends the script with its status, so ctest's summary of the last stage run is always the
@@ -17,10 +17,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
 
-# The sanitizer stages are off by default for now: the ThreadSanitizer run of test_stress reports
-# data races in the software target (controller reset against executor threads) and takes about
-# ten minutes at 160 commands/s on 2 cores. Run them with GIO_SANITIZERS=1 (or auto) until fixed.
-sanitizers="${GIO_SANITIZERS:-0}"
+sanitizers="${GIO_SANITIZERS:-auto}"
 if [[ "$sanitizers" == auto ]]; then
   if (($# == 0)); then sanitizers=1; else sanitizers=0; fi
 fi
@@ -42,13 +39,14 @@ times+=("main tests ${GIO_STAGE_SECONDS} s")
 san_stress="${GIO_SAN_STRESS_COMMANDS:-100000}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 
-# ThreadSanitizer: the ring stress test (many producers, queue pairs, executor threads). A TSan
-# report makes the test exit non-zero (exitcode 66) after printing every report.
-gio_sanitizer_build "ThreadSanitizer" build-tsan thread "test_stress"
+# ThreadSanitizer: the ring stress test (many producers, queue pairs, executor threads) and the
+# context tests (controller bring-up, reset and shutdown while executor threads serve; faults).
+# A TSan report makes the test exit non-zero (exitcode 66) after printing every report.
+gio_sanitizer_build "ThreadSanitizer" build-tsan thread "test_stress test_ctx test_uring"
 times+=("tsan build ${GIO_STAGE_SECONDS} s")
-gio_banner "ThreadSanitizer: ctest -R test_stress in build-tsan (GIO_STRESS_COMMANDS=$san_stress; so far: ${times[*]})"
+gio_banner "ThreadSanitizer: ctest -R 'test_(stress|ctx|uring)' in build-tsan (GIO_STRESS_COMMANDS=$san_stress; so far: ${times[*]})"
 GIO_STRESS_COMMANDS="$san_stress" TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}" \
-  gio_timed gio_no_aslr ctest --test-dir build-tsan --output-on-failure -R '^test_stress$' || exit $?
+  gio_timed gio_no_aslr ctest --test-dir build-tsan --output-on-failure -R '^test_(stress|ctx|uring)$' || exit $?
 times+=("tsan tests ${GIO_STAGE_SECONDS} s")
 
 # AddressSanitizer + UndefinedBehaviorSanitizer (no recovery: any report fails): every host unit

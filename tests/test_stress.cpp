@@ -33,9 +33,12 @@
 //   GIO_STRESS_EXEC        executor threads of the software target (default 2)
 //   GIO_STRESS_SEED        random seed (default 1); threads interleave differently every run
 //   GIO_STRESS_DEADLINE_S  deadline of every wait, seconds (default 120)
-//   GIO_STRESS_RAW_PCT     batches that wait in the library's spinning waits alone (default 5)
-//   GIO_STRESS_SPINNERS    of those, how many may spin at once (default 1)
-//   GIO_STRESS_DIRECT_PCT  file commands with page-aligned data (O_DIRECT path; default 1)
+//   GIO_STRESS_POLL_PCT    batches that poll the ring themselves (gio_qp_reserve, gio_qp_reap,
+//                          sleeping) before the library's waits (default 10)
+//   GIO_STRESS_DIRECT_PCT  file commands with page-aligned data (default 50): on an O_DIRECT
+//                          file (sections "file SGL" and "file PRP") those go straight to the
+//                          file, the others through the executor's bounce buffer; the "full
+//                          ring" and "tiny rings" sections use the page cache (direct=0)
 // One section at a time: test_stress "[sgl]", "[prp]", "[full]", "[tiny]", "[mem]".
 #include <catch2/catch.hpp>
 
@@ -176,6 +179,7 @@ struct Section {
 	uint32_t submit_wait_pct;  // single commands through gio_qp_submit_wait
 	bool try_reserve_first;    // gio_qp_reserve first and count -EBUSY, then _reserve_wait
 	uint32_t big_per_mille;    // big PRP transfers (chained lists), per 1000 batches
+	const char *direct = "auto"; // URI direct=: O_DIRECT where the file system allows, or 0
 };
 
 // Per queue pair: who claimed each CID, and how often each free-running index was reserved and
@@ -233,10 +237,8 @@ struct Shared {
 	uint32_t nsid;
 	std::vector<std::unique_ptr<QpTrack>> qps;
 	uint64_t deadline_ns;
-	uint32_t raw_pct;
+	uint32_t poll_pct;
 	uint32_t direct_pct;
-	uint32_t max_spinners;
-	std::atomic<uint32_t> spinners{0};
 	std::atomic<bool> abort{false};
 	std::atomic<uint64_t> progress{0}; // batches completed
 	std::atomic<uint32_t> finished{0}; // producers done
@@ -244,7 +246,7 @@ struct Shared {
 
 struct Stats {
 	uint64_t commands = 0, writes = 0, reads = 0, bytes = 0, batches = 0, submit_waits = 0;
-	uint64_t sgl = 0, prp = 0, prp_lists = 0, sgl_segments = 0, big = 0, ebusy = 0, raw = 0;
+	uint64_t sgl = 0, prp = 0, prp_lists = 0, sgl_segments = 0, big = 0, ebusy = 0, polled = 0;
 	void add(const Stats &o)
 	{
 		commands += o.commands;
@@ -259,7 +261,7 @@ struct Stats {
 		sgl_segments += o.sgl_segments;
 		big += o.big;
 		ebusy += o.ebusy;
-		raw += o.raw;
+		polled += o.polled;
 	}
 };
 
@@ -391,9 +393,9 @@ private:
 		return false;
 	}
 
-	// Page-aligned data and whole pages make the file executor use its O_DIRECT descriptor (a
-	// disk access each: slow on a CI VM); the others go through the page cache. Both run in
-	// every file section, on the same file.
+	// Page-aligned data in whole pages goes straight to an O_DIRECT file; the rest through the
+	// executor's bounce buffer. File sections use GIO_STRESS_DIRECT_PCT (default 50), memory
+	// sections half and half.
 	bool aligned() { return rng_.below(100) < (sec_.file ? sh_.direct_pct : 50); }
 
 	// Lays out the data of command `c` in slot `j` and builds its data pointer.
@@ -624,13 +626,10 @@ private:
 			       __atomic_load_n(&q.reserved[idx], __ATOMIC_RELAXED));
 	}
 
-	// Sleeping waits. CI gives 2 cores to 8-12 producers and the executor's threads. The
-	// library's waits pause, then yield (gio_backoff) without ever sleeping, as suits threads
-	// that own their core; a dozen of them yielding in a loop still crowd out the executor
-	// threads they wait for. So most batches wait here first (pause, yield, then 20 us sleeps)
-	// and then call the library's waits, which find the ring ready; GIO_STRESS_RAW_PCT of them
-	// (default 5, at most GIO_STRESS_SPINNERS at once) and every gio_qp_submit_wait use the
-	// library's waits alone.
+	// Polling batches: instead of sitting in gio_qp_reserve_wait and gio_qp_wait, the producer
+	// retries gio_qp_reserve and reaps with gio_qp_reap itself, pausing, yielding, then sleeping
+	// 20 us, and calls the library's waits once the ring is ready (an engine that polls its
+	// rings from an event loop). Commits always go through the library's ordered wait.
 	static void backoff(uint32_t spins)
 	{
 		if (spins < 16) {
@@ -643,17 +642,17 @@ private:
 		}
 	}
 
-	int reserve(QpTrack &q, uint32_t n, uint64_t deadline, uint32_t *first, bool polite)
+	int reserve(QpTrack &q, uint32_t n, uint64_t deadline, uint32_t *first, bool poll)
 	{
 		int rc = -EBUSY;
-		if (sec_.try_reserve_first || polite) {
+		if (sec_.try_reserve_first || poll) {
 			rc = gio_qp_reserve(q.qp, n, first);
 			if (rc != -EBUSY)
 				return rc;
 			q.ebusy.fetch_add(1, std::memory_order_relaxed);
 			st_.ebusy++;
 		}
-		for (uint32_t spins = 0; polite && !gio_deadline_passed(deadline); spins++) {
+		for (uint32_t spins = 0; poll && !gio_deadline_passed(deadline); spins++) {
 			if (!gio_qp_reap(q.qp))
 				backoff(spins);
 			rc = gio_qp_reserve(q.qp, n, first);
@@ -661,13 +660,6 @@ private:
 				return rc;
 		}
 		return gio_qp_reserve_wait(q.qp, n, deadline, first);
-	}
-
-	static void settle_commit(const QpTrack &q, uint32_t first, uint64_t deadline)
-	{
-		for (uint32_t spins = 0; gio_load_acquire(&q.qp->sq_committed) != first && !gio_deadline_passed(deadline);
-		     spins++)
-			backoff(spins);
 	}
 
 	static void settle_wait(const QpTrack &q, uint32_t cid, uint64_t deadline)
@@ -718,25 +710,8 @@ private:
 			return true;
 
 		uint16_t status = 0;
-		// Batches that spin in the library's waits take a token first, so that at most
-		// GIO_STRESS_SPINNERS of them (default 1) spin at once and the others yield.
-		bool spin = false;
-		const bool want_submit_wait = n == 1 && rng_.below(100) < sec_.submit_wait_pct;
-		if (want_submit_wait || rng_.below(100) < sh_.raw_pct) {
-			uint32_t t = sh_.spinners.load(std::memory_order_relaxed);
-			while (t < sh_.max_spinners && !sh_.spinners.compare_exchange_weak(t, t + 1))
-				;
-			spin = t < sh_.max_spinners;
-		}
-		struct Token {
-			std::atomic<uint32_t> *n;
-			~Token()
-			{
-				if (n)
-					n->fetch_sub(1);
-			}
-		} token{spin ? &sh_.spinners : nullptr};
-		if (spin && want_submit_wait) {
+		const bool poll = rng_.below(100) < sh_.poll_pct;
+		if (n == 1 && !poll && rng_.below(100) < sec_.submit_wait_pct) {
 			q.submit_waits.fetch_add(1); // before: the next lap of its slot may follow at once
 			const int rc = gio_qp_submit_wait(q.qp, &cmds_[0].sqe, sh_.deadline_ns, &status, nullptr);
 			st_.submit_waits++;
@@ -750,10 +725,9 @@ private:
 				return fail("gio_qp_submit_wait: status 0x%04x (%s)", status, gio_status_str(status));
 		} else {
 			const uint64_t deadline = gio_deadline_in(sh_.deadline_ns);
-			const bool polite = !spin;
-			st_.raw += spin;
+			st_.polled += poll;
 			uint32_t first = 0;
-			int rc = reserve(q, n, deadline, &first, polite);
+			int rc = reserve(q, n, deadline, &first, poll);
 			if (rc)
 				return ring_fail("gio_qp_reserve_wait", rc, q, 0xffffffffu);
 			for (uint32_t i = 0; i < n; i++) {
@@ -761,8 +735,8 @@ private:
 				claim(q, first + i);
 				*gio_qp_sqe(q.qp, first + i) = cmds_[i].sqe;
 			}
-			if (polite)
-				settle_commit(q, first, deadline);
+			// Always the library's ordered commit: waiting for sq_committed here would hide a
+			// commit-ordering bug.
 			rc = gio_qp_commit(q.qp, first, n, deadline);
 			if (rc)
 				return ring_fail("gio_qp_commit", rc, q, first);
@@ -775,7 +749,7 @@ private:
 			for (uint32_t k = 0; k < n; k++) {
 				const Cmd &c = cmds_[order[k]];
 				status = 0xffff;
-				if (polite)
+				if (poll)
 					settle_wait(q, c.idx & (q.depth - 1), deadline);
 				rc = gio_qp_wait(q.qp, c.idx & (q.depth - 1), deadline, &status, nullptr);
 				if (rc == -EIO)
@@ -851,10 +825,12 @@ void dump_ring(const QpTrack &q)
 // Waits for the producers; when none has completed a batch for GIO_STRESS_STALL_S seconds
 // (default 30), prints every ring's state once and runs GIO_STRESS_STALL_CMD if set (a shell
 // command; $PID is this process: e.g. gdb -p $PID -batch -ex 'thread apply all bt'), so that a
-// hang is diagnosed before the deadlines fire.
+// hang is diagnosed before the deadlines fire. No progress for a minute past the deadline means
+// a wait ignored its deadline: the test aborts with the rings' state.
 void watch(Shared &sh, uint32_t producers)
 {
 	const uint64_t stall_s = env_u64("GIO_STRESS_STALL_S", 30);
+	const uint64_t hang_s = sh.deadline_ns / 1000000000ull + 60;
 	uint64_t last = sh.progress.load(), still = 0;
 	bool reported = false;
 	while (sh.finished.load() < producers) {
@@ -862,6 +838,15 @@ void watch(Shared &sh, uint32_t producers)
 		const uint64_t now = sh.progress.load();
 		still = now == last ? still + 1 : 0;
 		last = now;
+		if (still >= hang_s * 100) {
+			// Every wait has a deadline (invariant 8): by now each waiter has had its -ETIME.
+			std::fprintf(stderr, "stress: %s: no batch completed for %" PRIu64 " s, past every deadline: a wait "
+					     "ignores its deadline; aborting\n", sh.sec->name.c_str(), hang_s);
+			for (auto &q : sh.qps)
+				dump_ring(*q);
+			std::fflush(stderr);
+			std::abort();
+		}
 		if (reported || still < stall_s * 100)
 			continue;
 		reported = true;
@@ -887,9 +872,10 @@ void run_section(const Section &sec, uint32_t section_id)
 	REQUIRE(!tmp.dir.empty());
 	const uint64_t size = (uint64_t)sec.producers * sec.region_blocks * kBlock;
 	char uri[4600];
-	std::snprintf(uri, sizeof(uri), "%s%s?size=%" PRIu64 "&threads=%" PRIu64 "&queues=%zu&sgls=%u&mdts=%u",
+	std::snprintf(uri, sizeof(uri), "%s%s?size=%" PRIu64 "&threads=%" PRIu64 "&queues=%zu&sgls=%u&mdts=%u%s%s",
 		      sec.file ? "file://" : "mem://host", sec.file ? (tmp.dir + "/x.img").c_str() : "", size,
-		      exec_threads, sec.depths.size(), sec.sgls, sec.big_per_mille ? 11u : 7u);
+		      exec_threads, sec.depths.size(), sec.sgls, sec.big_per_mille ? 11u : 7u,
+		      sec.file ? "&direct=" : "", sec.file ? sec.direct : "");
 	INFO("uri: " << uri);
 	if (sec.file) {
 		// Allocate every block up front (zeros): O_DIRECT writes into a sparse file allocate
@@ -911,9 +897,8 @@ void run_section(const Section &sec, uint32_t section_id)
 	REQUIRE(info.lba_bytes == kBlock);
 	sh.nsid = info.nsid;
 	sh.deadline_ns = env_u64("GIO_STRESS_DEADLINE_S", 120) * 1000000000ull;
-	sh.raw_pct = (uint32_t)std::min<uint64_t>(100, env_u64("GIO_STRESS_RAW_PCT", 5));
-	sh.max_spinners = (uint32_t)env_u64("GIO_STRESS_SPINNERS", 1);
-	sh.direct_pct = (uint32_t)std::min<uint64_t>(100, env_u64("GIO_STRESS_DIRECT_PCT", 1));
+	sh.poll_pct = (uint32_t)std::min<uint64_t>(100, env_u64("GIO_STRESS_POLL_PCT", 10));
+	sh.direct_pct = (uint32_t)std::min<uint64_t>(100, env_u64("GIO_STRESS_DIRECT_PCT", 50));
 	for (uint32_t d : sec.depths) {
 		auto q = std::make_unique<QpTrack>();
 		REQUIRE(gio_ctx_qp_create(ctx, d, &q->qp) == 0);
@@ -955,10 +940,10 @@ void run_section(const Section &sec, uint32_t section_id)
 	std::printf("stress: %-58s %8" PRIu64 " commands %7.2f s %9.0f commands/s  (%" PRIu64 " writes, %" PRIu64
 		    " reads, %.0f MiB, %" PRIu64 " batches, %" PRIu64 " submit_wait, %" PRIu64 " SGL [%" PRIu64
 		    " with segments], %" PRIu64 " PRP [%" PRIu64
-		    " with lists, %" PRIu64 " big], %" PRIu64 " -EBUSY, %" PRIu64 " raw-wait batches)\n",
+		    " with lists, %" PRIu64 " big], %" PRIu64 " -EBUSY, %" PRIu64 " polling batches)\n",
 		    sec.name.c_str(), all.commands, secs, all.commands / (secs > 0 ? secs : 1), all.writes, all.reads,
 		    all.bytes / 1048576.0, all.batches, all.submit_waits, all.sgl, all.sgl_segments, all.prp,
-		    all.prp_lists, all.big, ebusy, all.raw);
+		    all.prp_lists, all.big, ebusy, all.polled);
 	std::fflush(stdout);
 	totals().commands += all.commands;
 	totals().seconds += secs;
@@ -1042,8 +1027,8 @@ TEST_CASE("stress: full ring, more producers than slots on one queue pair", "[st
 {
 	const Plan p = plan();
 	const uint32_t producers = std::max<uint32_t>(12, p.threads);
-	Section s{"full ring: " + std::to_string(producers) + " producers x 1 qp (depth 8), SGL+PRP", true,
-		  {8}, producers, share(p, 15), 4, 4, 256, Dptr::BOTH, 1, 10, true, 0};
+	Section s{"full ring: " + std::to_string(producers) + " producers x 1 qp (depth 8), page cache", true,
+		  {8}, producers, share(p, 15), 4, 4, 256, Dptr::BOTH, 1, 10, true, 0, "0"};
 	run_section(s, 3);
 }
 
@@ -1051,8 +1036,8 @@ TEST_CASE("stress: depth-2 rings (one command in flight) and gio_qp_submit_wait"
 {
 	const Plan p = plan();
 	const uint32_t producers = std::max<uint32_t>(4, p.threads / 2);
-	Section s{"tiny rings: " + std::to_string(producers) + " producers x 2 qps (depth 2), submit_wait", true,
-		  {2, 2}, producers, share(p, 5), 1, 4, 256, Dptr::BOTH, 1, 50, true, 0};
+	Section s{"tiny rings: " + std::to_string(producers) + " producers x 2 qps (depth 2), page cache", true,
+		  {2, 2}, producers, share(p, 5), 1, 4, 256, Dptr::BOTH, 1, 50, true, 0, "0"};
 	run_section(s, 4);
 }
 
@@ -1065,4 +1050,57 @@ TEST_CASE("stress: memory target, many producers x many queue pairs, SGL+PRP", "
 	std::printf("stress: %-58s %8" PRIu64 " commands %7.2f s %9.0f commands/s\n", "all sections",
 		    totals().commands, totals().seconds, totals().commands / (totals().seconds > 0 ? totals().seconds : 1));
 	std::fflush(stdout);
+}
+
+// Invariant 8 (every wait has a deadline) for a waiter that tries again after -ETIME, as a
+// caller may do with an abandoned command: the second gio_qp_wait must also return by its
+// deadline. Kept last in this file: when the wait does not return, its thread keeps spinning
+// (and its context stays open) until the process exits.
+TEST_CASE("stress: a second gio_qp_wait on an abandoned command returns by its deadline", "[stress][deadline]")
+{
+	gio_ctx *ctx = nullptr;
+	REQUIRE(gio_ctx_open("mem://host?size=1M", &ctx) == 0);
+	gio_qp *qp = nullptr;
+	REQUIRE(gio_ctx_qp_create(ctx, 8, &qp) == 0);
+	void *buf = aligned_alloc(kPage, kPage);
+	REQUIRE(buf != nullptr);
+	uint64_t addr = 0;
+	REQUIRE(gio_ctx_register(ctx, buf, kPage, &addr) == 0);
+	gio_fault f{};
+	f.drop_nth = 1; // the next command never completes
+	gio_ctx_inject(ctx, &f);
+
+	uint32_t idx = 0;
+	REQUIRE(gio_qp_reserve_wait(qp, 1, gio_deadline_in(5000000000ull), &idx) == 0);
+	gio_sqe *sqe = gio_qp_sqe(qp, idx);
+	REQUIRE(gio_prep_read(sqe, 1, 0, 1) == 0);
+	gio_sqe_set_sgl_data(sqe, addr, kPage);
+	REQUIRE(gio_qp_commit(qp, idx, 1, gio_deadline_in(5000000000ull)) == 0);
+	const uint32_t cid = idx & (qp->sq_depth - 1);
+	CHECK(gio_qp_wait(qp, cid, gio_deadline_in(50000000ull), nullptr, nullptr) == -ETIME);
+	CHECK(qp->slots[cid].state == GIO_CMD_ABANDONED);
+
+	// Again, from another thread, so that a wait that never returns fails the test instead of
+	// hanging it.
+	auto done = std::make_shared<std::atomic<int>>(1);
+	auto rc = std::make_shared<std::atomic<int>>(0);
+	std::thread waiter([qp, cid, done, rc] {
+		rc->store(gio_qp_wait(qp, cid, gio_deadline_in(50000000ull), nullptr, nullptr));
+		done->store(0);
+	});
+	const uint64_t t0 = gio_now_ns();
+	while (done->load() && gio_now_ns() - t0 < 2000000000ull)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	INFO("gio_qp_wait with a 50 ms deadline on an abandoned command (slot state "
+	     << peek(&qp->slots[cid].state) << ") has not returned after 2 s");
+	CHECK(done->load() == 0);
+	if (done->load()) {
+		waiter.detach(); // spins until exit; ctx and buf stay allocated for it
+		return;
+	}
+	waiter.join();
+	CHECK(rc->load() == -ETIME);
+	gio_ctx_inject(ctx, nullptr);
+	CHECK(gio_ctx_close(ctx) == 0);
+	free(buf);
 }
