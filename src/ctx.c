@@ -17,6 +17,7 @@
 #include <giouring/ctx.h>
 #include <giouring/prep.h>
 #include <giouring/status.h>
+#include <giouring/uri.h>
 
 #include "internal.h"
 
@@ -25,21 +26,6 @@
 #define MAX_QPS GIO_TGT_MAX_IO_QUEUES
 #define ADMIN_TIMEOUT_NS (5ull * 1000000000ull)
 
-static _Thread_local char last_error[512];
-
-int gio__fail(int rc, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-const char *gio_last_error(void)
-{
-	return last_error;
-}
 
 struct qp_mem {
 	struct gio_qp qp;
@@ -128,24 +114,11 @@ struct params {
 
 static int parse_u64(const char *key, const char *v, uint64_t *out)
 {
-	char *end;
-	unsigned long long x;
-	errno = 0;
-	if (*v < '0' || *v > '9')
-		return gio__fail(-EINVAL, "giouring: URI parameter %s=%s is not a number", key, v);
-	x = strtoull(v, &end, 10);
-	if (errno)
+	const int rc = gio_uri_number(v, out);
+	if (rc == -ERANGE)
 		return gio__fail(-EINVAL, "giouring: URI parameter %s=%s is out of range", key, v);
-	switch (*end) {
-	case 'K': case 'k': x <<= 10; end++; break;
-	case 'M': case 'm': x <<= 20; end++; break;
-	case 'G': case 'g': x <<= 30; end++; break;
-	case 'T': case 't': x <<= 40; end++; break;
-	default: break;
-	}
-	if (*end)
-		return gio__fail(-EINVAL, "giouring: URI parameter %s=%s: unexpected '%s'", key, v, end);
-	*out = x;
+	if (rc)
+		return gio__fail(-EINVAL, "giouring: URI parameter %s=%s is not a number (digits, then K, M, G or T)", key, v);
 	return 0;
 }
 
@@ -161,7 +134,7 @@ static int parse_query(char *q, struct params *p)
 		*eq = 0;
 		if (!strcmp(kv, "exec")) {
 			if (!strcmp(eq + 1, "gpu"))
-				return gio__fail(-EOPNOTSUPP, "giouring: exec=gpu: the GPU executor is not in this release (exec=cpu)");
+				return gio__fail(-EOPNOTSUPP, "giouring: exec=gpu: the GPU executor runs from CUDA code: gio_gpu_target_open() in giouring/gpu_target.cuh");
 			if (strcmp(eq + 1, "cpu"))
 				return gio__fail(-EINVAL, "giouring: exec=%s: cpu or gpu", eq + 1);
 			continue;
@@ -544,7 +517,10 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 		}
 		memset(c->exec.mem, 0, c->size);
 		rc = 0;
-	} else if (!strncmp(buf, "mem://hbm", 9) || !strncmp(buf, "nvme-pci://", 11)) {
+	} else if (!strncmp(buf, "mem://hbm", 9)) {
+		rc = gio__fail(-EOPNOTSUPP, "giouring: '%s': gio_ctx_open() serves file:// and mem://host; GPU-executed targets "
+				 "open with gio_gpu_target_open() (giouring/gpu_target.cuh, CUDA)", buf);
+	} else if (!strncmp(buf, "nvme-pci://", 11)) {
 		rc = gio__fail(-EOPNOTSUPP, "giouring: '%s': this release serves file:// and mem://host targets only", buf);
 		goto fail;
 	} else {
@@ -587,8 +563,8 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 	*out = c;
 	return 0;
 fail: {
-	char msg[sizeof(last_error)];
-	snprintf(msg, sizeof(msg), "%s", last_error);
+	char msg[512];
+	snprintf(msg, sizeof(msg), "%s", gio_last_error()); /* close may overwrite it */
 	gio_ctx_close(c);
 	gio__fail(rc, "%s", msg);
 	return rc;

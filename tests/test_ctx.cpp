@@ -7,6 +7,7 @@
 #include <giouring/prp_build.h>
 #include <giouring/sgl_build.h>
 #include <giouring/status.h>
+#include <giouring/uri.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -72,6 +73,28 @@ TEST_CASE("bad URIs get -EINVAL with a message naming the problem", "[ctx]")
 		INFO(gio_last_error());
 		CHECK(std::string(gio_last_error()).find(c.says) != std::string::npos);
 	}
+}
+
+TEST_CASE("URI numbers: digits with K M G T suffixes, overflow refused", "[ctx][uri]")
+{
+	uint64_t v = 7;
+	CHECK(gio_uri_number("4096", &v) == 0);
+	CHECK(v == 4096);
+	CHECK(gio_uri_number("64G", &v) == 0);
+	CHECK(v == 64ull << 30);
+	CHECK(gio_uri_number("3k", &v) == 0);
+	CHECK(v == 3072);
+	CHECK(gio_uri_number("16777215T", &v) == 0);
+	CHECK(v == 16777215ull << 40);
+	v = 7;
+	CHECK(gio_uri_number("16777216T", &v) == -ERANGE); // 2^64: one past the top
+	CHECK(gio_uri_number("18446744073709551616", &v) == -ERANGE);
+	CHECK(gio_uri_number("12x", &v) == -EINVAL);
+	CHECK(gio_uri_number("1MB", &v) == -EINVAL);
+	CHECK(gio_uri_number("", &v) == -EINVAL);
+	CHECK(gio_uri_number("-1", &v) == -EINVAL);
+	CHECK(gio_uri_number(nullptr, &v) == -EINVAL);
+	CHECK(v == 7); // untouched on error
 }
 
 TEST_CASE("controller comes up; identify reports the configured rules", "[ctx]")

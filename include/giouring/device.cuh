@@ -11,6 +11,8 @@
  * | gio_submit_warp() | all 32 lanes | one reservation for the warp's active lanes, one doorbell |
  * | gio_submit_block() | all threads of the block | one reservation and one doorbell per block |
  * | gio_wait() | the submitting thread | its command's result, by a deadline |
+ * | gio_wait_warp() | all 32 lanes | each lane's result; the warp reaps 32 CQEs at a time |
+ * | gio_qp_reap_warp() | all 32 lanes | consume available completions, one doorbell per run |
  * | gio_wait_iocb() | any thread | an IOCB's completion, by a deadline (compute kernels) |
  * | gio_iocb_issue_block() | all threads of a block | an I/O kernel body: a thread per IOCTX |
  *
@@ -59,43 +61,95 @@ GIO_DEV int gio_submit(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t de
 	return gio_qp_commit(qp, idx, 1, deadline);
 }
 
+/* The warp form of gio_qp_reserve(): lane i checks slot first + i (one acquire load per lane
+ * instead of n in a row), lane 0 claims the range. All lanes; the result on every lane. */
+GIO_DEV int gio__qp_reserve_warp(struct gio_qp *qp, uint32_t n, uint32_t *first)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	const uint32_t mask = qp->sq_depth - 1;
+	if (n == 0 || n >= qp->sq_depth || n > 32)
+		return -EINVAL;
+	for (;;) {
+		uint32_t r = 0, head = 0;
+		int ok = 0;
+		if (lane == 0) {
+			r = gio_load_acquire_in(GIO__QSC(qp), &qp->sq_reserved);
+			head = gio_load_acquire_in(GIO__QSC(qp), &qp->sq_head);
+		}
+		r = __shfl_sync(0xffffffffu, r, 0);
+		head = __shfl_sync(0xffffffffu, head, 0);
+		if (r + n - head > mask) /* at most depth - 1 entries past the controller's head */
+			return -EBUSY;
+		/* Pairs with the release that frees a slot (see gio_qp_reserve()). */
+		const int busy = lane < n && gio_load_acquire_in(GIO__QSC(qp), &qp->slots[(r + lane) & mask].state) != GIO_CMD_FREE;
+		if (__any_sync(0xffffffffu, busy))
+			return -EBUSY;
+		if (lane == 0)
+			ok = gio_cas_in(GIO__QSC(qp), &qp->sq_reserved, r, r + n);
+		if (__shfl_sync(0xffffffffu, ok, 0)) {
+			*first = r;
+			return 0;
+		}
+	}
+}
+
+/* The warp form of gio_qp_reserve_wait(): reaps with the warp while the ring is full. */
+GIO_DEV uint32_t gio_qp_reap_warp(struct gio_qp *qp);
+GIO_DEV int gio__qp_reserve_wait_warp(struct gio_qp *qp, uint32_t n, uint64_t deadline, uint32_t *first)
+{
+	uint32_t spins = 0;
+	for (;;) {
+		const int rc = gio__qp_reserve_warp(qp, n, first);
+		if (rc != -EBUSY)
+			return rc;
+		if (gio_qp_reap_warp(qp))
+			continue;
+		/* Lane 0's clock decides for the warp. */
+		if (__shfl_sync(0xffffffffu, gio_deadline_passed(deadline), 0)) {
+			if ((threadIdx.x & 31u) == 0)
+				gio_qp_note_timeout(qp, 0xffffffffu);
+			return -ETIME;
+		}
+		gio_backoff(&spins);
+	}
+}
+
 /**
  * @brief Submits one command per active lane of a warp, with one reservation and one doorbell.
  * @param qp        the queue pair (the same for every lane).
  * @param sqe       this lane's command; ignored when @p active is 0.
  * @param active    non-zero when this lane has a command.
- * @param deadline  absolute deadline (the leader's value counts).
+ * @param deadline  absolute deadline (lane 0's clock decides).
  * @param cid       receives this lane's command identifier when active.
- * @return 0 on every lane, or the leader's `-ETIME` on every lane (then nothing was submitted).
+ * @return 0 on every lane, or `-ETIME` on every lane (then nothing was submitted, or, when an
+ *         earlier producer never committed, the commands stay unpublished; see gio_qp_commit()).
  *
  * All 32 lanes of the warp must call it together (full mask), with the same @p qp. At most
- * sq_depth - 1 lanes may be active.
+ * sq_depth - 1 lanes may be active. The reservation checks its slots a lane each; each lane
+ * writes its SQE with the CID set and marks its slot; the leader publishes.
  */
 GIO_DEV int gio_submit_warp(struct gio_qp *qp, const struct gio_sqe *sqe, int active, uint64_t deadline, uint32_t *cid)
 {
 	const unsigned lane = threadIdx.x & 31u;
 	const unsigned mask = __ballot_sync(0xffffffffu, active);
 	const uint32_t n = (uint32_t)__popc(mask);
-	const unsigned leader = mask ? (unsigned)__ffs(mask) - 1 : 0;
 	uint32_t first = 0;
-	int rc = 0;
+	int rc;
 	if (n == 0)
 		return 0;
-	if (lane == leader)
-		rc = gio_qp_reserve_wait(qp, n, deadline, &first);
-	rc = __shfl_sync(0xffffffffu, rc, leader);
+	rc = gio__qp_reserve_wait_warp(qp, n, deadline, &first);
 	if (rc)
 		return rc;
-	first = __shfl_sync(0xffffffffu, first, leader);
 	if (active) {
 		const uint32_t idx = first + (uint32_t)__popc(mask & ((1u << lane) - 1u));
 		*gio_qp_sqe(qp, idx) = *sqe;
+		gio__qp_mark(qp, idx);
 		*cid = idx & (qp->sq_depth - 1);
 	}
-	__syncwarp(); /* every lane's SQE before the leader's release (see the file comment) */
-	if (lane == leader)
-		rc = gio_qp_commit(qp, first, n, deadline);
-	return __shfl_sync(0xffffffffu, rc, leader);
+	__syncwarp(); /* every lane's SQE and slot before the leader's release (see the file comment) */
+	if (lane == 0)
+		rc = gio__qp_publish(qp, first, n, deadline);
+	return __shfl_sync(0xffffffffu, rc, 0);
 }
 
 /**
@@ -150,6 +204,94 @@ __device__ int gio_submit_block(struct gio_qp *qp, const struct gio_sqe *sqe, in
 GIO_DEV int gio_wait(struct gio_qp *qp, uint32_t cid, uint64_t deadline, uint16_t *status)
 {
 	return gio_qp_wait(qp, cid, deadline, status, (uint32_t *)0);
+}
+
+/**
+ * @brief Consumes every completion available now, 32 CQEs at a time (the warp form of
+ * gio_qp_reap()).
+ * @param qp  the queue pair (the same for every lane).
+ * @return completions consumed, on every lane (0 when none, or when another thread holds the
+ *         reaper role).
+ *
+ * All 32 lanes of the warp together. Lane i checks the phase of CQE head + i with its own
+ * acquire load; the contiguous run of matching entries from the head (a ballot) is consumed at
+ * once: each lane hands its CQE's result to the command's slot, the last lane of the run gives
+ * the newest SQ head, and one CQ head doorbell covers the run. Entries after a gap wait for the
+ * next call, since the host consumes in order (invariant 5).
+ */
+GIO_DEV uint32_t gio_qp_reap_warp(struct gio_qp *qp)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	const uint32_t cq_mask = qp->cq_depth - 1;
+	uint32_t head = 0, total = 0;
+	int got = lane == 0 ? gio_cas_in(GIO__QSC(qp), &qp->cq_lock, 0, 1) : 0;
+	if (!__shfl_sync(0xffffffffu, got, 0))
+		return 0;
+	if (lane == 0)
+		head = gio_load_relaxed(&qp->cq_head);
+	head = __shfl_sync(0xffffffffu, head, 0);
+	for (;;) {
+		const uint32_t idx = head + lane;
+		struct gio_cqe *cqe = &qp->cq[idx & cq_mask];
+		const uint32_t phase = 1u ^ ((idx >> qp->cq_shift) & 1u);
+		/* Acquire per lane: its CQE's fields and data after the phase (see gio_qp_reap()). A lane
+		 * past cq_depth - 1 entries would read an entry of the previous lap: never consumed. */
+		const uint16_t st = lane < qp->cq_depth ? gio_load_acquire16_in(GIO__QSC(qp), &cqe->status) : 0;
+		const unsigned ok = __ballot_sync(0xffffffffu, lane < qp->cq_depth && (st & 1u) == phase);
+		const uint32_t n = ~ok ? (uint32_t)__ffs(~ok) - 1u : 32u; /* the run from the head */
+		uint32_t sqhd = 0;
+		if (n == 0)
+			break;
+		if (lane < n)
+			gio__qp_take_cqe(qp, cqe, st);
+		if (lane == n - 1)
+			sqhd = cqe->sqhd;
+		sqhd = __shfl_sync(0xffffffffu, sqhd, n - 1);
+		if (lane == 0)
+			gio__qp_sq_head_to(qp, sqhd);
+		head += n;
+		total += n;
+		if (n < 32 || total >= qp->cq_depth)
+			break;
+	}
+	/* Every lane's slot updates before lane 0 publishes the head and frees the reaper role. */
+	__syncwarp();
+	if (lane == 0)
+		gio__qp_reap_end(qp, head, total);
+	return total;
+}
+
+/**
+ * @brief Waits for the commands a warp submitted, reaping for all with the whole warp.
+ * @param qp        the queue pair (the same for every lane).
+ * @param cid       this lane's command, from gio_submit_warp().
+ * @param active    non-zero when this lane has a command.
+ * @param deadline  absolute deadline.
+ * @param status    receives this lane's status field, or NULL.
+ * @return this lane's result: 0, `-EIO` (see @p status) or `-ETIME` (abandoned, as
+ *         gio_qp_wait()); 0 on inactive lanes.
+ *
+ * All 32 lanes of the warp together.
+ */
+GIO_DEV int gio_wait_warp(struct gio_qp *qp, uint32_t cid, int active, uint64_t deadline, uint16_t *status)
+{
+	uint32_t spins = 0;
+	int rc = active ? -EAGAIN : 0;
+	for (;;) {
+		if (rc == -EAGAIN)
+			rc = gio_qp_try_result(qp, cid, status, (uint32_t *)0);
+		if (!__any_sync(0xffffffffu, rc == -EAGAIN))
+			return rc;
+		if (gio_qp_reap_warp(qp))
+			continue;
+		/* Lane 0's clock decides for the warp, so every lane returns together. */
+		if (__shfl_sync(0xffffffffu, gio_deadline_passed(deadline), 0)) {
+			if (rc == -EAGAIN)
+				rc = gio_qp_wait(qp, cid, deadline, status, (uint32_t *)0); /* abandons it */
+			return rc;
+		}
+		gio_backoff(&spins);
+	}
 }
 
 /**

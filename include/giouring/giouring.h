@@ -41,6 +41,7 @@
 #include "xfer.h"
 
 #include "ctx.h"
+#include "uri.h"
 #include "host.h"
 
 #endif /* GIOURING_GIOURING_H */

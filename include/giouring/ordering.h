@@ -23,6 +23,46 @@
 
 GIO_EXTERN_C_BEGIN
 
+/** @name Memory scopes of the device-side primitives (the `_in` variants)
+ * Who may be on the other side of an operation. The host side ignores the scope (the C11
+ * model has none). Fences at system scope wait for writes to reach host memory and peers across
+ * PCIe; at GPU scope they only order the GPU's own memory system, several times cheaper. Use
+ * GIO_SCOPE_GPU only where every party touching the memory runs on the same GPU (GPU producers
+ * with the GPU-executed target); a CPU thread, another GPU or a PCIe device needs GIO_SCOPE_SYS.
+ * @{ */
+#define GIO_SCOPE_SYS 0u /**< Other parties may be CPU threads or PCIe devices (the default). */
+#define GIO_SCOPE_GPU 1u /**< Every party runs on this GPU. */
+/** @} */
+
+#if defined(__CUDA_ARCH__)
+/* Emits the PTX instruction `op` with scope `.gpu` or `.sys` as chosen at run time. */
+#define GIO__SCOPED(scope, op_gpu, op_sys, ...)                                                              \
+	do {                                                                                                 \
+		if ((scope) == GIO_SCOPE_GPU)                                                                \
+			asm volatile(op_gpu __VA_ARGS__);                                                    \
+		else                                                                                         \
+			asm volatile(op_sys __VA_ARGS__);                                                    \
+	} while (0)
+#endif
+
+/**
+ * @brief gio_load_acquire() at a chosen scope (the plain form is at system scope).
+ * @param scope  GIO_SCOPE_SYS or GIO_SCOPE_GPU (the device honours it; the host ignores it).
+ * @param p  the word.
+ * @return its value.
+ */
+GIO_HD uint32_t gio_load_acquire_in(uint32_t scope, const uint32_t *p)
+{
+#if defined(__CUDA_ARCH__)
+	uint32_t v;
+	GIO__SCOPED(scope, "ld.acquire.gpu.u32 %0, [%1];", "ld.acquire.sys.u32 %0, [%1];", : "=r"(v) : "l"(p) : "memory");
+	return v;
+#else
+	(void)scope;
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+
 /**
  * @brief Acquire load of a 32-bit word: later loads and stores are not moved before it.
  * @param p  the word.
@@ -32,11 +72,23 @@ GIO_EXTERN_C_BEGIN
  */
 GIO_HD uint32_t gio_load_acquire(const uint32_t *p)
 {
+	return gio_load_acquire_in(GIO_SCOPE_SYS, p);
+}
+
+/**
+ * @brief gio_load_acquire16() at a chosen scope (the plain form is at system scope).
+ * @param scope  GIO_SCOPE_SYS or GIO_SCOPE_GPU (the device honours it; the host ignores it).
+ * @param p  the word.
+ * @return its value.
+ */
+GIO_HD uint16_t gio_load_acquire16_in(uint32_t scope, const uint16_t *p)
+{
 #if defined(__CUDA_ARCH__)
-	uint32_t v;
-	asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+	uint16_t v;
+	GIO__SCOPED(scope, "ld.acquire.gpu.u16 %0, [%1];", "ld.acquire.sys.u16 %0, [%1];", : "=h"(v) : "l"(p) : "memory");
 	return v;
 #else
+	(void)scope;
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 #endif
 }
@@ -50,13 +102,7 @@ GIO_HD uint32_t gio_load_acquire(const uint32_t *p)
  */
 GIO_HD uint16_t gio_load_acquire16(const uint16_t *p)
 {
-#if defined(__CUDA_ARCH__)
-	uint16_t v;
-	asm volatile("ld.acquire.sys.u16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
-	return v;
-#else
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-#endif
+	return gio_load_acquire16_in(GIO_SCOPE_SYS, p);
 }
 
 /**
@@ -113,6 +159,22 @@ GIO_HD void gio_store_relaxed64(uint64_t *p, uint64_t v)
 }
 
 /**
+ * @brief gio_store_release() at a chosen scope (the plain form is at system scope).
+ * @param scope  GIO_SCOPE_SYS or GIO_SCOPE_GPU (the device honours it; the host ignores it).
+ * @param p  the word.
+ * @param v  the value.
+ */
+GIO_HD void gio_store_release_in(uint32_t scope, uint32_t *p, uint32_t v)
+{
+#if defined(__CUDA_ARCH__)
+	GIO__SCOPED(scope, "st.release.gpu.u32 [%0], %1;", "st.release.sys.u32 [%0], %1;", : : "l"(p), "r"(v) : "memory");
+#else
+	(void)scope;
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+
+/**
  * @brief Release store of a 32-bit word: earlier loads and stores are not moved after it.
  * @param p  the word.
  * @param v  the value.
@@ -121,9 +183,21 @@ GIO_HD void gio_store_relaxed64(uint64_t *p, uint64_t v)
  */
 GIO_HD void gio_store_release(uint32_t *p, uint32_t v)
 {
+	gio_store_release_in(GIO_SCOPE_SYS, p, v);
+}
+
+/**
+ * @brief gio_store_release16() at a chosen scope (the plain form is at system scope).
+ * @param scope  GIO_SCOPE_SYS or GIO_SCOPE_GPU (the device honours it; the host ignores it).
+ * @param p  the word.
+ * @param v  the value.
+ */
+GIO_HD void gio_store_release16_in(uint32_t scope, uint16_t *p, uint16_t v)
+{
 #if defined(__CUDA_ARCH__)
-	asm volatile("st.release.sys.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+	GIO__SCOPED(scope, "st.release.gpu.u16 [%0], %1;", "st.release.sys.u16 [%0], %1;", : : "l"(p), "h"(v) : "memory");
 #else
+	(void)scope;
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 #endif
 }
@@ -137,11 +211,7 @@ GIO_HD void gio_store_release(uint32_t *p, uint32_t v)
  */
 GIO_HD void gio_store_release16(uint16_t *p, uint16_t v)
 {
-#if defined(__CUDA_ARCH__)
-	asm volatile("st.release.sys.u16 [%0], %1;" : : "l"(p), "h"(v) : "memory");
-#else
-	__atomic_store_n(p, v, __ATOMIC_RELEASE);
-#endif
+	gio_store_release16_in(GIO_SCOPE_SYS, p, v);
 }
 
 /**
@@ -161,6 +231,25 @@ GIO_HD void gio_store_relaxed(uint32_t *p, uint32_t v)
 }
 
 /**
+ * @brief gio_fetch_add() at a chosen scope (the plain form is at system scope).
+ * @param scope  GIO_SCOPE_SYS or GIO_SCOPE_GPU (the device honours it; the host ignores it).
+ * @param p  the word.
+ * @param v  what to add.
+ * @return the value before the addition.
+ */
+GIO_HD uint32_t gio_fetch_add_in(uint32_t scope, uint32_t *p, uint32_t v)
+{
+#if defined(__CUDA_ARCH__)
+	uint32_t old;
+	GIO__SCOPED(scope, "atom.acq_rel.gpu.add.u32 %0, [%1], %2;", "atom.acq_rel.sys.add.u32 %0, [%1], %2;", : "=r"(old) : "l"(p), "r"(v) : "memory");
+	return old;
+#else
+	(void)scope;
+	return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+
+/**
  * @brief Atomic add with acquire-release ordering.
  * @param p  the word.
  * @param v  what to add.
@@ -170,12 +259,26 @@ GIO_HD void gio_store_relaxed(uint32_t *p, uint32_t v)
  */
 GIO_HD uint32_t gio_fetch_add(uint32_t *p, uint32_t v)
 {
+	return gio_fetch_add_in(GIO_SCOPE_SYS, p, v);
+}
+
+/**
+ * @brief gio_cas() at a chosen scope (the plain form is at system scope).
+ * @param scope  GIO_SCOPE_SYS or GIO_SCOPE_GPU (the device honours it; the host ignores it).
+ * @param p         the word.
+ * @param expected  the value it must hold.
+ * @param desired   the value to store when it does.
+ * @return 1 when the swap happened, else 0.
+ */
+GIO_HD int gio_cas_in(uint32_t scope, uint32_t *p, uint32_t expected, uint32_t desired)
+{
 #if defined(__CUDA_ARCH__)
 	uint32_t old;
-	asm volatile("atom.acq_rel.sys.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
-	return old;
+	GIO__SCOPED(scope, "atom.acq_rel.gpu.cas.b32 %0, [%1], %2, %3;", "atom.acq_rel.sys.cas.b32 %0, [%1], %2, %3;", : "=r"(old) : "l"(p), "r"(expected), "r"(desired) : "memory");
+	return old == expected;
 #else
-	return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+	(void)scope;
+	return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 #endif
 }
 
@@ -190,15 +293,20 @@ GIO_HD uint32_t gio_fetch_add(uint32_t *p, uint32_t v)
  */
 GIO_HD int gio_cas(uint32_t *p, uint32_t expected, uint32_t desired)
 {
+	return gio_cas_in(GIO_SCOPE_SYS, p, expected, desired);
+}
+
+/**
+ * @brief gio_fence_release() at a chosen scope (the plain form is at system scope).
+ * @param scope  GIO_SCOPE_SYS or GIO_SCOPE_GPU (the device honours it; the host ignores it).
+ */
+GIO_HD void gio_fence_release_in(uint32_t scope)
+{
 #if defined(__CUDA_ARCH__)
-	uint32_t old;
-	asm volatile("atom.acq_rel.sys.cas.b32 %0, [%1], %2, %3;"
-		     : "=r"(old)
-		     : "l"(p), "r"(expected), "r"(desired)
-		     : "memory");
-	return old == expected;
+	GIO__SCOPED(scope, "fence.acq_rel.gpu;", "fence.acq_rel.sys;", : : : "memory");
 #else
-	return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	(void)scope;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 #endif
 }
 
@@ -210,10 +318,20 @@ GIO_HD int gio_cas(uint32_t *p, uint32_t expected, uint32_t desired)
  */
 GIO_HD void gio_fence_release(void)
 {
+	gio_fence_release_in(GIO_SCOPE_SYS);
+}
+
+/**
+ * @brief gio_fence_acquire() at a chosen scope (the plain form is at system scope).
+ * @param scope  GIO_SCOPE_SYS or GIO_SCOPE_GPU (the device honours it; the host ignores it).
+ */
+GIO_HD void gio_fence_acquire_in(uint32_t scope)
+{
 #if defined(__CUDA_ARCH__)
-	asm volatile("fence.acq_rel.sys;" : : : "memory");
+	GIO__SCOPED(scope, "fence.acq_rel.gpu;", "fence.acq_rel.sys;", : : : "memory");
 #else
-	__atomic_thread_fence(__ATOMIC_RELEASE);
+	(void)scope;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 #endif
 }
 
@@ -224,11 +342,7 @@ GIO_HD void gio_fence_release(void)
  */
 GIO_HD void gio_fence_acquire(void)
 {
-#if defined(__CUDA_ARCH__)
-	asm volatile("fence.acq_rel.sys;" : : : "memory");
-#else
-	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-#endif
+	gio_fence_acquire_in(GIO_SCOPE_SYS);
 }
 
 /**

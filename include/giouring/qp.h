@@ -56,6 +56,12 @@ GIO_EXTERN_C_BEGIN
 
 /** @brief gio_qp::flags: doorbells are MMIO registers of a real controller. */
 #define GIO_QP_MMIO_DOORBELLS 1u
+/** @brief gio_qp::flags: every party (producers, reapers, the target) runs on one GPU, so the
+ * device-side ordering can use GPU scope (giouring/ordering.h, GIO_SCOPE_GPU): several times
+ * cheaper than system scope. Never with a CPU-executed target, CPU producers or a real controller. */
+#define GIO_QP_GPU_SCOPE 2u
+/* The ordering scope of a queue pair's operations. */
+#define GIO__QSC(qp) (((qp)->flags & GIO_QP_GPU_SCOPE) ? GIO_SCOPE_GPU : GIO_SCOPE_SYS)
 
 /** @brief Per-command state and result, one per SQ slot (the slot number is the CID). */
 struct gio_cmd_slot {
@@ -91,7 +97,7 @@ struct gio_qp {
 	uint32_t cq_depth;          /**< CQ entries, a power of two, at least sq_depth. */
 	uint32_t cq_shift;          /**< log2(cq_depth), for the expected phase. */
 	uint16_t qid;               /**< Queue identifier (0 for the admin queue). */
-	uint16_t flags;             /**< GIO_QP_MMIO_DOORBELLS or 0. */
+	uint16_t flags;             /**< GIO_QP_MMIO_DOORBELLS, GIO_QP_GPU_SCOPE, or 0. */
 
 	uint32_t sq_reserved;  /**< Next SQ index to reserve (CAS). */
 	uint32_t sq_committed; /**< Every SQ index below is published (in order). */
@@ -192,17 +198,17 @@ GIO_HD int gio_qp_reserve(struct gio_qp *qp, uint32_t n, uint32_t *first)
 	if (n == 0 || n >= qp->sq_depth)
 		return -EINVAL;
 	for (;;) {
-		const uint32_t r = gio_load_acquire(&qp->sq_reserved);
+		const uint32_t r = gio_load_acquire_in(GIO__QSC(qp), &qp->sq_reserved);
 		uint32_t i;
 		/* Pairs with the reaper's release of sq_head before it frees slots: at most depth - 1
 		 * entries between the controller's head and the new tail r + n. */
-		if (r + n - gio_load_acquire(&qp->sq_head) > mask)
+		if (r + n - gio_load_acquire_in(GIO__QSC(qp), &qp->sq_head) > mask)
 			return -EBUSY;
 		for (i = 0; i < n; i++) /* pairs with the release that frees a slot */
-			if (gio_load_acquire(&qp->slots[(r + i) & mask].state) != GIO_CMD_FREE)
+			if (gio_load_acquire_in(GIO__QSC(qp), &qp->slots[(r + i) & mask].state) != GIO_CMD_FREE)
 				return -EBUSY;
 		/* A slot found free stays free: only the reserver of its next index takes it. */
-		if (gio_cas(&qp->sq_reserved, r, r + n)) {
+		if (gio_cas_in(GIO__QSC(qp), &qp->sq_reserved, r, r + n)) {
 			*first = r;
 			return 0;
 		}
@@ -227,21 +233,21 @@ GIO_HD int gio__qp_ring(struct gio_qp *qp, uint32_t end, uint64_t deadline)
 {
 	const uint32_t mask = qp->sq_depth - 1;
 	uint32_t spins = 0;
-	while ((int32_t)(gio_load_acquire(&qp->sq_rung) - end) < 0) {
-		if (gio_cas(&qp->sq_db_lock, 0, 1)) {
+	while ((int32_t)(gio_load_acquire_in(GIO__QSC(qp), &qp->sq_rung) - end) < 0) {
+		if (gio_cas_in(GIO__QSC(qp), &qp->sq_db_lock, 0, 1)) {
 			/* Pairs with the producers' release of sq_committed: every entry below c is written. */
-			const uint32_t c = gio_load_acquire(&qp->sq_committed);
+			const uint32_t c = gio_load_acquire_in(GIO__QSC(qp), &qp->sq_committed);
 			if (c != gio_load_relaxed(&qp->sq_rung)) {
 				if (qp->flags & GIO_QP_MMIO_DOORBELLS) {
-					gio_fence_release(); /* SQE stores before the MMIO doorbell (controller fetch) */
+					gio_fence_release_in(GIO__QSC(qp)); /* SQE stores before the MMIO doorbell (controller fetch) */
 					gio_mmio_write32((volatile uint32_t *)qp->sq_db, c & mask);
 				} else {
 					/* Pairs with the target's acquire load of the shadow tail. */
-					gio_store_release(qp->sq_db, c & mask);
+					gio_store_release_in(GIO__QSC(qp), qp->sq_db, c & mask);
 				}
-				gio_store_release(&qp->sq_rung, c);
+				gio_store_release_in(GIO__QSC(qp), &qp->sq_rung, c);
 			}
-			gio_store_release(&qp->sq_db_lock, 0);
+			gio_store_release_in(GIO__QSC(qp), &qp->sq_db_lock, 0);
 		} else if (gio_deadline_passed(deadline)) {
 			gio_qp_note_timeout(qp, 0xffffffffu);
 			return -ETIME;
@@ -250,6 +256,16 @@ GIO_HD int gio__qp_ring(struct gio_qp *qp, uint32_t end, uint64_t deadline)
 		}
 	}
 	return 0;
+}
+
+GIO_HD int gio__qp_publish(struct gio_qp *qp, uint32_t first, uint32_t n, uint64_t deadline);
+
+/* Sets the CID of reserved index `idx` to its slot and marks the slot in flight. */
+GIO_HD void gio__qp_mark(struct gio_qp *qp, uint32_t idx)
+{
+	const uint32_t slot = idx & (qp->sq_depth - 1);
+	qp->sq[slot].cid = (uint16_t)slot;
+	gio_store_relaxed(&qp->slots[slot].state, GIO_CMD_INFLIGHT);
 }
 
 /**
@@ -266,15 +282,19 @@ GIO_HD int gio__qp_ring(struct gio_qp *qp, uint32_t end, uint64_t deadline)
  */
 GIO_HD int gio_qp_commit(struct gio_qp *qp, uint32_t first, uint32_t n, uint64_t deadline)
 {
-	const uint32_t mask = qp->sq_depth - 1;
-	uint32_t i, spins = 0;
-	for (i = 0; i < n; i++) {
-		const uint32_t slot = (first + i) & mask;
-		qp->sq[slot].cid = (uint16_t)slot;
-		gio_store_relaxed(&qp->slots[slot].state, GIO_CMD_INFLIGHT);
-	}
+	uint32_t i;
+	for (i = 0; i < n; i++)
+		gio__qp_mark(qp, first + i);
+	return gio__qp_publish(qp, first, n, deadline);
+}
+
+/* Publishes a marked reservation in index order and rings the doorbell (gio_qp_commit() after
+ * gio__qp_mark() of each index; the warp form marks with one lane per index). */
+GIO_HD int gio__qp_publish(struct gio_qp *qp, uint32_t first, uint32_t n, uint64_t deadline)
+{
+	uint32_t spins = 0;
 	/* Ordered publication: wait for the producers before us. */
-	while (gio_load_acquire(&qp->sq_committed) != first) {
+	while (gio_load_acquire_in(GIO__QSC(qp), &qp->sq_committed) != first) {
 		if (gio_deadline_passed(deadline)) {
 			gio_qp_note_timeout(qp, 0xffffffffu);
 			return -ETIME;
@@ -283,8 +303,62 @@ GIO_HD int gio_qp_commit(struct gio_qp *qp, uint32_t first, uint32_t n, uint64_t
 	}
 	/* Release: our SQE stores and slot states before the new committed index (pairs with the
 	 * acquire in gio__qp_ring). */
-	gio_store_release(&qp->sq_committed, first + n);
+	gio_store_release_in(GIO__QSC(qp), &qp->sq_committed, first + n);
 	return gio__qp_ring(qp, first + n, deadline);
+}
+
+/* Moves the controller's SQ head to the slot a CQE reports. SQHD is a slot number: the free-running
+ * head advances by the distance to it. A head past the published tail cannot be right (a
+ * controller reports the head at posting time, so it only moves forward): it is ignored rather
+ * than allowed to wedge the ring. The reaper only. */
+GIO_HD void gio__qp_sq_head_to(struct gio_qp *qp, uint32_t sqhd)
+{
+	const uint32_t sq_mask = qp->sq_depth - 1;
+	const uint32_t h = gio_load_relaxed(&qp->sq_head);
+	if (((sqhd - h) & sq_mask) <= gio_load_acquire_in(GIO__QSC(qp), &qp->sq_committed) - h)
+		gio_store_release_in(GIO__QSC(qp), &qp->sq_head, h + ((sqhd - h) & sq_mask));
+}
+
+/* Hands one consumed CQE's result to its command's slot. The reaper only, after the acquire
+ * load of the status word `st` that matched the phase. */
+GIO_HD void gio__qp_take_cqe(struct gio_qp *qp, const struct gio_cqe *cqe, uint16_t st)
+{
+	const uint32_t cid = cqe->cid;
+	if (cid > qp->sq_depth - 1) {
+		gio_store_relaxed(&qp->stray_cqes, gio_load_relaxed(&qp->stray_cqes) + 1);
+	} else {
+		struct gio_cmd_slot *s = &qp->slots[cid];
+		const uint32_t state = gio_load_acquire_in(GIO__QSC(qp), &s->state);
+		if (state == GIO_CMD_INFLIGHT) {
+			s->status = (uint16_t)(st >> 1);
+			s->dw0 = cqe->dw0;
+			s->dw1 = cqe->dw1;
+			/* Release: the result before DONE (pairs with the waiter's acquire). If the
+			 * waiter abandoned it meanwhile, the late result is dropped. */
+			if (!gio_cas_in(GIO__QSC(qp), &s->state, GIO_CMD_INFLIGHT, GIO_CMD_DONE))
+				gio_store_release_in(GIO__QSC(qp), &s->state, GIO_CMD_FREE);
+		} else if (state == GIO_CMD_ABANDONED) {
+			gio_store_release_in(GIO__QSC(qp), &s->state, GIO_CMD_FREE);
+		} else {
+			gio_store_relaxed(&qp->stray_cqes, gio_load_relaxed(&qp->stray_cqes) + 1);
+		}
+	}
+}
+
+/* Publishes the new CQ head and rings the CQ head doorbell; then gives up the reaper role. */
+GIO_HD void gio__qp_reap_end(struct gio_qp *qp, uint32_t head, uint32_t n)
+{
+	if (n) {
+		gio_store_release_in(GIO__QSC(qp), &qp->cq_head, head);
+		if (qp->flags & GIO_QP_MMIO_DOORBELLS) {
+			gio_fence_release_in(GIO__QSC(qp));
+			gio_mmio_write32((volatile uint32_t *)qp->cq_db, head & (qp->cq_depth - 1));
+		} else {
+			/* Pairs with the target's acquire load: entries before head are consumed. */
+			gio_store_release_in(GIO__QSC(qp), qp->cq_db, head & (qp->cq_depth - 1));
+		}
+	}
+	gio_store_release_in(GIO__QSC(qp), &qp->cq_lock, 0);
 }
 
 /**
@@ -294,12 +368,13 @@ GIO_HD int gio_qp_commit(struct gio_qp *qp, uint32_t first, uint32_t n, uint64_t
  *
  * Any thread, host or device. Results go to the commands' slots; completions of abandoned
  * commands are dropped and their slots freed. One CQ head doorbell covers the batch.
+ * (giouring/device.cuh has the warp form, gio_qp_reap_warp().)
  */
 GIO_HD uint32_t gio_qp_reap(struct gio_qp *qp)
 {
-	const uint32_t sq_mask = qp->sq_depth - 1, cq_mask = qp->cq_depth - 1;
+	const uint32_t cq_mask = qp->cq_depth - 1;
 	uint32_t head, n = 0;
-	if (!gio_cas(&qp->cq_lock, 0, 1))
+	if (!gio_cas_in(GIO__QSC(qp), &qp->cq_lock, 0, 1))
 		return 0;
 	head = gio_load_relaxed(&qp->cq_head);
 	for (;;) {
@@ -307,51 +382,15 @@ GIO_HD uint32_t gio_qp_reap(struct gio_qp *qp)
 		const uint32_t phase = 1u ^ ((head >> qp->cq_shift) & 1u);
 		/* Acquire: the CQE's other fields, and the data it completes, are read after this. Pairs
 		 * with the controller's write of the status word last. */
-		const uint16_t st = gio_load_acquire16(&cqe->status);
-		uint32_t cid, sqhd, h;
+		const uint16_t st = gio_load_acquire16_in(GIO__QSC(qp), &cqe->status);
 		if ((st & 1u) != phase)
 			break;
-		cid = cqe->cid;
-		sqhd = cqe->sqhd;
-		/* SQHD is a slot number: advance the free-running head by the distance to it. A head
-		 * past the published tail cannot be right (a controller reports the head at posting
-		 * time, so it only moves forward): ignore it rather than wedge the ring. */
-		h = gio_load_relaxed(&qp->sq_head);
-		if (((sqhd - h) & sq_mask) <= gio_load_acquire(&qp->sq_committed) - h)
-			gio_store_release(&qp->sq_head, h + ((sqhd - h) & sq_mask));
-		if (cid > sq_mask) {
-			gio_store_relaxed(&qp->stray_cqes, gio_load_relaxed(&qp->stray_cqes) + 1);
-		} else {
-			struct gio_cmd_slot *s = &qp->slots[cid];
-			const uint32_t state = gio_load_acquire(&s->state);
-			if (state == GIO_CMD_INFLIGHT) {
-				s->status = (uint16_t)(st >> 1);
-				s->dw0 = cqe->dw0;
-				s->dw1 = cqe->dw1;
-				/* Release: the result before DONE (pairs with the waiter's acquire). If the
-				 * waiter abandoned it meanwhile, the late result is dropped. */
-				if (!gio_cas(&s->state, GIO_CMD_INFLIGHT, GIO_CMD_DONE))
-					gio_store_release(&s->state, GIO_CMD_FREE);
-			} else if (state == GIO_CMD_ABANDONED) {
-				gio_store_release(&s->state, GIO_CMD_FREE);
-			} else {
-				gio_store_relaxed(&qp->stray_cqes, gio_load_relaxed(&qp->stray_cqes) + 1);
-			}
-		}
+		gio__qp_sq_head_to(qp, cqe->sqhd);
+		gio__qp_take_cqe(qp, cqe, st);
 		head++;
 		n++;
 	}
-	if (n) {
-		gio_store_release(&qp->cq_head, head);
-		if (qp->flags & GIO_QP_MMIO_DOORBELLS) {
-			gio_fence_release();
-			gio_mmio_write32((volatile uint32_t *)qp->cq_db, head & cq_mask);
-		} else {
-			/* Pairs with the target's acquire load: entries before head are consumed. */
-			gio_store_release(qp->cq_db, head & cq_mask);
-		}
-	}
-	gio_store_release(&qp->cq_lock, 0);
+	gio__qp_reap_end(qp, head, n);
 	return n;
 }
 
@@ -371,14 +410,14 @@ GIO_HD int gio_qp_try_result(struct gio_qp *qp, uint32_t cid, uint16_t *status, 
 	struct gio_cmd_slot *s = &qp->slots[cid & (qp->sq_depth - 1)];
 	uint16_t st;
 	/* Pairs with the reaper's release of DONE: the result fields are complete. */
-	if (gio_load_acquire(&s->state) != GIO_CMD_DONE)
+	if (gio_load_acquire_in(GIO__QSC(qp), &s->state) != GIO_CMD_DONE)
 		return -EAGAIN;
 	st = s->status;
 	if (status)
 		*status = st;
 	if (dw0)
 		*dw0 = s->dw0;
-	gio_store_release(&s->state, GIO_CMD_FREE);
+	gio_store_release_in(GIO__QSC(qp), &s->state, GIO_CMD_FREE);
 	return (st & 0x7ffu) ? -EIO : 0;
 }
 
@@ -406,11 +445,11 @@ GIO_HD int gio_qp_wait(struct gio_qp *qp, uint32_t cid, uint64_t deadline, uint1
 		if (gio_qp_reap(qp))
 			continue;
 		if (gio_deadline_passed(deadline)) {
-			if (gio_cas(&s->state, GIO_CMD_INFLIGHT, GIO_CMD_ABANDONED)) {
+			if (gio_cas_in(GIO__QSC(qp), &s->state, GIO_CMD_INFLIGHT, GIO_CMD_ABANDONED)) {
 				gio_qp_note_timeout(qp, cid);
 				return -ETIME;
 			}
-			if (gio_load_acquire(&s->state) == GIO_CMD_DONE)
+			if (gio_load_acquire_in(GIO__QSC(qp), &s->state) == GIO_CMD_DONE)
 				continue; /* it completed just now: take the result */
 			/* Not in flight (already abandoned, or never submitted): the deadline still holds. */
 			gio_qp_note_timeout(qp, cid);

@@ -8,12 +8,14 @@
  * later a persistent GPU kernel) call these functions:
  *
  * - gio_tgt_poll_regs(): controller enable, disable and shutdown (CC.EN, CC.SHN -> CSTS);
- * - gio_tgt_fetch(): the next SQE of a queue, when the CQ has room for its completion;
+ * - gio_tgt_fetch() / gio_tgt_fetch_batch(): the next SQEs of a queue, as far as the CQ has
+ *   room for their completions;
  * - gio_tgt_admin(): admin commands (Identify, create/delete I/O queues, Number of Queues, ...);
  * - gio_tgt_io_prepare(): checks of an I/O command (opcode, NSID, LBA range, MDTS, PSDT against
  *   SGLS) and its data pointer walked into segments, each checked against registered memory;
  * - gio_tgt_io_copy_mem(): data movement for a memory backing store;
- * - gio_tgt_post(): the completion, with the right phase, SQ head, SQ and command identifiers.
+ * - gio_tgt_post() / gio_tgt_post_at() + gio_tgt_post_done(): completions, with the right
+ *   phase, SQ head, SQ and command identifiers.
  *
  * Every failure gets the NVMe status a controller returns (see each function). Bus addresses in
  * commands are resolved through the registered-memory map (giouring/dma_map.h): anything outside
@@ -29,7 +31,7 @@
  *   before it reports the reset). gio_tgt_cc_changed() and gio_tgt_admin_pending() tell the
  *   register thread, cheaply, when it must quiesce. Queue creation alone would not need it: it
  *   publishes the queue with a release store that the serving thread acquires.
- * Counters are per submission queue for the same reason; gio_tgt_stats() sums them.
+ * Counters are per submission queue for the same reason; gio_tgt_get_stats() sums them.
  */
 #ifndef GIOURING_TARGET_H
 #define GIOURING_TARGET_H
@@ -54,7 +56,7 @@
 GIO_EXTERN_C_BEGIN
 
 /** @brief Most I/O queue pairs a software target offers. */
-#define GIO_TGT_MAX_IO_QUEUES 64u
+#define GIO_TGT_MAX_IO_QUEUES 1024u
 /** @brief Data segments one command may have (the executor's scatter list capacity). */
 #define GIO_TGT_MAX_SEGS 256u
 /** @brief The namespace identifier of the target's single namespace. */
@@ -94,7 +96,7 @@ struct gio_tgt_queue {
 	uint32_t live;     /**< Published with a release store; 0 or 1. */
 	void *entries;     /**< Translated pointer to the entries. */
 	/* Counters, kept per submission queue so that only its serving thread writes them; they
-	 * survive controller resets. Read them with gio_tgt_stats(). */
+	 * survive controller resets. Read them with gio_tgt_get_stats(). */
 	uint64_t commands;      /**< SQ: commands completed. */
 	uint64_t errors;        /**< SQ: of which with an error status. */
 	uint32_t bad_doorbells; /**< SQ: fetches that found its tail, or its CQ's head, outside the queue. */
@@ -112,9 +114,11 @@ struct gio_tgt {
 	uint32_t cc;         /**< The CC value last acted on. */
 	uint32_t ready;      /**< 1 while enabled successfully (CSTS.RDY). */
 	uint32_t nq_granted; /**< I/O queue pairs granted by Number of Queues (0 until asked). */
+	uint32_t scope;      /**< Ordering scope of its ring accesses (GIO_SCOPE_SYS unless every
+			          producer runs on the GPU that executes it: GIO_SCOPE_GPU). */
 };
 
-/** @brief Totals of the per-queue counters (gio_tgt_stats()). */
+/** @brief Totals of the per-queue counters (gio_tgt_get_stats()). */
 struct gio_tgt_stats {
 	uint64_t commands;      /**< Commands completed, admin included. */
 	uint64_t errors;        /**< Of which with an error status. */
@@ -179,16 +183,16 @@ GIO_HD void gio__tgt_reset_queues(struct gio_tgt *t)
 {
 	uint32_t i;
 	for (i = 0; i <= GIO_TGT_MAX_IO_QUEUES; i++) {
-		gio_store_release(&t->sq[i].live, 0);
-		gio_store_release(&t->cq[i].live, 0);
+		gio_store_release_in(t->scope, &t->sq[i].live, 0);
+		gio_store_release_in(t->scope, &t->cq[i].live, 0);
 		t->sq[i].depth = t->cq[i].depth = 0;
 		t->cq[i].inflight = 0;
 		t->cq[i].nsq = 0;
 	}
-	gio_store_release(&t->bar->regs.doorbell[0], 0);
-	gio_store_release(&t->bar->regs.doorbell[1], 0);
+	gio_store_release_in(t->scope, &t->bar->regs.doorbell[0], 0);
+	gio_store_release_in(t->scope, &t->bar->regs.doorbell[1], 0);
 	for (i = 0; i < 2 * GIO_TGT_MAX_IO_QUEUES; i++)
-		gio_store_release(&t->bar->io_doorbells[i], 0);
+		gio_store_release_in(t->scope, &t->bar->io_doorbells[i], 0);
 	t->nq_granted = 0;
 	t->ready = 0;
 }
@@ -249,7 +253,7 @@ GIO_HD int gio_tgt_admin_pending(const struct gio_tgt *t)
 GIO_HD int gio_tgt_poll_regs(struct gio_tgt *t)
 {
 	struct gio_nvme_regs *r = &t->bar->regs;
-	const uint32_t cc = gio_load_acquire(&r->cc); /* pairs with the host's release of CC */
+	const uint32_t cc = gio_load_acquire_in(t->scope, &r->cc); /* pairs with the host's release of CC */
 	const uint32_t old = t->cc;
 	if (cc == old)
 		return 0;
@@ -267,21 +271,21 @@ GIO_HD int gio_tgt_poll_regs(struct gio_tgt *t)
 		    GIO_GET(cc, CC_CSS) != GIO_CC_CSS_NVM ||
 		    gio__tgt_queue_setup(t, &t->sq[0], asq, asqs, GIO_SQE_BYTES) ||
 		    gio__tgt_queue_setup(t, &t->cq[0], acq, acqs, GIO_CQE_BYTES)) {
-			gio_store_release(&r->csts, GIO_SET(CSTS_CFS, 1u));
+			gio_store_release_in(t->scope, &r->csts, GIO_SET(CSTS_CFS, 1u));
 			return 1;
 		}
 		t->caps.page_bytes = (uint32_t)gio_mps_bytes(mps);
 		t->sq[0].cqid = 0;
 		t->cq[0].nsq = 1;
-		gio_store_release(&t->cq[0].live, 1);
-		gio_store_release(&t->sq[0].live, 1);
+		gio_store_release_in(t->scope, &t->cq[0].live, 1);
+		gio_store_release_in(t->scope, &t->sq[0].live, 1);
 		t->ready = 1;
-		gio_store_release(&r->csts, GIO_SET(CSTS_RDY, 1u));
+		gio_store_release_in(t->scope, &r->csts, GIO_SET(CSTS_RDY, 1u));
 		return 1;
 	}
 	if (!GIO_GET(cc, CC_EN) && GIO_GET(old, CC_EN)) {
 		gio__tgt_reset_queues(t);
-		gio_store_release(&r->csts, 0);
+		gio_store_release_in(t->scope, &r->csts, 0);
 		return 1;
 	}
 	if (GIO_GET(cc, CC_SHN) != GIO_CC_SHN_NONE && GIO_GET(cc, CC_SHN) != GIO_GET(old, CC_SHN)) {
@@ -289,7 +293,7 @@ GIO_HD int gio_tgt_poll_regs(struct gio_tgt *t)
 		 * RDY stays as it was (a failed enable keeps CFS and never reports ready). */
 		const uint32_t csts = gio_load_relaxed(&r->csts);
 		gio__tgt_reset_queues(t);
-		gio_store_release(&r->csts, (csts & ~(GIO_CSTS_SHST_MASK << GIO_CSTS_SHST_SHIFT)) |
+		gio_store_release_in(t->scope, &r->csts, (csts & ~(GIO_CSTS_SHST_MASK << GIO_CSTS_SHST_SHIFT)) |
 						   GIO_SET(CSTS_SHST, GIO_CSTS_SHST_COMPLETE));
 		return 1;
 	}
@@ -301,6 +305,75 @@ GIO_HD uint32_t *gio__tgt_doorbell(struct gio_tgt *t, uint16_t qid, int cq)
 {
 	const uint64_t off = cq ? gio_cq_doorbell_offset(t->bar->regs.cap, qid) : gio_sq_doorbell_offset(t->bar->regs.cap, qid);
 	return (uint32_t *)((char *)t->bar + off);
+}
+
+/**
+ * @brief Fetches up to @p max commands of submission queue @p qid at once, as far as its CQ has
+ * room for their results (the batch form of gio_tgt_fetch(), for a warp of a GPU executor).
+ * @param t     the target.
+ * @param qid   the queue (0: admin).
+ * @param max   most commands wanted, at least 1.
+ * @param slot  receives the SQ slot of the first one; command i is entry (slot + i) % depth,
+ *              read it with gio_tgt_sqe().
+ * @return how many were fetched (their completion slots are reserved: post each exactly once,
+ *         with gio_tgt_post_at() then gio_tgt_post_done(), or with gio_tgt_post() one at a time),
+ *         0 when there is none or the CQ is full, `-ENODEV` when the queue does not exist.
+ *
+ * The queue's serving thread only. The entries must be read before the host can reuse them,
+ * i.e. before their completions are posted.
+ */
+GIO_HD int gio_tgt_fetch_batch(struct gio_tgt *t, uint16_t qid, uint32_t max, uint32_t *slot)
+{
+	struct gio_tgt_queue *sq, *cq;
+	uint32_t tail, head, used, avail, room;
+	if (qid > GIO_TGT_MAX_IO_QUEUES)
+		return -ENODEV;
+	sq = &t->sq[qid];
+	if (!gio_load_acquire_in(t->scope, &sq->live))
+		return -ENODEV;
+	cq = &t->cq[sq->cqid];
+	/* Pairs with the host's release of the SQ tail: the entries before it are written. */
+	tail = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, qid, 0));
+	if (tail >= sq->depth) {
+		gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
+		return 0;
+	}
+	if (tail == sq->idx)
+		return 0;
+	/* Room check: consumed CQ head (pairs with the host's release of the CQ head doorbell). */
+	head = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, sq->cqid, 1));
+	if (head >= cq->depth) { /* a head doorbell outside the queue: treat the CQ as full */
+		gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
+		return 0;
+	}
+	used = (cq->idx + cq->depth - head) % cq->depth;
+	if (used + cq->inflight + 1 >= cq->depth)
+		return 0;
+	room = cq->depth - 1 - used - cq->inflight;
+	avail = (tail + sq->depth - sq->idx) % sq->depth;
+	if (avail > room)
+		avail = room;
+	if (avail > max)
+		avail = max;
+	*slot = sq->idx;
+	sq->idx = (sq->idx + avail) % sq->depth;
+	cq->inflight += avail;
+	return (int)avail;
+}
+
+/**
+ * @brief The submission queue entry in slot @p slot of queue @p qid.
+ * @param t     the target.
+ * @param qid   a live queue.
+ * @param slot  a slot from gio_tgt_fetch_batch() plus an offset (taken modulo the depth).
+ * @return a pointer into the host's SQ memory.
+ *
+ * The queue's serving thread.
+ */
+GIO_HD const struct gio_sqe *gio_tgt_sqe(const struct gio_tgt *t, uint16_t qid, uint32_t slot)
+{
+	const struct gio_tgt_queue *sq = &t->sq[qid];
+	return (const struct gio_sqe *)sq->entries + slot % sq->depth;
 }
 
 /**
@@ -316,35 +389,63 @@ GIO_HD uint32_t *gio__tgt_doorbell(struct gio_tgt *t, uint16_t qid, int cq)
  */
 GIO_HD int gio_tgt_fetch(struct gio_tgt *t, uint16_t qid, struct gio_sqe *sqe)
 {
-	struct gio_tgt_queue *sq, *cq;
-	uint32_t tail, head, used;
-	if (qid > GIO_TGT_MAX_IO_QUEUES)
-		return -ENODEV;
-	sq = &t->sq[qid];
-	if (!gio_load_acquire(&sq->live))
-		return -ENODEV;
-	cq = &t->cq[sq->cqid];
-	/* Pairs with the host's release of the SQ tail: the entries before it are written. */
-	tail = gio_load_acquire(gio__tgt_doorbell(t, qid, 0));
-	if (tail >= sq->depth) {
-		gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
-		return 0;
+	uint32_t slot;
+	const int n = gio_tgt_fetch_batch(t, qid, 1, &slot);
+	if (n == 1)
+		memcpy(sqe, gio_tgt_sqe(t, qid, slot), sizeof(*sqe));
+	return n;
+}
+
+/**
+ * @brief Writes the completion of one command of a batch into the @p k-th free CQ entry.
+ * @param t       the target.
+ * @param sqid    the submission queue it came from.
+ * @param k       its position in the batch, 0 to n - 1 (n fetched and not yet posted).
+ * @param cid     its command identifier.
+ * @param status  the status field (0 for success; SC, SCT, DNR as the command's checks gave).
+ * @param dw0     completion Dword 0.
+ *
+ * The serving thread of @p sqid; the lanes of a warp may post different @p k at once, then one
+ * of them calls gio_tgt_post_done() for the batch after a barrier. Writes every field, then the
+ * status word with the phase tag of that entry by a release store: a consumer that sees the new
+ * phase sees the rest and the data (pairs with the consumer's acquire load of the status word).
+ * The host consumes entries in order, so an entry published before an earlier one waits there.
+ */
+GIO_HD void gio_tgt_post_at(struct gio_tgt *t, uint16_t sqid, uint32_t k, uint16_t cid, uint16_t status, uint32_t dw0)
+{
+	const struct gio_tgt_queue *sq = &t->sq[sqid], *cq = &t->cq[sq->cqid];
+	const uint32_t pos = cq->idx + k;
+	const uint32_t phase = pos >= cq->depth ? cq->phase ^ 1u : cq->phase;
+	struct gio_cqe *e = (struct gio_cqe *)cq->entries + (pos >= cq->depth ? pos - cq->depth : pos);
+	e->dw0 = dw0;
+	e->dw1 = 0;
+	e->sqhd = (uint16_t)sq->idx;
+	e->sqid = sqid;
+	e->cid = cid;
+	gio_store_release16_in(t->scope, &e->status, (uint16_t)((status << 1) | phase));
+}
+
+/**
+ * @brief Advances the CQ over @p n completions written with gio_tgt_post_at().
+ * @param t       the target.
+ * @param sqid    the submission queue.
+ * @param n       completions written at positions 0 to n - 1.
+ * @param nerr    of which with an error status (for the counters).
+ *
+ * The serving thread of @p sqid, after every gio_tgt_post_at() of the batch.
+ */
+GIO_HD void gio_tgt_post_done(struct gio_tgt *t, uint16_t sqid, uint32_t n, uint32_t nerr)
+{
+	struct gio_tgt_queue *sq = &t->sq[sqid], *cq = &t->cq[sq->cqid];
+	cq->idx += n;
+	if (cq->idx >= cq->depth) {
+		cq->idx -= cq->depth;
+		cq->phase ^= 1u;
 	}
-	if (tail == sq->idx)
-		return 0;
-	/* Room check: consumed CQ head (pairs with the host's release of the CQ head doorbell). */
-	head = gio_load_acquire(gio__tgt_doorbell(t, sq->cqid, 1));
-	if (head >= cq->depth) { /* a head doorbell outside the queue: treat the CQ as full */
-		gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
-		return 0;
-	}
-	used = (cq->idx + cq->depth - head) % cq->depth;
-	if (used + cq->inflight + 1 >= cq->depth)
-		return 0;
-	memcpy(sqe, (const char *)sq->entries + (uint64_t)sq->idx * GIO_SQE_BYTES, sizeof(*sqe));
-	sq->idx = (sq->idx + 1) % sq->depth;
-	cq->inflight++;
-	return 1;
+	cq->inflight -= n;
+	gio_store_relaxed64(&sq->commands, sq->commands + n);
+	if (nerr)
+		gio_store_relaxed64(&sq->errors, sq->errors + nerr);
 }
 
 /**
@@ -355,28 +456,12 @@ GIO_HD int gio_tgt_fetch(struct gio_tgt *t, uint16_t qid, struct gio_sqe *sqe)
  * @param status  the status field (0 for success; SC, SCT, DNR as the command's checks gave).
  * @param dw0     completion Dword 0.
  *
- * The serving thread of @p sqid. Writes every field, then the status word with the phase tag by a
- * release store: a consumer that sees the new phase sees the rest and the data (pairs with the
- * consumer's acquire load of the status word).
+ * The serving thread of @p sqid. gio_tgt_post_at() at position 0, then gio_tgt_post_done().
  */
 GIO_HD void gio_tgt_post(struct gio_tgt *t, uint16_t sqid, uint16_t cid, uint16_t status, uint32_t dw0)
 {
-	struct gio_tgt_queue *sq = &t->sq[sqid], *cq = &t->cq[sq->cqid];
-	struct gio_cqe *e = (struct gio_cqe *)cq->entries + cq->idx;
-	e->dw0 = dw0;
-	e->dw1 = 0;
-	e->sqhd = (uint16_t)sq->idx;
-	e->sqid = sqid;
-	e->cid = cid;
-	gio_store_release16(&e->status, (uint16_t)((status << 1) | cq->phase));
-	if (++cq->idx == cq->depth) {
-		cq->idx = 0;
-		cq->phase ^= 1u;
-	}
-	cq->inflight--;
-	gio_store_relaxed64(&sq->commands, sq->commands + 1);
-	if (status & 0x7ffu)
-		gio_store_relaxed64(&sq->errors, sq->errors + 1);
+	gio_tgt_post_at(t, sqid, 0, cid, status, dw0);
+	gio_tgt_post_done(t, sqid, 1, (status & 0x7ffu) ? 1u : 0u);
 }
 
 /**
@@ -387,7 +472,7 @@ GIO_HD void gio_tgt_post(struct gio_tgt *t, uint16_t sqid, uint16_t cid, uint16_
  * Any thread; exact once the serving threads are quiet (while they run, a snapshot that may
  * lag by the commands in progress: the counters are read with relaxed loads).
  */
-GIO_HD void gio_tgt_stats(const struct gio_tgt *t, struct gio_tgt_stats *st)
+GIO_HD void gio_tgt_get_stats(const struct gio_tgt *t, struct gio_tgt_stats *st)
 {
 	uint32_t i;
 	st->commands = st->errors = st->bad_doorbells = 0;
@@ -504,7 +589,7 @@ GIO_HD uint16_t gio__tgt_create_queue(struct gio_tgt *t, const struct gio_sqe *s
 		t->cq[q->cqid].nsq++;
 	*gio__tgt_doorbell(t, (uint16_t)qid, is_cq) = 0;
 	/* Release: the queue's fields before it is live (pairs with the serving thread's acquire). */
-	gio_store_release(&q->live, 1);
+	gio_store_release_in(t->scope, &q->live, 1);
 	return 0;
 }
 
@@ -519,7 +604,7 @@ GIO_HD uint16_t gio__tgt_delete_queue(struct gio_tgt *t, const struct gio_sqe *s
 		return GIO__TGT_SF(GIO_SCT_CMD_SPECIFIC, GIO_SC_QID_INVALID);
 	if (is_cq && q->nsq)
 		return GIO__TGT_SF(GIO_SCT_CMD_SPECIFIC, GIO_SC_INVALID_QUEUE_DELETE);
-	gio_store_release(&q->live, 0);
+	gio_store_release_in(t->scope, &q->live, 0);
 	if (!is_cq)
 		t->cq[q->cqid].nsq--;
 	q->depth = 0;

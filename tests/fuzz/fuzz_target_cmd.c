@@ -249,7 +249,7 @@ static void m_drop_queues(struct ctx *c)
 static uint64_t fz_bad_doorbells(const struct gio_tgt *t)
 {
 	struct gio_tgt_stats ts;
-	gio_tgt_stats(t, &ts);
+	gio_tgt_get_stats(t, &ts);
 	return ts.bad_doorbells;
 }
 
@@ -259,7 +259,7 @@ static void check_tables(struct ctx *c, const char *when)
 	struct gio_tgt_stats ts;
 	uint32_t q, i;
 
-	gio_tgt_stats(t, &ts);
+	gio_tgt_get_stats(t, &ts);
 	FZ_CHECK(ts.bad_doorbells == c->bad_doorbells, "%s: bad_doorbells %llu, model %u", when,
 		 (unsigned long long)ts.bad_doorbells, (unsigned)c->bad_doorbells);
 	FZ_CHECK(ts.commands == c->commands && ts.errors == c->errors,

@@ -1076,7 +1076,7 @@ static void target_seeds(void)
 	/* Queues that do not exist. */
 	tc_init(&s);
 	op_fetchq(&s, 1);
-	op_fetchq(&s, 64); /* GIO_TGT_MAX_IO_QUEUES */
+	op_fetchq(&s, 1024); /* GIO_TGT_MAX_IO_QUEUES */
 	op_ring(&s, 5, 0, 0, 0, sq, 0);
 	tc_write(&s, "corpus", "fetch-missing-queue");
 

@@ -1,0 +1,382 @@
+// bench_gpu_cmdrate: NVMe commands/s submitted and completed by GPU warps through giouring queue
+// pairs, against the GPU-executed software target with no data moved (issue 5, bench a).
+//
+// Each point opens `mem://hbm?data=0&...` (rings in HBM, or `rings=host`: SQ/CQ entries and
+// doorbells in mapped pinned host memory), starts the executor kernel on `exec` SMs, then runs an
+// I/O kernel of `io` blocks (one per SM) whose warps each submit 32 Reads of one block with
+// gio_submit_warp (one reservation, one doorbell) and wait with gio_wait_warp (the warp reaps 32
+// CQEs at a time), in a loop, for a fixed time. Every command is checked (opcode, namespace, LBA
+// range, SGL walk, registered memory) and completed by the executor; no byte moves (data=0).
+// Commands/s = completions counted by the producers / the I/O kernel's time (CUDA events);
+// the executor's own count must match. Baseline: BENCH.md's stripped-down protocol ceiling
+// (printed beside, not re-run).
+//
+// Output: machine line, Markdown table, JSON with --json. Exit 77 without a GPU.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <giouring/gpu_target.cuh>
+#include <giouring/sgl_build.h>
+
+namespace {
+
+#define CK(x)                                                                                              \
+	do {                                                                                               \
+		cudaError_t e_ = (x);                                                                      \
+		if (e_ != cudaSuccess) {                                                                   \
+			std::fprintf(stderr, "FAIL: %s: %s (%s:%d)\n", #x, cudaGetErrorString(e_), __FILE__, __LINE__); \
+			std::exit(1);                                                                      \
+		}                                                                                          \
+	} while (0)
+
+struct Counters {
+	unsigned long long done, errors, submit_fail;
+	uint32_t first_status;
+	int first_rc;
+};
+
+// Warp w uses queue pair w % nqps and keeps up to `inflight` batches of 32 one-block Reads in
+// flight: it submits a batch (one reservation, one doorbell), and once `inflight` are out it waits
+// for the oldest (reaping 32 CQEs at a time). Pipelining hides the round trip's latency.
+constexpr uint32_t kMaxInflight = 8;
+__global__ void io_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_t block_bytes, uint64_t nblocks,
+			  uint64_t run_ns, uint32_t inflight, Counters *c)
+{
+	const uint32_t lane = threadIdx.x & 31u;
+	const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32u;
+	gio_qp *qp = &qps[warp % nqps];
+	uint64_t t_end = 0;
+	if (lane == 0)
+		t_end = gio_now_ns() + run_ns;
+	t_end = __shfl_sync(0xffffffffu, t_end, 0);
+	const uint64_t deadline = gio_deadline_in(run_ns + 10ull * 1000000000ull);
+	unsigned long long done = 0, errors = 0;
+	uint64_t lba = ((uint64_t)warp * 32u + lane) * 7919u % nblocks;
+	uint32_t cids[kMaxInflight];
+	uint32_t head = 0, tail = 0; // batches submitted and waited for (free-running)
+	int go = 1;
+	for (;;) {
+		if (go) {
+			int g = 0;
+			if (lane == 0)
+				g = gio_now_ns() < t_end;
+			go = __shfl_sync(0xffffffffu, g, 0);
+		}
+		if (go && head - tail < inflight) {
+			gio_sqe sqe;
+			gio_prep_read(&sqe, GIO_TGT_NSID, lba, 1);
+			gio_sqe_set_sgl_data(&sqe, buf_addr, block_bytes);
+			const int rc = gio_submit_warp(qp, &sqe, 1, deadline, &cids[head % kMaxInflight]);
+			if (rc) {
+				if (lane == 0) {
+					atomicAdd(&c->submit_fail, 1ull);
+					atomicCAS(&c->first_rc, 0, rc);
+				}
+				go = 0;
+			} else {
+				head++;
+				lba = (lba + 32u * 7919u) % nblocks;
+			}
+			continue;
+		}
+		if (head == tail)
+			break;
+		uint16_t st = 0;
+		const int rc = gio_wait_warp(qp, cids[tail % kMaxInflight], 1, deadline, &st);
+		tail++;
+		if (rc) {
+			errors++;
+			atomicCAS(&c->first_rc, 0, rc);
+			atomicCAS(&c->first_status, 0u, (uint32_t)st);
+		} else {
+			done++;
+		}
+	}
+	for (int o = 16; o; o >>= 1) {
+		done += __shfl_xor_sync(0xffffffffu, done, o);
+		errors += __shfl_xor_sync(0xffffffffu, errors, o);
+	}
+	if (lane == 0) {
+		atomicAdd(&c->done, done);
+		atomicAdd(&c->errors, errors);
+	}
+}
+
+struct Point {
+	std::string rings, scope;
+	uint32_t io_sms, io_warps, exec_sms, exec_warps, queues, depth;
+	double ms, mcmds, per_io_sm, exec_batch;
+	unsigned long long done, errors, exec_commands;
+	bool ok;
+};
+
+std::string machine_line()
+{
+	cudaDeviceProp p;
+	int drv = 0, dev = 0;
+	CK(cudaGetDevice(&dev));
+	CK(cudaGetDeviceProperties(&p, dev));
+	CK(cudaDriverGetVersion(&drv));
+	char bus[32] = "";
+	cudaDeviceGetPCIBusId(bus, sizeof(bus), dev);
+	std::string link;
+	std::string lower(bus);
+	std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+	auto rd = [](const std::string &path) {
+		char b[64] = "";
+		FILE *f = std::fopen(path.c_str(), "r");
+		if (f) {
+			if (!std::fgets(b, sizeof(b), f))
+				b[0] = 0;
+			std::fclose(f);
+		}
+		std::string s(b);
+		while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+			s.pop_back();
+		return s;
+	};
+	const std::string base = "/sys/bus/pci/devices/" + lower.substr(lower.size() > 12 ? lower.size() - 12 : 0);
+	link = rd(base + "/current_link_speed") + " x" + rd(base + "/current_link_width");
+	char line[512];
+	std::snprintf(line, sizeof(line), "%s, %d SMs, driver API %d.%d, PCIe %s (%s)", p.name, p.multiProcessorCount,
+		      drv / 1000, (drv % 1000) / 10, link.c_str(), bus);
+	return line;
+}
+
+Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t io_warps, uint32_t exec_sms, uint32_t exec_warps,
+		uint32_t queues, uint32_t depth, uint32_t inflight, double seconds)
+{
+	Point pt{rings, scope, io_sms, io_warps, exec_sms, exec_warps, queues, depth, 0, 0, 0, 0, 0, 0, 0, false};
+	char uri[512];
+	std::snprintf(uri, sizeof(uri), "mem://hbm?size=64M&data=0&queues=%u&depth=%u&sms=%u&warps=%u&rings=%s&scope=%s", queues,
+		      depth, exec_sms, exec_warps, rings, scope);
+	gio_gpu_target *g = nullptr;
+	if (gio_gpu_target_open(uri, &g)) {
+		std::fprintf(stderr, "FAIL: %s: %s\n", uri, gio_last_error());
+		std::exit(1);
+	}
+	void *buf;
+	CK(cudaMalloc(&buf, 1 << 20));
+	uint64_t addr = 0;
+	if (gio_gpu_target_register(g, buf, 1 << 20, &addr)) {
+		std::fprintf(stderr, "FAIL: register: %s\n", gio_last_error());
+		std::exit(1);
+	}
+	Counters *c;
+	CK(cudaMallocManaged(&c, sizeof(*c)));
+	std::memset(c, 0, sizeof(*c));
+	size_t smem = 0;
+	if (gio_gpu_preload((const void *)io_kernel) || gio_gpu_one_block_per_sm((const void *)io_kernel, &smem) ||
+	    gio_gpu_target_start(g)) {
+		std::fprintf(stderr, "FAIL: start: %s\n", gio_last_error());
+		std::exit(1);
+	}
+	cudaStream_t s;
+	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	cudaEvent_t e0, e1;
+	CK(cudaEventCreate(&e0));
+	CK(cudaEventCreate(&e1));
+	const uint64_t run_ns = (uint64_t)(seconds * 1e9);
+	// Warm-up: a short run (first touches of managed queue state migrate it to the GPU).
+	io_kernel<<<io_sms, io_warps * 32, smem, s>>>(g->qps, queues, addr, 4096, (64u << 20) / 4096, run_ns / 10, inflight, c);
+	CK(cudaGetLastError());
+	CK(cudaStreamSynchronize(s));
+	std::memset(c, 0, sizeof(*c));
+	CK(cudaEventRecord(e0, s));
+	io_kernel<<<io_sms, io_warps * 32, smem, s>>>(g->qps, queues, addr, 4096, (64u << 20) / 4096, run_ns, inflight, c);
+	CK(cudaGetLastError());
+	CK(cudaEventRecord(e1, s));
+	CK(cudaStreamSynchronize(s));
+	float ms = 0;
+	CK(cudaEventElapsedTime(&ms, e0, e1));
+	struct gio_tgt_stats ts{};
+	if (gio_gpu_target_stop(g, 10000, &ts)) {
+		std::fprintf(stderr, "FAIL: stop: %s\n", gio_last_error());
+		std::exit(1);
+	}
+	pt.ms = ms;
+	pt.done = c->done; // one per lane per batch: every command
+	pt.errors = c->errors;
+	pt.exec_commands = ts.commands;
+	pt.mcmds = (double)c->done / (ms * 1e3);
+	pt.per_io_sm = pt.mcmds / io_sms;
+	pt.exec_batch = g->ctl->batches ? (double)ts.commands / (double)g->ctl->batches : 0;
+	pt.ok = c->errors == 0 && c->submit_fail == 0 && ts.errors == 0;
+	if (!pt.ok)
+		std::fprintf(stderr, "point %s io %u exec %u q %u: %llu errors, %llu failed submits, first rc %d status 0x%04x\n",
+			     rings, io_sms, exec_sms, queues, c->errors, c->submit_fail, c->first_rc, c->first_status);
+	CK(cudaEventDestroy(e0));
+	CK(cudaEventDestroy(e1));
+	CK(cudaStreamDestroy(s));
+	CK(cudaFree(c));
+	CK(cudaFree(buf));
+	gio_gpu_target_close(g);
+	return pt;
+}
+
+std::vector<uint32_t> list(const char *s)
+{
+	std::vector<uint32_t> v;
+	while (s && *s) {
+		v.push_back((uint32_t)std::strtoul(s, nullptr, 10));
+		s = std::strchr(s, ',');
+		if (s)
+			s++;
+	}
+	return v;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	const char *json = nullptr;
+	double seconds = 0.3;
+	std::vector<uint32_t> io_list = {1, 2, 4, 8, 16, 32}, exec_list = {0}, q_list = {1024};
+	std::vector<std::string> rings_list = {"hbm", "host"}, scope_list = {"gpu"};
+	uint32_t io_warps = 32, exec_warps = 8, depth = 1024, inflight = 4;
+	bool quick = false;
+	struct Spec {
+		std::string rings, scope;
+		uint32_t io, exec, queues;
+	};
+	std::vector<Spec> points;
+	for (int i = 1; i < argc; i++) {
+		std::string a = argv[i];
+		auto next = [&](const char *what) {
+			if (i + 1 >= argc) {
+				std::fprintf(stderr, "%s needs a value\n", what);
+				std::exit(2);
+			}
+			return argv[++i];
+		};
+		if (a == "--json")
+			json = next("--json");
+		else if (a == "--seconds")
+			seconds = std::atof(next("--seconds"));
+		else if (a == "--io-sms")
+			io_list = list(next("--io-sms"));
+		else if (a == "--exec-sms")
+			exec_list = list(next("--exec-sms"));
+		else if (a == "--queues")
+			q_list = list(next("--queues"));
+		else if (a == "--io-warps")
+			io_warps = (uint32_t)std::atoi(next("--io-warps"));
+		else if (a == "--exec-warps")
+			exec_warps = (uint32_t)std::atoi(next("--exec-warps"));
+		else if (a == "--inflight")
+			inflight = std::max(1u, std::min(kMaxInflight, (uint32_t)std::atoi(next("--inflight"))));
+		else if (a == "--depth")
+			depth = (uint32_t)std::atoi(next("--depth"));
+		else if (a == "--rings") {
+			const std::string v = next("--rings");
+			rings_list.clear();
+			for (const char *r : {"hbm", "host"})
+				if (v.find(r) != std::string::npos)
+					rings_list.push_back(r);
+		} else if (a == "--scope") {
+			const std::string v = next("--scope");
+			scope_list.clear();
+			for (const char *r : {"gpu", "sys"})
+				if (v.find(r) != std::string::npos)
+					scope_list.push_back(r);
+		} else if (a == "--points") {
+			// rings:io_sms:exec_sms[:scope], comma-separated; replaces the sweep lists
+			std::string v = next("--points");
+			size_t at = 0;
+			while (at <= v.size()) {
+				const size_t end = std::min(v.find(',', at), v.size());
+				const std::string one = v.substr(at, end - at);
+				char r[16] = "", sc[16] = "gpu";
+				unsigned io = 0, ex = 0;
+				if (std::sscanf(one.c_str(), "%15[a-z]:%u:%u:%15[a-z]", r, &io, &ex, sc) < 3 || !io || !ex ||
+				    (std::strcmp(r, "hbm") && std::strcmp(r, "host")) || (std::strcmp(sc, "gpu") && std::strcmp(sc, "sys"))) {
+					std::fprintf(stderr, "--points: '%s' is not rings:io_sms:exec_sms[:scope]\n", one.c_str());
+					return 2;
+				}
+				points.push_back({r, sc, io, ex, 0});
+				at = end + 1;
+			}
+		} else if (a == "--quick") {
+			quick = true;
+		} else {
+			std::fprintf(stderr,
+				     "usage: bench_gpu_cmdrate [--seconds S] [--io-sms LIST] [--exec-sms LIST (0: as many as io)]\n"
+				     "       [--queues LIST] [--io-warps N] [--exec-warps N] [--depth N] [--inflight BATCHES] [--rings hbm,host] [--scope gpu,sys]\n"
+				     "       [--points rings:io_sms:exec_sms[:scope],...] [--json PATH] [--quick]\n");
+			return 2;
+		}
+	}
+	if (quick) {
+		seconds = 0.05;
+		io_list = {2};
+		q_list = {8};
+	}
+	int ndev = 0;
+	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+		std::printf("SKIP: no CUDA device here\n");
+		return 77;
+	}
+	int sms = 0;
+	CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+	std::printf("machine: %s\n", machine_line().c_str());
+	std::printf("bench_gpu_cmdrate: one-block Reads, SGL data block, no data moved (data=0); %.2f s per point; "
+		    "I/O kernel: %u warps per SM, 32 commands per warp batch, %u batches in flight per warp; executor: %u "
+		    "warps per SM\n\n",
+		    seconds, io_warps, inflight, exec_warps);
+	std::printf("| rings | scope | I/O SMs | executor SMs | queue pairs | depth | M commands/s | M commands/s per I/O SM | "
+		    "commands per executor batch | errors | ok |\n");
+	std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+	std::vector<Point> pts;
+	bool all_ok = true;
+	if (points.empty())
+		for (const auto &sc : scope_list)
+			for (const auto &r : rings_list)
+				for (uint32_t q : q_list)
+					for (uint32_t io : io_list)
+						for (uint32_t ex : exec_list)
+							points.push_back({r, sc, io, ex ? ex : io, q});
+	for (Spec &sp : points) {
+		const uint32_t q = sp.queues ? sp.queues : q_list[0];
+		if (sp.io + sp.exec > (uint32_t)sms) {
+			std::fprintf(stderr, "skip io %u + exec %u > %d SMs\n", sp.io, sp.exec, sms);
+			continue;
+		}
+		Point p = run_point(sp.rings.c_str(), sp.scope.c_str(), sp.io, io_warps, sp.exec, exec_warps, q, depth, inflight, seconds);
+		std::printf("| %s | %s | %u | %u | %u | %u | %.1f | %.1f | %.1f | %llu | %s |\n", p.rings.c_str(), p.scope.c_str(),
+			    p.io_sms, p.exec_sms, p.queues, p.depth, p.mcmds, p.per_io_sm, p.exec_batch, p.errors, p.ok ? "yes" : "NO");
+		std::fflush(stdout);
+		all_ok &= p.ok && p.exec_commands >= p.done;
+		pts.push_back(p);
+	}
+	std::printf("\nCeiling (BENCH.md, stripped-down protocol, same machine): 64 queues 0.93 G/s (HBM) and 0.20 G/s "
+		    "(host); 1024 queues 9.8 G/s (HBM) and 0.33 G/s (host).\n");
+	if (json) {
+		FILE *f = std::fopen(json, "w");
+		if (!f) {
+			std::perror(json);
+			return 1;
+		}
+		std::fprintf(f, "{\n  \"bench\": \"gpu_cmdrate\",\n  \"machine\": \"%s\",\n  \"seconds\": %.3f,\n  \"points\": [\n",
+			     machine_line().c_str(), seconds);
+		for (size_t i = 0; i < pts.size(); i++) {
+			const Point &p = pts[i];
+			std::fprintf(f,
+				     "    {\"rings\": \"%s\", \"scope\": \"%s\", \"io_sms\": %u, \"io_warps\": %u, \"exec_sms\": %u, \"exec_warps\": %u, "
+				     "\"queues\": %u, \"depth\": %u, \"ms\": %.3f, \"commands\": %llu, \"exec_commands\": %llu, "
+				     "\"mcmds_per_s\": %.2f, \"mcmds_per_s_per_io_sm\": %.2f, \"errors\": %llu, \"ok\": %s}%s\n",
+				     p.rings.c_str(), p.scope.c_str(), p.io_sms, p.io_warps, p.exec_sms, p.exec_warps, p.queues, p.depth, p.ms, p.done,
+				     p.exec_commands, p.mcmds, p.per_io_sm, p.errors, p.ok ? "true" : "false",
+				     i + 1 < pts.size() ? "," : "");
+		}
+		std::fprintf(f, "  ]\n}\n");
+		std::fclose(f);
+	}
+	return all_ok ? 0 : 1;
+}

@@ -1,0 +1,680 @@
+// bench_kv_restore: KV-cache restore through giouring (GPU-submitted NVMe Reads served by the
+// GPU-executed software target over mapped pinned host memory, mem://host?exec=gpu), beside the
+// baselines of shared/BENCH.md, on the canonical workload of bench/kv_workload.cuh, in one
+// process and run (issue 5, benches b and c):
+//
+// | path        | what the CPU does per restore                                 | lands shuffled |
+// | ----------- | ------------------------------------------------------------- | -------------- |
+// | giouring-sgl-Nsm | one I/O kernel launch per layer (N SMs); each thread one object: an NVMe Read whose data pointer is its entry of the SGL table (16 B per object, built once) | yes |
+// | giouring-prp-Nsm | the same with the PRP table (PRP1/PRP2 per object plus a list page each, built once) | yes |
+// | bulk        | one cudaMemcpyAsync of every byte (the PCIe limit)            | no (verified unshuffled) |
+// | per-object  | one cudaMemcpyAsync per object (LMCache DRAM tier)            | yes |
+// | batch       | one cudaMemcpyBatchAsync per layer                            | yes |
+// | gather-Nsm  | one kernel launch per layer; N SMs read mapped pinned memory  | yes |
+// | pread-*     | pread per object into bounce buffers + cudaMemcpyAsync        | yes (--pread-tokens prefix) |
+// | cufile      | not implemented: a line says whether cuFile could even register the file |
+//
+// Every path's pool is poisoned before each repetition and verified byte for byte after it; a
+// wrong byte fails the run (exit 1). Output: the machine line and a Markdown table on stdout,
+// progress on stderr, JSON with --json. Exits 77 (skipped) without a GPU. Run with --help.
+#include <string>
+
+#include <giouring/gpu_target.cuh>
+#include <giouring/prp_build.h>
+#include <giouring/sgl_build.h>
+
+#include "kv_workload.cuh"
+
+namespace {
+
+const int kSkip = 77;
+const int kMaxDirs = 4, kMaxSms = 16;
+
+struct options {
+	const char *geometry = "llama3-8b";
+	uint64_t tokens = 32768;
+	uint64_t pread_tokens = 32768;
+	int reps = 3, warmup = 1;
+	uint32_t gather_sms[kMaxSms] = {8};
+	int n_gather_sms = 1;
+	const char *dirs[kMaxDirs] = {};
+	int n_dirs = 0;
+	uint32_t pread_ring = 4;
+	int pread = 1, cufile = 1;
+	int bulk = 1, per_object = 1, batch = 1, gather = 1, gio = 1, gio_prp = 1;
+	uint32_t gio_sms[kMaxSms] = {8};
+	int n_gio_sms = 1;
+	uint32_t io_warps = 32, exec_sms = 16, exec_warps = 16, queues = 256, depth = 256;
+	const char *json = NULL;
+	uint64_t seed = 1;
+	double timeout_s = 300;
+	int device = 0;
+};
+
+void usage(FILE *f)
+{
+	std::fprintf(f,
+		     "usage: bench_kv_restore [options]\n"
+		     "  --tokens N         prefix length (32768; a K suffix multiplies by 1024: 128K)\n"
+		     "  --geometry NAME    llama3-8b (32 layers, block 16; default) or qwen3-32b (64 layers, block 64)\n"
+		     "  --reps N           timed repetitions per path, after the warm-up (3); medians are reported\n"
+		     "  --warmup N         untimed repetitions first (1)\n"
+		     "  --gather-sms LIST  gather kernel rows, comma-separated SM counts (8)\n"
+		     "  --file-dir DIR     a pread row with its store file in DIR; repeatable (default /dev/shm)\n"
+		     "  --pread-tokens N   prefix restored by the pread rows (32768, at most --tokens): they are slow\n"
+		     "  --pread-ring N     pinned bounce buffers in flight for pread (4)\n"
+		     "  --no-pread         skip the pread rows (and the cuFile probe)\n"
+		     "  --no-cufile        skip the cuFile probe\n"
+		     "  --paths LIST       run only these of bulk,per-object,batch,gather,pread,giouring,giouring-prp\n"
+		     "  --gio-sms LIST     giouring rows: SMs of the I/O kernel, comma-separated (8)\n"
+		     "  --io-warps N       warps per I/O kernel block (32)\n"
+		     "  --exec-sms N       SMs of the GPU executor standing in for the SSDs (16)\n"
+		     "  --exec-warps N     warps per executor block (16); queue pairs: --queues (256), --depth (256)\n"
+		     "  --seed N           seed of the pool permutation (1)\n"
+		     "  --timeout S        bound of every wait in seconds (300)\n"
+		     "  --device N         CUDA device (0)\n"
+		     "  --json PATH        also write the results as JSON\n"
+		     "  --quick            smoke run: 2048 tokens, pread 1024, 1 rep (ctest)\n");
+}
+
+int parse_tokens(const char *s, uint64_t *out)
+{
+	char *end = NULL;
+	errno = 0;
+	unsigned long long v = std::strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	if (*end == 'K' || *end == 'k') {
+		v *= 1024;
+		end++;
+	}
+	if (*end || v == 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end = NULL;
+	errno = 0;
+	const long v = std::strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int parse_args(int argc, char **argv, options *o)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		long n = 0;
+		if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
+			usage(stdout);
+			std::exit(0);
+		} else if (!std::strcmp(a, "--quick")) {
+			o->tokens = 2048;
+			o->pread_tokens = 1024;
+			o->reps = 1;
+			o->warmup = 1;
+			continue;
+		} else if (!std::strcmp(a, "--no-pread")) {
+			o->pread = 0;
+			continue;
+		} else if (!std::strcmp(a, "--no-cufile")) {
+			o->cufile = 0;
+			continue;
+		}
+		if (!v) {
+			std::fprintf(stderr, "%s: missing value or unknown option\n", a);
+			return -1;
+		}
+		i++;
+		if (!std::strcmp(a, "--tokens")) {
+			if (parse_tokens(v, &o->tokens))
+				goto bad;
+		} else if (!std::strcmp(a, "--pread-tokens")) {
+			if (parse_tokens(v, &o->pread_tokens))
+				goto bad;
+		} else if (!std::strcmp(a, "--geometry")) {
+			o->geometry = v;
+		} else if (!std::strcmp(a, "--reps")) {
+			if (parse_int(v, 1, 1000, &n))
+				goto bad;
+			o->reps = (int)n;
+		} else if (!std::strcmp(a, "--warmup")) {
+			if (parse_int(v, 0, 1000, &n))
+				goto bad;
+			o->warmup = (int)n;
+		} else if (!std::strcmp(a, "--pread-ring")) {
+			if (parse_int(v, 1, 1024, &n))
+				goto bad;
+			o->pread_ring = (uint32_t)n;
+		} else if (!std::strcmp(a, "--seed")) {
+			if (parse_int(v, 0, 0x7fffffffL, &n))
+				goto bad;
+			o->seed = (uint64_t)n;
+		} else if (!std::strcmp(a, "--timeout")) {
+			if (parse_int(v, 1, 86400, &n))
+				goto bad;
+			o->timeout_s = (double)n;
+		} else if (!std::strcmp(a, "--device")) {
+			if (parse_int(v, 0, 1023, &n))
+				goto bad;
+			o->device = (int)n;
+		} else if (!std::strcmp(a, "--json")) {
+			o->json = v;
+		} else if (!std::strcmp(a, "--file-dir")) {
+			if (o->n_dirs == kMaxDirs)
+				goto bad;
+			o->dirs[o->n_dirs++] = v;
+		} else if (!std::strcmp(a, "--io-warps") || !std::strcmp(a, "--exec-sms") || !std::strcmp(a, "--exec-warps") ||
+			   !std::strcmp(a, "--queues") || !std::strcmp(a, "--depth")) {
+			if (parse_int(v, 1, 4096, &n))
+				goto bad;
+			uint32_t *dst = !std::strcmp(a, "--io-warps")    ? &o->io_warps
+					: !std::strcmp(a, "--exec-sms")   ? &o->exec_sms
+					: !std::strcmp(a, "--exec-warps") ? &o->exec_warps
+					: !std::strcmp(a, "--queues")     ? &o->queues
+									  : &o->depth;
+			*dst = (uint32_t)n;
+		} else if (!std::strcmp(a, "--gio-sms")) {
+			char buf[256];
+			kv_fmt(buf, sizeof(buf), "%s", v);
+			o->n_gio_sms = 0;
+			for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				if (o->n_gio_sms == kMaxSms || parse_int(t, 1, 100000, &n))
+					goto bad;
+				o->gio_sms[o->n_gio_sms++] = (uint32_t)n;
+			}
+			if (!o->n_gio_sms)
+				goto bad;
+		} else if (!std::strcmp(a, "--gather-sms")) {
+			char buf[256];
+			kv_fmt(buf, sizeof(buf), "%s", v);
+			o->n_gather_sms = 0;
+			for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				if (o->n_gather_sms == kMaxSms || parse_int(t, 1, 100000, &n))
+					goto bad;
+				o->gather_sms[o->n_gather_sms++] = (uint32_t)n;
+			}
+			if (!o->n_gather_sms)
+				goto bad;
+		} else if (!std::strcmp(a, "--paths")) {
+			char buf[256];
+			kv_fmt(buf, sizeof(buf), "%s", v);
+			o->bulk = o->per_object = o->batch = o->gather = o->pread = o->gio = o->gio_prp = 0;
+			for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				if (!std::strcmp(t, "bulk"))
+					o->bulk = 1;
+				else if (!std::strcmp(t, "per-object"))
+					o->per_object = 1;
+				else if (!std::strcmp(t, "batch"))
+					o->batch = 1;
+				else if (!std::strcmp(t, "gather"))
+					o->gather = 1;
+				else if (!std::strcmp(t, "pread"))
+					o->pread = 1;
+				else if (!std::strcmp(t, "giouring"))
+					o->gio = 1;
+				else if (!std::strcmp(t, "giouring-prp"))
+					o->gio_prp = 1;
+				else
+					goto bad;
+			}
+		} else {
+			std::fprintf(stderr, "unknown option %s\n", a);
+			return -1;
+		}
+		continue;
+	bad:
+		std::fprintf(stderr, "bad value for %s: %s\n", a, v);
+		return -1;
+	}
+	if (!o->n_dirs)
+		o->dirs[o->n_dirs++] = "/dev/shm";
+	return 0;
+}
+
+void json_string(FILE *f, const char *s)
+{
+	std::fputc('"', f);
+	for (; *s; s++) {
+		const unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			std::fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			std::fprintf(f, "\\u%04x", c);
+		else
+			std::fputc(c, f);
+	}
+	std::fputc('"', f);
+}
+
+const char *verified_word(const kv_result *r)
+{
+	if (r->status == KV_SKIPPED)
+		return "-";
+	if (r->status == KV_FAILED)
+		return r->bad_words ? "**NO**" : "failed";
+	if (r->verify == KV_VERIFY_NONE)
+		return "not checked";
+	return r->verify == KV_VERIFY_IDENTITY ? "yes (unshuffled)" : "yes";
+}
+
+void print_table(const std::vector<kv_result> &rows)
+{
+	std::printf("| path | tokens | objects | wall ms | GPU ms | CPU ms issuing | calls | SMs | GB/s | verified |\n");
+	std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+	for (const kv_result &r : rows) {
+		if (r.status != KV_OK) {
+			std::printf("| %s | %" PRIu64 " | %" PRIu64 " | - | - | - | - | - | - | %s |\n", r.path, r.tokens, r.objects,
+				    verified_word(&r));
+			continue;
+		}
+		std::printf("| %s | %" PRIu64 " | %" PRIu64 " | %.1f | %.1f | %.1f | %" PRIu64 " | %u | %.1f | %s |\n", r.path,
+			    r.tokens, r.objects, r.wall_ms, r.gpu_ms, r.cpu_ms, r.calls, r.sms, r.gbps, verified_word(&r));
+	}
+	std::printf("\n");
+	for (const kv_result &r : rows) {
+		if (r.status == KV_OK)
+			std::printf("- %s: %s; wall min %.1f / max %.1f ms over %d reps.\n", r.path, r.note, r.wall_ms_min,
+				    r.wall_ms_max, r.reps);
+		else
+			std::printf("- %s: %s: %s\n", r.path, r.status == KV_SKIPPED ? "skipped" : "FAILED", r.error);
+	}
+}
+
+void write_json(const char *path, int argc, char **argv, const kv_machine *m, const kv_workload *w, const options *o,
+		const std::vector<kv_result> &rows, const char *cufile)
+{
+	FILE *f = std::fopen(path, "w");
+	if (!f)
+		kv_die("cannot write %s: %s", path, std::strerror(errno));
+	std::fprintf(f, "{\n  \"bench\": \"kv_restore\",\n  \"command\": ");
+	std::string cmd;
+	for (int i = 0; i < argc; i++) {
+		if (i)
+			cmd += ' ';
+		cmd += argv[i];
+	}
+	json_string(f, cmd.c_str());
+	std::fprintf(f, ",\n  \"machine\": {\"gpu\": ");
+	json_string(f, m->gpu);
+	std::fprintf(f, ", \"sms\": %d, \"hbm_gib\": %.1f, \"driver\": ", m->sms, m->hbm_gib);
+	json_string(f, m->driver);
+	std::fprintf(f, ", \"driver_cuda_api\": %d, \"runtime\": %d, \"pci_bus_id\": ", m->driver_api, m->runtime);
+	json_string(f, m->busid);
+	std::fprintf(f, ", \"pcie_link\": ");
+	json_string(f, m->link);
+	std::fprintf(f, ", \"pcie_link_max\": ");
+	json_string(f, m->link_max);
+	std::fprintf(f, ", \"cpu\": ");
+	json_string(f, m->cpu);
+	std::fprintf(f, ", \"cores\": %ld},\n", m->cores);
+	std::fprintf(f,
+		     "  \"workload\": {\"geometry\": \"%s\", \"layers\": %u, \"kv_heads\": %u, \"head_dim\": %u, \"dtype_bytes\": %u, "
+		     "\"block_tokens\": %u, \"tokens\": %" PRIu64 ", \"blocks\": %u, \"obj_bytes\": %" PRIu64 ", \"objects\": %" PRIu64
+		     ", \"bytes\": %" PRIu64 ", \"seed\": %" PRIu64 ", \"reps\": %d, \"warmup\": %d},\n",
+		     w->geom_name, w->geom.layers, w->geom.kv_heads, w->geom.head_dim, w->geom.dtype_bytes, w->geom.block_tokens,
+		     w->tokens, w->n_blocks, w->obj_bytes, kv_total_objects(w), kv_total_bytes(w), w->seed, o->reps, o->warmup);
+	std::fprintf(f, "  \"cufile\": ");
+	json_string(f, cufile);
+	std::fprintf(f, ",\n  \"rows\": [\n");
+	for (size_t i = 0; i < rows.size(); i++) {
+		const kv_result &r = rows[i];
+		static const char *const status[] = {"ok", "skipped", "failed"};
+		std::fprintf(f, "    {\"path\": ");
+		json_string(f, r.path);
+		std::fprintf(f, ", \"status\": \"%s\", \"note\": ", status[r.status]);
+		json_string(f, r.note);
+		std::fprintf(f, ", \"error\": ");
+		json_string(f, r.error);
+		std::fprintf(f,
+			     ", \"tokens\": %" PRIu64 ", \"objects\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"sms\": %u, \"calls\": %" PRIu64
+			     ", \"reps\": %d, \"wall_ms\": %.3f, \"gpu_ms\": %.3f, \"cpu_ms\": %.3f, \"wall_ms_min\": %.3f, "
+			     "\"wall_ms_max\": %.3f, \"gbps\": %.3f, \"verified\": %s, \"bad_words\": %" PRIu64
+			     ", \"first_bad_obj\": %" PRId64 "}%s\n",
+			     r.tokens, r.objects, r.bytes, r.sms, r.calls, r.reps, r.wall_ms, r.gpu_ms, r.cpu_ms, r.wall_ms_min,
+			     r.wall_ms_max, r.gbps, r.verified && r.status == KV_OK ? "true" : "false", r.bad_words, r.first_bad_obj,
+			     i + 1 < rows.size() ? "," : "");
+	}
+	std::fprintf(f, "  ]\n}\n");
+	if (std::fclose(f))
+		kv_die("cannot write %s", path);
+}
+
+void progress(const kv_result &r)
+{
+	if (r.status == KV_OK)
+		std::fprintf(stderr, "  %-14s %9.1f ms wall  %9.1f ms CPU  %6.1f GB/s  verified\n", r.path, r.wall_ms, r.cpu_ms, r.gbps);
+	else
+		std::fprintf(stderr, "  %-14s %s: %s\n", r.path, r.status == KV_SKIPPED ? "skipped" : "FAILED", r.error);
+}
+
+// ---- the giouring path ------------------------------------------------------------------------
+
+// The data pointer tables (DESIGN.md section 5), built once: entry l * objs + i is object i of
+// layer l: an SGL Data Block descriptor to its pool slot, or PRP1/PRP2 (PRP2 pointing to the
+// object's list page when it spans more than two pages).
+__global__ void gio_build_tables(unsigned char *const *pool, const uint32_t *perm, uint32_t n_layers, uint32_t n_blocks,
+				 uint32_t pool_blocks, uint64_t obj_bytes, gio_dptr_caps caps, union gio_dptr *sgl,
+				 union gio_dptr *prp, unsigned char *lists, uint32_t list_stride, unsigned long long *fails)
+{
+	const uint64_t objs = 2ull * n_blocks;
+	for (uint64_t idx = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; idx < objs * n_layers;
+	     idx += (uint64_t)gridDim.x * blockDim.x) {
+		const uint32_t l = (uint32_t)(idx / objs);
+		const uint64_t i = idx % objs;
+		const uint64_t dst = (uint64_t)(uintptr_t)(pool[l] + kv_pool_offset(perm, n_blocks, pool_blocks, obj_bytes, i));
+		gio_sqe sqe;
+		gio_prep_read(&sqe, GIO_TGT_NSID, 0, (uint32_t)(obj_bytes / caps.page_bytes));
+		gio_sqe_set_sgl_data(&sqe, dst, (uint32_t)obj_bytes);
+		sgl[idx] = sqe.dptr;
+		if (prp) {
+			const gio_range r = {dst, (uint32_t)obj_bytes};
+			unsigned char *list = lists + idx * list_stride;
+			if (gio_prp_build(&sqe, &r, 1, &caps, (uint64_t *)list, (uint64_t)(uintptr_t)list, list_stride) < 0)
+				atomicAdd(fails, 1ull);
+			prp[idx] = sqe.dptr;
+		}
+	}
+}
+
+// One layer: thread i reads object i with the data pointer of its table entry. A warp submits 32
+// commands with one reservation and one doorbell, keeps two such batches in flight, and reaps 32
+// CQEs at a time; warp w uses queue pair w % nqps.
+__global__ void gio_restore_layer(gio_qp *qps, uint32_t nqps, const union gio_dptr *table, uint32_t objs,
+				  uint64_t first_lba, uint32_t nlb, uint32_t psdt, uint64_t timeout_ns, unsigned long long *fails)
+{
+	const uint32_t lane = threadIdx.x & 31u;
+	const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32u, nwarps = gridDim.x * blockDim.x / 32u;
+	gio_qp *qp = &qps[warp % nqps];
+	const uint64_t deadline = gio_deadline_in(timeout_ns);
+	uint32_t cid[2] = {0, 0};
+	int act[2] = {0, 0}, out[2] = {0, 0};
+	uint32_t k = 0;
+	for (uint32_t base = warp * 32u;; base += nwarps * 32u, k ^= 1u) {
+		// Slot k: wait for the batch submitted two rounds ago before reusing it.
+		if (out[k]) {
+			uint16_t st = 0;
+			const int rc = gio_wait_warp(qp, cid[k], act[k], deadline, &st);
+			if (act[k] && rc) {
+				atomicAdd(&fails[0], 1ull);
+				atomicCAS(&fails[1], 0ull, 0x100000000ull | ((unsigned long long)(uint32_t)-rc << 16) | st);
+			}
+			out[k] = 0;
+		}
+		if (base >= objs) {
+			if (!out[k ^ 1u])
+				break;
+			continue; // drain the other slot
+		}
+		const uint32_t i = base + lane;
+		gio_sqe sqe;
+		act[k] = i < objs;
+		if (act[k]) {
+			gio_prep_read(&sqe, GIO_TGT_NSID, first_lba + (uint64_t)i * nlb, nlb);
+			sqe.dptr = table[i];
+			gio_sqe_set_psdt(&sqe, psdt);
+		}
+		const int rc = gio_submit_warp(qp, &sqe, act[k], deadline, &cid[k]);
+		if (rc) {
+			if (act[k]) {
+				atomicAdd(&fails[0], 1ull);
+				atomicCAS(&fails[1], 0ull, 0x100000000ull | ((unsigned long long)(uint32_t)-rc << 16));
+			}
+			continue;
+		}
+		out[k] = 1;
+	}
+}
+
+struct gio_bench {
+	gio_gpu_target *g = nullptr;
+	union gio_dptr *sgl = nullptr, *prp = nullptr;
+	unsigned char *lists = nullptr;
+	uint32_t list_stride = 0, lba_shift = 12, io_sms = 8, io_warps = 8, psdt = GIO_PSDT_SGL_MPTR;
+	size_t smem = 0;
+	unsigned long long *fails = nullptr; // managed: [0] failed commands, [1] first (rc, status)
+	double setup_s = 0, table_ms = 0;
+};
+
+int gio_issue(const kv_workload *w, kv_runner *r, void *arg)
+{
+	gio_bench *b = (gio_bench *)arg;
+	const uint32_t objs = (uint32_t)kv_objs_per_layer(w), nlb = (uint32_t)(w->obj_bytes >> b->lba_shift);
+	const union gio_dptr *table = b->psdt == GIO_PSDT_PRP ? b->prp : b->sgl;
+	for (uint32_t l = 0; l < w->n_layers; l++) {
+		gio_restore_layer<<<b->io_sms, b->io_warps * 32, b->smem, r->stream>>>(
+			b->g->qps, b->g->cfg.queues, table + (uint64_t)l * objs, objs, kv_src_offset(w, l, 0) >> b->lba_shift, nlb,
+			b->psdt, (uint64_t)(r->timeout_s * 1e9), b->fails);
+		const cudaError_t e = cudaGetLastError();
+		if (e != cudaSuccess)
+			return KV_ERR(r, e, "I/O kernel launch");
+	}
+	return 0;
+}
+
+// Opens the GPU target over a copy of the store's layout (mapped pinned host memory, filled with
+// the same pattern), registers the pool, builds both tables and starts the executor.
+int gio_setup(const kv_workload *w, kv_runner *r, const options *o, gio_bench *b, char *err, size_t errlen)
+{
+	const double t0 = kv_now_s();
+	char uri[512];
+	kv_fmt(uri, sizeof(uri), "mem://host?exec=gpu&size=%" PRIu64 "&queues=%u&depth=%u&sms=%u&warps=%u&mdts=8",
+	       kv_total_bytes(w), o->queues, o->depth, o->exec_sms, o->exec_warps);
+	if (gio_gpu_target_open(uri, &b->g)) {
+		kv_fmt(err, errlen, "%s: %s", uri, gio_last_error());
+		return -1;
+	}
+	std::fprintf(stderr, "giouring target: %s\n", uri);
+	kv_fill_kernel<<<r->sm_count * 8, 256, 0, r->stream>>>((uint4 *)b->g->backing, w->n_layers, w->n_blocks,
+								(uint32_t)(w->obj_bytes / 16));
+	KV_CK(cudaGetLastError());
+	kv_sync(r, "filling the target's backing store");
+	uint64_t addr;
+	const uint64_t objs = kv_total_objects(w), pool_bytes = 2ull * w->pool_blocks * w->obj_bytes * w->n_layers;
+	const gio_dptr_caps caps = b->g->host_tgt.caps;
+	b->list_stride = caps.page_bytes;
+	KV_CK(cudaMalloc((void **)&b->sgl, objs * sizeof(*b->sgl)));
+	KV_CK(cudaMalloc((void **)&b->prp, objs * sizeof(*b->prp)));
+	KV_CK(cudaMalloc((void **)&b->lists, objs * b->list_stride));
+	KV_CK(cudaMallocManaged((void **)&b->fails, 2 * sizeof(unsigned long long)));
+	b->fails[0] = b->fails[1] = 0;
+	if (gio_gpu_target_register(b->g, w->pool_base, pool_bytes, &addr) ||
+	    gio_gpu_target_register(b->g, b->lists, objs * b->list_stride, &addr)) {
+		kv_fmt(err, errlen, "register: %s", gio_last_error());
+		return -1;
+	}
+	KV_CK(cudaEventRecord(r->ev_start, r->stream));
+	gio_build_tables<<<r->sm_count * 4, 256, 0, r->stream>>>(w->d_pool, w->d_perm, w->n_layers, w->n_blocks, w->pool_blocks,
+								  w->obj_bytes, caps, b->sgl, b->prp, b->lists, b->list_stride,
+								  b->fails);
+	KV_CK(cudaGetLastError());
+	KV_CK(cudaEventRecord(r->ev_stop, r->stream));
+	kv_sync(r, "building the data pointer tables");
+	float ms = 0;
+	KV_CK(cudaEventElapsedTime(&ms, r->ev_start, r->ev_stop));
+	b->table_ms = ms;
+	if (b->fails[0]) {
+		kv_fmt(err, errlen, "gio_prp_build refused %llu objects", b->fails[0]);
+		return -1;
+	}
+	b->lba_shift = b->g->cfg.lba_shift;
+	if (gio_gpu_preload((const void *)gio_restore_layer) ||
+	    gio_gpu_one_block_per_sm((const void *)gio_restore_layer, &b->smem) || gio_gpu_target_start(b->g)) {
+		kv_fmt(err, errlen, "start: %s", gio_last_error());
+		return -1;
+	}
+	b->setup_s = kv_now_s() - t0;
+	return 0;
+}
+
+int gio_teardown(gio_bench *b, char *err, size_t errlen)
+{
+	gio_tgt_stats ts{};
+	int rc = 0;
+	if (b->g && gio_gpu_target_stop(b->g, 10000, &ts)) {
+		kv_fmt(err, errlen, "stop: %s", gio_last_error());
+		return -1;
+	}
+	if (b->g)
+		std::fprintf(stderr, "giouring target: %llu commands, %llu errors, %llu executor batches\n",
+			     (unsigned long long)ts.commands, (unsigned long long)ts.errors, b->g->ctl->batches);
+	if (b->g && ts.errors) {
+		kv_fmt(err, errlen, "the target completed %llu commands with an error", (unsigned long long)ts.errors);
+		rc = -1;
+	}
+	gio_gpu_target_close(b->g);
+	KV_CK(cudaFree(b->sgl));
+	KV_CK(cudaFree(b->prp));
+	KV_CK(cudaFree(b->lists));
+	KV_CK(cudaFree(b->fails));
+	return rc;
+}
+
+int gio_row(const kv_workload *w, kv_runner *r, gio_bench *b, uint32_t io_sms, int prp, kv_result *res)
+{
+	char name[48], note[192];
+	b->io_sms = io_sms;
+	b->psdt = prp ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR;
+	kv_fmt(name, sizeof(name), "giouring-%s-%usm", prp ? "prp" : "sgl", io_sms);
+	kv_fmt(note, sizeof(note),
+	       "I/O kernel %u SMs x %u warps; executor (the SSDs' stand-in) %u SMs x %u warps, %u queue pairs of %u; "
+	       "%s table %u B/object built once in %.1f ms%s",
+	       io_sms, b->io_warps, b->g->cfg.exec_blocks, b->g->cfg.exec_warps, b->g->cfg.queues, b->g->cfg.depth,
+	       prp ? "PRP" : "SGL", prp ? 16u + b->list_stride : 16u, b->table_ms, prp ? " (16 B PRP1/PRP2 + a list page)" : "");
+	kv_path p = {name, note, NULL, gio_issue, b, KV_VERIFY_SHUFFLED, io_sms, w->n_layers};
+	b->fails[0] = b->fails[1] = 0;
+	int rc = kv_measure(w, r, &p, res);
+	if (b->fails[0]) {
+		res->status = KV_FAILED;
+		kv_fmt(res->error, sizeof(res->error), "%llu commands failed; first: rc -%llu, status 0x%04llx (%s)", b->fails[0],
+		       (b->fails[1] >> 16) & 0xffff, b->fails[1] & 0xffff, gio_status_str((uint16_t)(b->fails[1] & 0xffff)));
+		rc = -1;
+	}
+	return rc;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	options o;
+	if (parse_args(argc, argv, &o)) {
+		usage(stderr);
+		return 2;
+	}
+	int ndev = 0;
+	const cudaError_t e = cudaGetDeviceCount(&ndev);
+	if (e != cudaSuccess || ndev == 0) {
+		std::printf("SKIP: no CUDA GPU (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+		return kSkip;
+	}
+	if (o.device >= ndev) {
+		std::fprintf(stderr, "--device %d: only %d GPUs\n", o.device, ndev);
+		return 2;
+	}
+
+	kv_runner r;
+	kv_runner_init(&r, o.device, o.warmup, o.reps, o.timeout_s);
+	kv_load_kernels(); // before anything spins on the device (BENCH.md, lazy-loading trap)
+	kv_machine m;
+	kv_machine_probe(o.device, &m);
+
+	kv_workload w;
+	const double t0 = kv_now_s();
+	if (kv_workload_create(&w, o.geometry, o.tokens, o.seed))
+		return 2;
+	kv_fill_store(&w, &r);
+	std::fprintf(stderr, "workload: %s, %" PRIu64 " tokens, %" PRIu64 " objects of %" PRIu64 " KiB, %.2f GiB; set up in %.1f s\n",
+		     w.geom_name, w.tokens, kv_total_objects(&w), w.obj_bytes >> 10, (double)kv_total_bytes(&w) / (1ull << 30),
+		     kv_now_s() - t0);
+
+	std::vector<kv_result> rows;
+	kv_result res{};
+	int failed = 0;
+	auto add = [&](int rc) {
+		failed |= rc != 0 || res.status == KV_FAILED;
+		progress(res);
+		rows.push_back(res);
+	};
+	if (o.bulk)
+		add(kv_baseline_bulk(&w, &r, &res));
+	if (o.per_object)
+		add(kv_baseline_per_object(&w, &r, &res));
+	if (o.batch)
+		add(kv_baseline_batch(&w, &r, &res));
+	for (int k = 0; o.gather && k < o.n_gather_sms; k++)
+		add(kv_baseline_gather(&w, &r, o.gather_sms[k], &res));
+
+	if (o.gio || o.gio_prp) {
+		gio_bench b;
+		char err[256];
+		b.io_warps = o.io_warps;
+		if (gio_setup(&w, &r, &o, &b, err, sizeof(err))) {
+			kv_result_skip(&res, &w, "giouring", "%s", err);
+			res.status = KV_FAILED;
+			add(-1);
+		} else {
+			std::fprintf(stderr, "giouring: set up in %.1f s (tables %.1f ms)\n", b.setup_s, b.table_ms);
+			for (int k = 0; k < o.n_gio_sms; k++) {
+				if (o.gio)
+					add(gio_row(&w, &r, &b, o.gio_sms[k], 0, &res));
+				if (o.gio_prp)
+					add(gio_row(&w, &r, &b, o.gio_sms[k], 1, &res));
+			}
+		}
+		if (gio_teardown(&b, err, sizeof(err))) {
+			kv_result_skip(&res, &w, "giouring-teardown", "%s", err);
+			res.status = KV_FAILED;
+			add(-1);
+		}
+	}
+
+	char cufile[256] = "cuFile: not probed (--no-cufile or --no-pread)";
+	if (o.pread) {
+		const kv_workload view = kv_workload_prefix_view(&w, std::min(o.pread_tokens, o.tokens));
+		for (int d = 0; d < o.n_dirs; d++) {
+			kv_store_file f;
+			char err[256];
+			const double t1 = kv_now_s();
+			if (kv_store_file_create(&w, &view, o.dirs[d], o.pread_ring, &f, err, sizeof(err))) {
+				kv_result_skip(&res, &view, "pread", "%s", err);
+				add(0);
+				continue;
+			}
+			std::fprintf(stderr, "store file in %s: %.2f GiB written in %.1f s\n", o.dirs[d],
+				     (double)f.bytes / (1ull << 30), kv_now_s() - t1);
+			add(kv_baseline_pread(&view, &r, &f, &res));
+			if (o.cufile && d == 0)
+				kv_cufile_probe(f.fd, cufile, sizeof(cufile));
+			kv_store_file_destroy(&f);
+		}
+	}
+
+	std::printf("# KV restore: giouring and baselines\n\n");
+	kv_machine_line(stdout, &m);
+	std::printf("workload: %s (%u layers, %u KV heads, head dim %u, bf16, block %u tokens), prefix %" PRIu64
+		    " tokens = %u blocks, %" PRIu64 " objects of %" PRIu64 " KiB, %.2f GiB; pool blocks shuffled (seed %" PRIu64
+		    "); medians of %d reps after %d warm-up\n\n",
+		    w.geom_name, w.geom.layers, w.geom.kv_heads, w.geom.head_dim, w.geom.block_tokens, w.tokens, w.n_blocks,
+		    kv_total_objects(&w), w.obj_bytes >> 10, (double)kv_total_bytes(&w) / (1ull << 30), w.seed, o.reps, o.warmup);
+	print_table(rows);
+	std::printf("- %s\n", cufile);
+	std::printf("\nwall: host clock from before the first call to the last byte landed; GPU: CUDA events around the "
+		    "same; CPU: the issuing thread's CPU time (CLOCK_THREAD_CPUTIME_ID) during the calls only; GB/s: bytes / wall.\n");
+	if (o.json)
+		write_json(o.json, argc, argv, &m, &w, &o, rows, cufile);
+
+	kv_workload_destroy(&w);
+	kv_runner_destroy(&r);
+	if (failed) {
+		std::printf("FAIL: at least one path failed or restored a wrong byte\n");
+		return 1;
+	}
+	return 0;
+}
