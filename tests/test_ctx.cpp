@@ -61,7 +61,14 @@ TEST_CASE("bad URIs get -EINVAL with a message naming the problem", "[ctx]")
 		{"file://relative/path", -EINVAL, "absolute path"},
 		{"mem://host?size=1M&exec=gpu", -EOPNOTSUPP, "exec=gpu"},
 		{"mem://host?size=1M&exec=tpu", -EINVAL, "exec=tpu"},
-		{"mem://hbm?size=1M", -EOPNOTSUPP, "file:// and mem://host"},
+		{"mem://hbm?size=1M", -EOPNOTSUPP, "nvme-pci://"},
+		{"mem://host?size=1M&dptr=sgl2", -EINVAL, "dptr=sgl2"},
+		{"mem://host?size=1M&ns=0", -EINVAL, "ns=0"},
+		{"mem://host?size=1M&ns=2", -ENODEV, "namespace 2"},
+		{"nvme-pci://01:00.0", -EINVAL, "dddd:bb:dd.f"},
+		{"nvme-pci://0000:01:00.0x", -EINVAL, "dddd:bb:dd.f"},
+		// A PCI address with no device behind it (function 7 of device 31 on a made-up bus).
+		{"nvme-pci://0000:fe:1f.7", -ENODEV, "0000:fe:1f.7"},
 	};
 	for (auto &c : cases) {
 		INFO(c.uri);
@@ -71,6 +78,22 @@ TEST_CASE("bad URIs get -EINVAL with a message naming the problem", "[ctx]")
 		INFO(gio_last_error());
 		CHECK(std::string(gio_last_error()).find(c.says) != std::string::npos);
 	}
+}
+
+TEST_CASE("dptr=prp: the builders get PRP-only caps; info keeps the controller's SGLS", "[ctx]")
+{
+	gio_ctx *ctx = nullptr;
+	REQUIRE(gio_ctx_open("mem://host?size=1M&dptr=prp", &ctx) == 0);
+	gio_ns_info info;
+	gio_ctx_info(ctx, &info);
+	CHECK(info.sgls != 0);
+	CHECK(gio_dptr_sgl_support(gio_ctx_dptr_caps(ctx)) == GIO_SGLS_SUPPORT_NONE);
+	// Fault injection belongs to the software target: still available here.
+	CHECK(gio_ctx_inject(ctx, nullptr) == 0);
+	CHECK(gio_ctx_close(ctx) == 0);
+	REQUIRE(gio_ctx_open("mem://host?size=1M&dptr=auto", &ctx) == 0);
+	CHECK(gio_dptr_sgl_support(gio_ctx_dptr_caps(ctx)) == GIO_SGLS_SUPPORT_BYTE);
+	CHECK(gio_ctx_close(ctx) == 0);
 }
 
 TEST_CASE("controller comes up; identify reports the configured rules", "[ctx]")

@@ -9,17 +9,31 @@
  * | `file:///path/kv.img?size=64M` | a file (O_DIRECT where the file system allows it) | CPU threads, io_uring |
  * | `mem://host?size=64M` | host memory | CPU threads |
  * | NULL or "" | a file of 64 MiB in a new temporary directory, removed at close | CPU threads |
+ * | `nvme-pci://0000:01:00.0` | a PCI NVMe controller bound to vfio-pci (its namespace `ns`) | the controller |
  *
  * Query parameters (all optional): `size` (bytes, suffixes K M G T; required for a new file and for
  * memory), `lba` (block size, 512 to 65536, default 4096), `sgls` (0 PRP only, 1 SGLs, 2 SGLs with
  * the dword rule; default 1), `mdts` (default 7: 512 KiB), `queues` (I/O queue pairs offered,
  * default 16), `threads` (executor threads, default 2), `mqes` (largest queue size minus one,
- * default 4095), `exec` (`cpu`; `gpu` gives `-EOPNOTSUPP` in this release).
+ * default 4095), `exec` (`cpu`; `gpu` gives `-EOPNOTSUPP` in this release), `ns` (the namespace
+ * to address, default 1), `dptr` (`auto`: SGLs where Identify Controller SGLS allows them, PRPs
+ * otherwise; `prp`: gio_ctx_dptr_caps() reports no SGL support, so builders make PRPs). The
+ * software target's parameters (size, lba, sgls, mdts, queues, threads, mqes) are ignored for
+ * `nvme-pci`: the controller reports its own.
+ *
+ * `nvme-pci` opens the device through VFIO (container and group, TYPE1v2 IOMMU; the device and
+ * every device of its IOMMU group bound to vfio-pci, `giouring-info` prints the steps), maps
+ * BAR0, and polls: no interrupts are used. Memory the controller reaches (queues, Identify data,
+ * registered buffers) is pinned and mapped through the IOMMU at IOVAs the library allocates, so
+ * bus addresses differ from pointers: use the address gio_ctx_register() returns. Needs root or
+ * access to /dev/vfio, and a locked-memory limit (ulimit -l) above what is registered.
  *
  * The controller is brought up through its registers (CC.EN, AQA/ASQ/ACQ, CSTS.RDY with CAP.TO as
  * the deadline) and admin commands (Identify, Set Features Number of Queues, Create I/O CQ/SQ), the
- * path a real controller takes too. Bus addresses are host virtual addresses of registered memory;
- * the target refuses anything else with Data Transfer Error.
+ * path a real controller takes, and for `nvme-pci` the same code drives the real one. For the
+ * software target bus addresses are host virtual addresses of registered memory, and the target
+ * refuses anything else with Data Transfer Error; for `nvme-pci` they are IOVAs, and an address
+ * outside every mapping is refused by the IOMMU (a DMA fault in the kernel log).
  *
  * Thread safety: gio_ctx_register() and gio_ctx_qp_create() may be called from any thread; a
  * queue pair may be used by many threads at once (giouring/qp.h); gio_ctx_close() last, alone.
@@ -67,20 +81,25 @@ struct gio_fault {
  * @return 0, or `-EINVAL` (bad URI or parameter; the message says which, see gio_last_error()),
  *         `-ENOMEM`, `-errno` of a failed file operation, `-ETIME` (controller not ready within
  *         CAP.TO), `-EIO` (an admin command failed; the message names its NVMe status),
- *         `-EOPNOTSUPP` (a URI scheme this build does not serve).
+ *         `-EOPNOTSUPP` (a URI scheme this build does not serve, or a controller needing pages
+ *         above 4 KiB), `-ENODEV` (no such PCI device, no IOMMU group, or namespace @p ns
+ *         absent or inactive), `-EBUSY` (the device is not bound to vfio-pci, or its IOMMU group
+ *         is not viable), or `-errno` of a failed VFIO call (the message names it).
  *
  * Any host thread.
  */
 int gio_ctx_open(const char *uri, struct gio_ctx **out);
 
 /**
- * @brief Shuts the controller down (CC.SHN, waiting for CSTS.SHST) and releases everything.
+ * @brief Deletes the I/O queues, shuts the controller down (CC.SHN, waiting for CSTS.SHST) and
+ * releases everything.
  * @param ctx  the context, or NULL.
  * @return 0, or `-ETIME` when the shutdown did not complete within CAP.TO, or `-errno` of the
  *         file's final flush (the data written before is then not known to be stable).
  *
  * One thread, after every other use has ended. Data written before close is read back by a later
- * context on the same file.
+ * context on the same file or controller. Queue deletion is best effort (500 ms per command):
+ * the shutdown that follows stops the controller either way, and its result is what is returned.
  */
 int gio_ctx_close(struct gio_ctx *ctx);
 
@@ -109,7 +128,8 @@ const struct gio_dptr_caps *gio_ctx_dptr_caps(const struct gio_ctx *ctx);
  * @param len   its length, at least 1.
  * @param addr  receives the bus address of @p ptr (use it in data pointers), or NULL.
  * @return 0, `-EINVAL` (NULL, empty, or overlapping a registered region), `-ENOSPC` (the region
- *         table is full).
+ *         table or the IOVA space is full), or for `nvme-pci` `-errno` of VFIO_IOMMU_MAP_DMA
+ *         (`-ENOMEM` often means the locked-memory limit).
  *
  * Any thread. Registration lasts until the context closes.
  */
@@ -150,7 +170,7 @@ int gio_ctx_qp_create_ex(struct gio_ctx *ctx, uint32_t depth, uint32_t flags, st
  * @brief Sets the faults the software target injects from now on.
  * @param ctx    the context.
  * @param fault  the faults, or NULL for none.
- * @return 0.
+ * @return 0, or `-EOPNOTSUPP` for a context that has no software target (`nvme-pci`).
  *
  * Any thread; for tests.
  */
