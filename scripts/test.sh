@@ -4,6 +4,7 @@
 #   bash scripts/test.sh -L host        # only host tests
 #   bash scripts/test.sh -R header      # only header tests
 #   bash scripts/test.sh -LE fuzz       # everything but the fuzzers
+#   bash scripts/test.sh -L qemu        # only the QEMU conformance runs (scripts/qemu/run.sh)
 # With GIO_SANITIZERS=1 (or auto: only without ctest arguments) two sanitizer stages follow a
 # passing main run (off by default for now, see below):
 #   == ThreadSanitizer: build-tsan/ (GIOURING_SANITIZE=thread), ctest -R test_stress
