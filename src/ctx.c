@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <giouring/clock.h>
@@ -48,6 +49,12 @@ struct qp_mem {
 	void *sq, *cq, *slots;
 	uint64_t sq_addr, cq_addr; /* bus addresses */
 	int pinned, live;          /* live: the controller has both queues */
+	/* GIO_CTX_QP_DB_PROXY: the ring writes these shadow words; the proxy thread mirrors them to
+	 * the controller's doorbells (hw_db), the SQ tail in [0], the CQ head in [1]. */
+	uint32_t *shadow; /* shadow_host, or after the slots in pinned memory (GPU producers) */
+	uint32_t shadow_host[2], mirrored[2];
+	uint32_t *hw_db[2];
+	int proxied;
 };
 
 /* ---- CUDA runtime, loaded on demand -------------------------------------------------------- */
@@ -115,7 +122,10 @@ struct gio_ctx {
 	uint64_t admin_sq_addr, admin_cq_addr, idbuf_addr;
 	uint64_t cap;
 	struct qp_mem *qps[MAX_QPS + 1];
-	uint32_t nqps;
+	uint32_t nqps; /* written under lock, read by the proxy with acquire */
+	pthread_t proxy;
+	uint32_t proxy_stop;
+	int proxy_started;
 	char path[4096];
 	char tmpdir[4000];
 	int remove_file;
@@ -415,6 +425,48 @@ int gio_ctx_register(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
 }
 
 /* Zeroed, page-aligned memory the controller can reach; *addr receives its bus address. */
+/* DMA-address providers: who turns memory of a kind into a bus address. Host memory goes through
+ * the backend (identity for the software target, VFIO_IOMMU_MAP_DMA for nvme-pci). GPU memory
+ * (HBM) needs a provider that can pin it and give its bus address: a dma-buf of the range
+ * (cuMemGetHandleForAddressRange) imported through iommufd (IOMMU_IOAS_MAP_FILE), or an
+ * nvidia_p2p helper module. Neither is in this release; the refusal names what is missing. */
+static int hbm_provider(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
+{
+	struct utsname u;
+	(void)addr;
+	if (!c->be.mmio)
+		return gio__fail(-EOPNOTSUPP,
+				 "giouring: GPU memory at %p + %zu: the software target executes on the CPU and cannot reach "
+				 "HBM (exec=gpu is not in this release)",
+				 ptr, len);
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "unknown");
+	return gio__fail(-EOPNOTSUPP,
+			 "giouring: GPU memory at %p + %zu: no DMA-address provider for HBM in this release. It needs a "
+			 "dma-buf of the range (cuMemGetHandleForAddressRange) imported through iommufd "
+			 "(IOMMU_IOAS_MAP_FILE, Linux 6.13 or later; this kernel is %s, /dev/iommu %s), or an nvidia_p2p "
+			 "helper module. Register host memory (pinned) instead.",
+			 ptr, len, u.release, access("/dev/iommu", F_OK) == 0 ? "present" : "absent");
+}
+
+int gio_ctx_register_ex(struct gio_ctx *c, void *ptr, size_t len, uint32_t kind, uint64_t *addr)
+{
+	int rc;
+	if (!c)
+		return gio__fail(-EINVAL, "giouring: gio_ctx_register_ex: no context");
+	switch (kind) {
+	case GIO_MEM_HOST:
+		return gio_ctx_register(c, ptr, len, addr);
+	case GIO_MEM_HBM:
+		pthread_mutex_lock(&c->lock);
+		rc = hbm_provider(c, ptr, len, addr);
+		pthread_mutex_unlock(&c->lock);
+		return rc;
+	default:
+		return gio__fail(-EINVAL, "giouring: gio_ctx_register_ex: unknown memory kind %u (GIO_MEM_HOST, GIO_MEM_HBM)", kind);
+	}
+}
+
 static void *alloc_dma(struct gio_ctx *c, size_t len, uint64_t *addr)
 {
 	void *p = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
@@ -663,6 +715,55 @@ int gio_ctx_inject(struct gio_ctx *c, const struct gio_fault *f)
 	return 0;
 }
 
+/* ---- doorbell proxy ----------------------------------------------------------------------- */
+
+/* Mirrors the shadow doorbells of proxied queue pairs to the controller's MMIO doorbells, one
+ * write per change (a batch of commands costs one write). For rings whose producers cannot write
+ * MMIO themselves: GPU threads where the GPU driver refuses to map BAR0 for them. */
+static void *proxy_main(void *arg)
+{
+	struct gio_ctx *c = arg;
+	uint32_t spins = 0;
+	while (!gio_load_acquire(&c->proxy_stop)) {
+		/* Pairs with the release of nqps after a queue pair is complete. */
+		const uint32_t n = gio_load_acquire(&c->nqps);
+		uint32_t i, k, moved = 0;
+		for (i = 1; i <= n; i++) {
+			struct qp_mem *m = c->qps[i];
+			if (!m || !m->proxied)
+				continue;
+			for (k = 0; k < 2; k++) {
+				/* Pairs with the ring's release store of the shadow tail/head: the entries
+				 * it announces are written (SQ) or consumed (CQ). */
+				const uint32_t v = gio_load_acquire(&m->shadow[k]);
+				if (v != m->mirrored[k]) {
+					m->mirrored[k] = v;
+					gio_fence_release(); /* then the controller may fetch them */
+					gio_mmio_write32((volatile uint32_t *)m->hw_db[k], v);
+					moved++;
+				}
+			}
+		}
+		if (moved)
+			spins = 0;
+		else
+			gio_backoff(&spins);
+	}
+	return NULL;
+}
+
+static int proxy_start(struct gio_ctx *c)
+{
+	int rc;
+	if (c->proxy_started)
+		return 0;
+	rc = pthread_create(&c->proxy, NULL, proxy_main, c);
+	if (rc)
+		return gio__fail(-rc, "giouring: cannot start the doorbell proxy thread: %s", strerror(rc));
+	c->proxy_started = 1;
+	return 0;
+}
+
 int gio_ctx_qp_create(struct gio_ctx *c, uint32_t depth, struct gio_qp **out)
 {
 	return gio_ctx_qp_create_ex(c, depth, 0, out);
@@ -676,8 +777,15 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 	int rc;
 	if (!c || !out)
 		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_create: NULL argument");
-	if (flags & ~GIO_CTX_QP_PINNED)
+	if (flags & ~(GIO_CTX_QP_PINNED | GIO_CTX_QP_DB_PROXY))
 		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_create_ex: unknown flags 0x%x", flags);
+	if ((flags & GIO_CTX_QP_DB_PROXY) && !c->be.mmio)
+		return gio__fail(-EOPNOTSUPP,
+				 "giouring: GIO_CTX_QP_DB_PROXY: this target's doorbells are memory already (no MMIO to proxy)");
+	if ((flags & GIO_CTX_QP_PINNED) && c->be.mmio && !(flags & GIO_CTX_QP_DB_PROXY))
+		return gio__fail(-EOPNOTSUPP,
+				 "giouring: GIO_CTX_QP_PINNED on nvme-pci needs GIO_CTX_QP_DB_PROXY: GPU threads cannot write "
+				 "the controller's MMIO doorbells (BAR0 registered with cudaHostRegisterIoMemory is not in this release)");
 	if (depth < 2 || (depth & (depth - 1)) || depth > c->info.max_queue_entries)
 		return gio__fail(-EINVAL, "giouring: queue depth %u: a power of two from 2 to %u", depth, c->info.max_queue_entries);
 	pthread_mutex_lock(&c->lock);
@@ -697,7 +805,8 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 		m->pinned = 1;
 		m->sq = pinned_alloc(sq_bytes);
 		m->cq = m->sq ? pinned_alloc(cq_bytes) : NULL;
-		m->slots = m->cq ? pinned_alloc(depth * sizeof(struct gio_cmd_slot)) : NULL;
+		/* The slots, then the two shadow doorbells of GIO_CTX_QP_DB_PROXY: both written by GPU threads. */
+		m->slots = m->cq ? pinned_alloc(depth * sizeof(struct gio_cmd_slot) + 2 * sizeof(uint32_t)) : NULL;
 		if (!m->slots) { /* nothing registered yet: give everything back, keep the qid */
 			if (m->sq)
 				cudart.free_host(m->sq);
@@ -721,9 +830,17 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 			      : gio__fail(-ENOMEM, "giouring: no memory for a queue pair of depth %u", depth);
 		goto fail;
 	}
-	rc = gio_qp_init(&m->qp, m->sq, depth, m->cq, depth, m->slots, (uint16_t)qid,
-			 doorbell(c, gio_sq_doorbell_offset(c->cap, (uint16_t)qid)),
-			 doorbell(c, gio_cq_doorbell_offset(c->cap, (uint16_t)qid)), qp_flags(c));
+	m->hw_db[0] = doorbell(c, gio_sq_doorbell_offset(c->cap, (uint16_t)qid));
+	m->hw_db[1] = doorbell(c, gio_cq_doorbell_offset(c->cap, (uint16_t)qid));
+	m->proxied = (flags & GIO_CTX_QP_DB_PROXY) != 0;
+	m->shadow = m->pinned ? (uint32_t *)((struct gio_cmd_slot *)m->slots + depth) : m->shadow_host;
+	if (m->proxied && (rc = proxy_start(c)))
+		goto fail;
+	/* A proxied ring writes its shadow words with release stores, like the software target's. */
+	rc = m->proxied ? gio_qp_init(&m->qp, m->sq, depth, m->cq, depth, m->slots, (uint16_t)qid, &m->shadow[0],
+				      &m->shadow[1], 0)
+			: gio_qp_init(&m->qp, m->sq, depth, m->cq, depth, m->slots, (uint16_t)qid, m->hw_db[0], m->hw_db[1],
+				      qp_flags(c));
 	if (rc)
 		goto fail;
 	if ((rc = gio_prep_create_cq(&sqe, (uint16_t)qid, depth, m->cq_addr, 0, 0)) || (rc = admin(c, &sqe, &dw0)))
@@ -737,14 +854,15 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 	}
 	m->live = 1;
 	c->qps[qid] = m;
-	c->nqps = qid;
+	gio_store_release(&c->nqps, qid); /* pairs with the proxy's acquire: the entry is complete */
 	pthread_mutex_unlock(&c->lock);
 	*out = &m->qp;
 	return 0;
 fail:
 	/* Queue memory stays registered (regions are never removed); it is freed at close. */
+	m->proxied = 0;
 	c->qps[qid] = m;
-	c->nqps = qid;
+	gio_store_release(&c->nqps, qid);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -755,6 +873,11 @@ int gio_ctx_close(struct gio_ctx *c)
 	uint32_t i;
 	if (!c)
 		return 0;
+	/* No doorbell writes to queues being deleted. */
+	if (c->proxy_started) {
+		gio_store_release(&c->proxy_stop, 1);
+		pthread_join(c->proxy, NULL);
+	}
 	if (c->enabled) {
 		const uint64_t to_ns = cap_timeout_ns(c->cap);
 		/* Delete the I/O queues first (SQ before its CQ), as the specification asks of a host

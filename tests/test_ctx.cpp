@@ -316,3 +316,23 @@ TEST_CASE("pinned queue memory needs the CUDA runtime and a GPU", "[ctx]")
 	}
 	CHECK(gio_ctx_close(ctx) == 0);
 }
+
+TEST_CASE("GPU placement where it is unsupported: documented errors, no crash", "[ctx]")
+{
+	gio_ctx *ctx = nullptr;
+	REQUIRE(gio_ctx_open("mem://host?size=1M", &ctx) == 0);
+	static char hbm[4096]; // stands in for a device pointer: nothing may touch it
+	uint64_t addr = 7;
+	CHECK(gio_ctx_register_ex(ctx, hbm, sizeof(hbm), GIO_MEM_HBM, &addr) == -EOPNOTSUPP);
+	CHECK(std::string(gio_last_error()).find("HBM") != std::string::npos);
+	CHECK(addr == 7);
+	CHECK(gio_ctx_register_ex(ctx, hbm, sizeof(hbm), 9, &addr) == -EINVAL);
+	CHECK(gio_ctx_register_ex(ctx, hbm, sizeof(hbm), GIO_MEM_HOST, &addr) == 0);
+	CHECK(addr == reinterpret_cast<uint64_t>(hbm));
+	gio_qp *qp = nullptr;
+	CHECK(gio_ctx_qp_create_ex(ctx, 8, GIO_CTX_QP_DB_PROXY, &qp) == -EOPNOTSUPP);
+	CHECK(std::string(gio_last_error()).find("GIO_CTX_QP_DB_PROXY") != std::string::npos);
+	CHECK(qp == nullptr);
+	CHECK(gio_ctx_qp_create_ex(ctx, 8, 4u, &qp) == -EINVAL);
+	CHECK(gio_ctx_close(ctx) == 0);
+}

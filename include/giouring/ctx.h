@@ -135,9 +135,45 @@ const struct gio_dptr_caps *gio_ctx_dptr_caps(const struct gio_ctx *ctx);
  */
 int gio_ctx_register(struct gio_ctx *ctx, void *ptr, size_t len, uint64_t *addr);
 
+/** @name Memory kinds for gio_ctx_register_ex()
+ * @{ */
+#define GIO_MEM_HOST 0u /**< Host memory (pageable or pinned): what gio_ctx_register() takes. */
+#define GIO_MEM_HBM 1u  /**< GPU memory (a device pointer): needs a DMA-address provider. */
+/** @} */
+
+/**
+ * @brief Registers memory of a given kind the controller may transfer to and from.
+ * @param ctx   the context.
+ * @param ptr   start of the memory (a device pointer for GIO_MEM_HBM).
+ * @param len   its length, at least 1.
+ * @param kind  GIO_MEM_HOST or GIO_MEM_HBM.
+ * @param addr  receives the bus address of @p ptr, or NULL.
+ * @return as gio_ctx_register() for GIO_MEM_HOST; `-EINVAL` for an unknown @p kind;
+ *         `-EOPNOTSUPP` for GIO_MEM_HBM in this release: a bus address for GPU memory needs a
+ *         dma-buf of the range imported through iommufd (IOMMU_IOAS_MAP_FILE, Linux 6.13+) or an
+ *         nvidia_p2p helper, and gio_last_error() names what this machine lacks.
+ *
+ * Any thread. The provider interface is where HBM support will plug in; nothing is mapped on
+ * failure.
+ */
+int gio_ctx_register_ex(struct gio_ctx *ctx, void *ptr, size_t len, uint32_t kind, uint64_t *addr);
+
 /** @brief gio_ctx_qp_create_ex() flag: queue memory in pinned host memory mapped into the GPU
- *  (cudaHostAlloc with cudaHostAllocMapped), for rings that GPU threads fill. */
+ *  (cudaHostAlloc with cudaHostAllocMapped), for rings that GPU threads fill. On `nvme-pci`
+ *  it needs GIO_CTX_QP_DB_PROXY too. */
 #define GIO_CTX_QP_PINNED 1u
+
+/**
+ * @brief gio_ctx_qp_create_ex() flag (`nvme-pci` only): doorbells through a proxy thread.
+ *
+ * Doorbell modes of a real controller: *direct* (the default) has the ring's producers write the
+ * MMIO doorbell themselves; *proxy* has them write shadow words in host memory (release stores)
+ * that one CPU thread per context mirrors to the MMIO doorbells, one write per change. Proxy is
+ * for producers that cannot write MMIO: GPU threads where the GPU driver refuses to map BAR0 for
+ * them. It costs a CPU thread that polls (it backs off to yielding when idle) and the latency of
+ * one hop.
+ */
+#define GIO_CTX_QP_DB_PROXY 2u
 
 /**
  * @brief Creates an I/O queue pair (Create I/O CQ, then Create I/O SQ).
@@ -155,11 +191,14 @@ int gio_ctx_qp_create(struct gio_ctx *ctx, uint32_t depth, struct gio_qp **qp);
  * @brief Creates an I/O queue pair with a choice of queue memory.
  * @param ctx    the context.
  * @param depth  entries of the SQ and CQ, a power of two from 2 to CAP.MQES + 1.
- * @param flags  0 for plain host memory, or GIO_CTX_QP_PINNED.
+ * @param flags  0 for plain host memory and direct doorbells, or GIO_CTX_QP_PINNED and/or
+ *               GIO_CTX_QP_DB_PROXY.
  * @param qp     receives the queue pair, owned by the context.
  * @return as gio_ctx_qp_create(), plus `-ENODEV` for GIO_CTX_QP_PINNED where the CUDA runtime
- *         cannot be loaded or reports no GPU (the message says which), and `-EINVAL` for an
- *         unknown flag.
+ *         cannot be loaded or reports no GPU (the message says which), `-EINVAL` for an
+ *         unknown flag, and `-EOPNOTSUPP` for GIO_CTX_QP_DB_PROXY on a software target (its
+ *         doorbells are memory) or GIO_CTX_QP_PINNED on `nvme-pci` without GIO_CTX_QP_DB_PROXY
+ *         (direct MMIO doorbells for GPU threads are not in this release).
  *
  * Any thread. The CUDA runtime is loaded at run time only when pinned memory is asked for, so the
  * host library has no link-time dependency on CUDA.

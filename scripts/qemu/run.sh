@@ -12,7 +12,7 @@
 # Exit 0 pass, 1 fail, 77 skipped (QEMU or busybox-static missing: scripts/deps.sh installs them,
 # GIO_QEMU_SKIP=1 skips on purpose). Environment: GIO_QEMU_CACHE (kernel cache, default
 # BUILD_DIR/qemu-cache), GIO_QEMU_TIMEOUT (outer timeout of one boot, default 240 s),
-# GIO_QEMU_KEEP=1 keeps the work directory.
+# GIO_QEMU_KEEP=1 keeps the work directory, GIO_QEMU_REQUIRED=1 turns skips into failures.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mode=${1:?usage: run.sh conformance|info|bench BUILD_DIR}
@@ -20,14 +20,18 @@ build=$(cd "${2:?usage: run.sh MODE BUILD_DIR}" && pwd)
 bench_seconds=${3:-5}
 
 log() { printf 'qemu-%s: %s\n' "$mode" "$*" >&2; }
-skip() { log "SKIP: $*"; exit 77; }
+# CI sets GIO_QEMU_REQUIRED=1: there a missing tool is a failure, not a skip.
+skip() {
+  if [[ "${GIO_QEMU_REQUIRED:-0}" == 1 ]]; then log "FAIL (GIO_QEMU_REQUIRED=1): $*"; exit 1; fi
+  log "SKIP: $*"; exit 77
+}
 
 [[ "${GIO_QEMU_SKIP:-0}" == 1 ]] && skip "GIO_QEMU_SKIP=1"
 qemu=$(command -v qemu-system-x86_64 || true)
 [[ -n "$qemu" ]] || skip "qemu-system-x86_64 not found (GIO_EXTRA_PACKAGES or scripts/deps.sh installs qemu-system-x86)"
 busybox=/bin/busybox
 # The guest has no libc: busybox must be the static one (busybox-static).
-[[ -x "$busybox" ]] && ldd "$busybox" 2>&1 | grep -q 'not a dynamic' || skip "a static busybox is needed (busybox-static)"
+[[ -x "$busybox" ]] && { ldd "$busybox" 2>&1 || true; } | grep -q 'not a dynamic' || skip "a static busybox is needed (busybox-static)"
 command -v cpio >/dev/null || skip "cpio not found"
 bios=()
 [[ -f /usr/share/qemu/qboot.rom ]] && bios=(-bios /usr/share/qemu/qboot.rom) # ~1 s faster than SeaBIOS

@@ -437,6 +437,35 @@ static void test_errors(struct gio_ctx *ctx, struct gio_qp *qp, const struct gio
 	CHECK("errors.queue-usable-after", rc == 0, "rc %d", rc);
 }
 
+/* ---- doorbell proxy and GPU placement guards ------------------------------------------------ */
+
+static void test_proxy(struct gio_ctx *ctx, const struct gio_ns_info *info)
+{
+	const uint32_t lb = info->lba_bytes;
+	struct gio_qp *qp = NULL;
+	struct buf w, r;
+	uint64_t addr = 0;
+	int rc, i, bad = 0;
+	rc = gio_ctx_qp_create_ex(ctx, 32, GIO_CTX_QP_DB_PROXY, &qp);
+	CHECK("doorbell-proxy.create", rc == 0, "rc %d", rc);
+	if (!rc && !dma_buf(ctx, 8 * lb, &w) && !dma_buf(ctx, 8 * lb, &r)) {
+		/* Blocks 9216.. belong to the threads test, which ran before: reuse them. */
+		for (i = 0; i < 32 && !rc && !bad; i++) {
+			fill(w.p, 8 * lb, 500 + i);
+			rc = rw1(qp, info, gio_ctx_dptr_caps(ctx), GIO_NVM_OPC_WRITE, 9216 + 8 * i, 8, w.addr, NULL);
+			if (!rc)
+				rc = rw1(qp, info, gio_ctx_dptr_caps(ctx), GIO_NVM_OPC_READ, 9216 + 8 * i, 8, r.addr, NULL);
+			bad = !rc && memcmp(w.p, r.p, 8 * lb);
+		}
+		CHECK("doorbell-proxy.write-read", rc == 0 && !bad, "command %d: rc %d mismatch %d", i, rc, bad);
+	}
+	rc = gio_ctx_qp_create_ex(ctx, 32, GIO_CTX_QP_PINNED, &qp);
+	CHECK("gpu.pinned-needs-proxy", rc == -EOPNOTSUPP, "rc %d", rc);
+	rc = gio_ctx_register_ex(ctx, &addr, sizeof(addr), GIO_MEM_HBM, &addr);
+	CHECK("gpu.hbm-provider-refuses", rc == -EOPNOTSUPP && strstr(gio_last_error(), "iommufd"), "rc %d", rc);
+	printf("  %s\n", gio_last_error());
+}
+
 /* ---- driver --------------------------------------------------------------------------------- */
 
 static int open_ctx(const char *bdf, struct gio_ctx **ctx)
@@ -479,6 +508,7 @@ static int run_tests(const char *bdf, uint32_t want_lba, uint64_t want_mdts)
 		test_errors(ctx, qp, &info);
 	}
 	test_threads(ctx, &info);
+	test_proxy(ctx, &info);
 	rc = gio_ctx_close(ctx);
 	CHECK("shutdown.close", rc == 0, "gio_ctx_close: %d", rc);
 
