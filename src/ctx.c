@@ -494,12 +494,14 @@ static int bring_up(struct gio_ctx *c, uint32_t nsid, int dptr)
 	uint32_t dw0, nsq, ncq;
 	int rc;
 
-	if (GIO_GET(reg_read(c, GIO_REG_CC), CC_EN)) {
+	/* Reset: CC.EN to 0, then CSTS.RDY to 0 before the admin queue registers may change. RDY is
+	 * waited for even when EN already reads 0: a controller a previous user just disabled may
+	 * still be finishing its reset. */
+	if (GIO_GET(reg_read(c, GIO_REG_CC), CC_EN))
 		reg_write(c, GIO_REG_CC, 0);
-		rc = wait_csts(c, GIO_CSTS_RDY_MASK, 0, to_ns, "not ready (disable)");
-		if (rc)
-			return rc;
-	}
+	rc = wait_csts(c, GIO_CSTS_RDY_MASK, 0, to_ns, "not ready (disable)");
+	if (rc)
+		return rc;
 	if (GIO_GET(cap, CAP_MPSMIN) != 0 || !(GIO_GET(cap, CAP_CSS) & GIO_CAP_CSS_NVM))
 		return gio__fail(-EOPNOTSUPP, "giouring: controller needs pages above 4 KiB or lacks the NVM command set (CAP 0x%016" PRIx64 ")",
 				 cap);
