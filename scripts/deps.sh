@@ -18,7 +18,15 @@ packages=(
   doxygen
   clang
 )
-# Room for later needs (QEMU conformance tests, ...).
+# The QEMU conformance runs (ctest label qemu, scripts/qemu/run.sh): the emulator, a static
+# busybox for the guest, cpio for its initramfs, kmod (depmod, modprobe) to order the guest
+# kernel's modules. The guest kernel itself is downloaded at run time, never installed.
+packages+=(
+  qemu-system-x86
+  busybox-static
+  cpio
+  kmod
+)
 extra_packages=()
 if [[ -n "${GIO_EXTRA_PACKAGES:-}" ]]; then
   read -r -a env_extra <<<"$GIO_EXTRA_PACKAGES"

@@ -4,6 +4,7 @@
 #   bash scripts/test.sh -L host        # only host tests
 #   bash scripts/test.sh -R header      # only header tests
 #   bash scripts/test.sh -LE fuzz       # everything but the fuzzers
+#   bash scripts/test.sh -L qemu        # only the QEMU conformance runs (scripts/qemu/run.sh)
 # Without ctest arguments (GIO_SANITIZERS=auto, the default) two sanitizer stages follow a
 # passing main run:
 #   == ThreadSanitizer: build-tsan/ (GIOURING_SANITIZE=thread): test_stress, test_ctx, test_uring

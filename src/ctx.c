@@ -1,6 +1,7 @@
-/* Host library context: parses a target URI, starts the software target and its CPU executor,
- * brings the controller up through its registers and admin queue (the path a real controller
- * takes), registers memory and creates I/O queue pairs. */
+/* Host library context: parses a target URI, opens the controller behind it (the software target
+ * and its CPU executor, or a PCI controller through VFIO: src/vfio.c), brings it up through its
+ * registers and admin queue, registers memory and creates I/O queue pairs. Everything after the
+ * open is one code path for both: registers and bus addresses go through struct gio__backend. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <giouring/clock.h>
@@ -25,12 +27,20 @@
 #define MAX_REGIONS 1024u
 #define MAX_QPS GIO_TGT_MAX_IO_QUEUES
 #define ADMIN_TIMEOUT_NS (5ull * 1000000000ull)
+#define CLOSE_ADMIN_TIMEOUT_NS (500ull * 1000000ull)
 
 
 struct qp_mem {
 	struct gio_qp qp;
 	void *sq, *cq, *slots;
-	int pinned;
+	uint64_t sq_addr, cq_addr; /* bus addresses */
+	int pinned, live;          /* live: the controller has both queues */
+	/* GIO_CTX_QP_DB_PROXY: the ring writes these shadow words; the proxy thread mirrors them to
+	 * the controller's doorbells (hw_db), the SQ tail in [0], the CQ head in [1]. */
+	uint32_t *shadow; /* shadow_host, or after the slots in pinned memory (GPU producers) */
+	uint32_t shadow_host[2], mirrored[2];
+	uint32_t *hw_db[2];
+	int proxied;
 };
 
 /* ---- CUDA runtime, loaded on demand -------------------------------------------------------- */
@@ -84,8 +94,9 @@ static void *pinned_alloc(size_t len)
 }
 
 struct gio_ctx {
+	struct gio__backend be;
 	struct gio_tgt tgt;
-	struct gio_tgt_bar *bar;
+	struct gio_tgt_bar *bar; /* the software target's registers, or NULL */
 	struct gio_dma_region regions[MAX_REGIONS];
 	struct gio_dma_map map;
 	pthread_mutex_t lock; /* registration, queue creation, admin commands */
@@ -94,8 +105,13 @@ struct gio_ctx {
 	struct gio_ns_info info;
 	struct gio_qp admin;
 	void *admin_sq, *admin_cq, *admin_slots, *idbuf;
+	uint64_t admin_sq_addr, admin_cq_addr, idbuf_addr;
+	uint64_t cap;
 	struct qp_mem *qps[MAX_QPS + 1];
-	uint32_t nqps;
+	uint32_t nqps; /* written under lock, read by the proxy with acquire */
+	pthread_t proxy;
+	uint32_t proxy_stop;
+	int proxy_started;
 	char path[4096];
 	char tmpdir[4000];
 	int remove_file;
@@ -107,10 +123,14 @@ struct gio_ctx {
 
 struct params {
 	uint64_t size;
-	uint32_t lba, sgls, mdts, queues, threads, mqes;
+	uint32_t lba, sgls, mdts, queues, threads, mqes, ns;
 	int have_size;
 	int direct; /* -1 auto, 0 buffered, 1 O_DIRECT required */
+	int dptr; /* GIO__DPTR_* */
 };
+
+/* dptr= : which data pointers gio_ctx_dptr_caps() lets the builders use. */
+enum { GIO__DPTR_AUTO, GIO__DPTR_PRP };
 
 static int parse_u64(const char *key, const char *v, uint64_t *out)
 {
@@ -148,13 +168,26 @@ static int parse_query(char *q, struct params *p)
 				return gio__fail(-EINVAL, "giouring: direct=%s: auto, 0 (page cache) or 1 (O_DIRECT, required)", eq + 1);
 			continue;
 		}
+		if (!strcmp(kv, "dptr")) {
+			if (!strcmp(eq + 1, "prp"))
+				p->dptr = GIO__DPTR_PRP;
+			else if (!strcmp(eq + 1, "auto"))
+				p->dptr = GIO__DPTR_AUTO;
+			else
+				return gio__fail(-EINVAL, "giouring: dptr=%s: auto (SGLs where the controller has them) or prp", eq + 1);
+			continue;
+		}
 		if (strcmp(kv, "size") && strcmp(kv, "lba") && strcmp(kv, "sgls") && strcmp(kv, "mdts") &&
-		    strcmp(kv, "queues") && strcmp(kv, "threads") && strcmp(kv, "mqes"))
-			return gio__fail(-EINVAL, "giouring: unknown URI parameter '%s' (size, lba, sgls, mdts, queues, threads, mqes, exec, direct)", kv);
+		    strcmp(kv, "queues") && strcmp(kv, "threads") && strcmp(kv, "mqes") && strcmp(kv, "ns"))
+			return gio__fail(-EINVAL, "giouring: unknown URI parameter '%s' (size, lba, sgls, mdts, queues, threads, mqes, ns, dptr, direct, exec)", kv);
 		rc = parse_u64(kv, eq + 1, &v);
 		if (rc)
 			return rc;
-		if (!strcmp(kv, "size")) {
+		if (!strcmp(kv, "ns")) {
+			if (v < 1 || v > 0xfffffffeull)
+				return gio__fail(-EINVAL, "giouring: ns=%" PRIu64 ": a namespace ID from 1 to 0xfffffffe", v);
+			p->ns = (uint32_t)v;
+		} else if (!strcmp(kv, "size")) {
 			p->size = v;
 			p->have_size = 1;
 		} else if (!strcmp(kv, "lba")) {
@@ -262,14 +295,53 @@ static int open_file(struct gio_ctx *c, const struct params *p)
 
 /* ---- registers ---------------------------------------------------------------------------- */
 
+/* MMIO registers take 32-bit volatile accesses only (a controller may not decode wider ones);
+ * the software target's registers are memory another thread watches, hence acquire/release. */
 static uint32_t reg_read(struct gio_ctx *c, uint32_t off)
 {
-	return gio_load_acquire((uint32_t *)((char *)c->bar + off));
+	if (c->be.mmio)
+		return *(volatile uint32_t *)((char *)c->be.bar + off);
+	return gio_load_acquire((uint32_t *)((char *)c->be.bar + off));
 }
 
 static void reg_write(struct gio_ctx *c, uint32_t off, uint32_t v)
 {
-	gio_store_release((uint32_t *)((char *)c->bar + off), v);
+	if (c->be.mmio) {
+		gio_fence_release(); /* queue memory written before the register that announces it */
+		*(volatile uint32_t *)((char *)c->be.bar + off) = v;
+		return;
+	}
+	gio_store_release((uint32_t *)((char *)c->be.bar + off), v);
+}
+
+/* 64-bit registers (CAP, ASQ, ACQ) as two 32-bit accesses, low then high, as the NVMe
+ * specification allows for hosts that cannot do 64-bit MMIO. */
+static uint64_t reg_read64(struct gio_ctx *c, uint32_t off)
+{
+	const uint64_t lo = reg_read(c, off);
+	return lo | (uint64_t)reg_read(c, off + 4) << 32;
+}
+
+static void reg_write64(struct gio_ctx *c, uint32_t off, uint64_t v)
+{
+	reg_write(c, off, (uint32_t)v);
+	reg_write(c, off + 4, (uint32_t)(v >> 32));
+}
+
+/* Doorbell of a queue, where the ring code writes it. */
+static uint32_t *doorbell(struct gio_ctx *c, uint64_t off)
+{
+	return (uint32_t *)((char *)c->be.bar + off);
+}
+
+static uint16_t qp_flags(const struct gio_ctx *c)
+{
+	return c->be.mmio ? GIO_QP_MMIO_DOORBELLS : 0;
+}
+
+static uint64_t cap_timeout_ns(uint64_t cap)
+{
+	return (GIO_GET(cap, CAP_TO) ? GIO_GET(cap, CAP_TO) : 1) * 500000000ull;
 }
 
 static int wait_csts(struct gio_ctx *c, uint32_t mask, uint32_t want, uint64_t timeout_ns, const char *what)
@@ -339,17 +411,23 @@ int gio_qp_submit_wait(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t ti
 
 static int register_locked(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
 {
-	const uint64_t a = (uint64_t)(uintptr_t)ptr;
+	uint64_t a = (uint64_t)(uintptr_t)ptr;
 	uint32_t i, n = c->map.count;
+	int rc;
 	if (!ptr || len == 0 || a + len < a)
 		return gio__fail(-EINVAL, "giouring: cannot register %p + %zu: empty or wrapping", ptr, len);
-	for (i = 0; i < n; i++)
-		if (a < c->regions[i].addr + c->regions[i].len && c->regions[i].addr < a + len)
-			return gio__fail(-EINVAL, "giouring: %p + %zu overlaps registered memory at 0x%" PRIx64, ptr, len,
-					 c->regions[i].addr);
+	for (i = 0; i < n; i++) {
+		const uint64_t p = (uint64_t)(uintptr_t)c->regions[i].ptr;
+		if (a < p + c->regions[i].len && p < a + len)
+			return gio__fail(-EINVAL, "giouring: %p + %zu overlaps registered memory at %p", ptr, len,
+					 c->regions[i].ptr);
+	}
 	if (n == MAX_REGIONS)
 		return gio__fail(-ENOSPC, "giouring: %u regions registered already", MAX_REGIONS);
-	/* Bus address = host virtual address: the software target runs in this process. */
+	/* Bus address: an IOVA where an IOMMU stands between (VFIO); the virtual address for the
+	 * software target, which runs in this process. */
+	if (c->be.dma_map && (rc = c->be.dma_map(c->be.priv, ptr, len, &a)))
+		return rc;
 	c->regions[n].addr = a;
 	c->regions[n].len = len;
 	c->regions[n].ptr = ptr;
@@ -370,13 +448,58 @@ int gio_ctx_register(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
 	return rc;
 }
 
-static void *alloc_dma(struct gio_ctx *c, size_t len)
+/* Zeroed, page-aligned memory the controller can reach; *addr receives its bus address. */
+/* DMA-address providers: who turns memory of a kind into a bus address. Host memory goes through
+ * the backend (identity for the software target, VFIO_IOMMU_MAP_DMA for nvme-pci). GPU memory
+ * (HBM) needs a provider that can pin it and give its bus address: a dma-buf of the range
+ * (cuMemGetHandleForAddressRange) imported through iommufd (IOMMU_IOAS_MAP_FILE), or an
+ * nvidia_p2p helper module. Neither is in this release; the refusal names what is missing. */
+static int hbm_provider(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
+{
+	struct utsname u;
+	(void)addr;
+	if (!c->be.mmio)
+		return gio__fail(-EOPNOTSUPP,
+				 "giouring: GPU memory at %p + %zu: the software target executes on the CPU and cannot reach "
+				 "HBM (exec=gpu is not in this release)",
+				 ptr, len);
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "unknown");
+	return gio__fail(-EOPNOTSUPP,
+			 "giouring: GPU memory at %p + %zu: no DMA-address provider for HBM in this release. It needs a "
+			 "dma-buf of the range (cuMemGetHandleForAddressRange) imported through iommufd "
+			 "(IOMMU_IOAS_MAP_FILE, Linux 6.13 or later; this kernel is %s, /dev/iommu %s), or an nvidia_p2p "
+			 "helper module. Register host memory (pinned) instead.",
+			 ptr, len, u.release, access("/dev/iommu", F_OK) == 0 ? "present" : "absent");
+}
+
+int gio_ctx_register_ex(struct gio_ctx *c, void *ptr, size_t len, uint32_t kind, uint64_t *addr)
+{
+	int rc;
+	if (!c)
+		return gio__fail(-EINVAL, "giouring: gio_ctx_register_ex: no context");
+	switch (kind) {
+	case GIO_MEM_HOST:
+		return gio_ctx_register(c, ptr, len, addr);
+	case GIO_MEM_HBM:
+		pthread_mutex_lock(&c->lock);
+		rc = hbm_provider(c, ptr, len, addr);
+		pthread_mutex_unlock(&c->lock);
+		return rc;
+	default:
+		return gio__fail(-EINVAL, "giouring: gio_ctx_register_ex: unknown memory kind %u (GIO_MEM_HOST, GIO_MEM_HBM)", kind);
+	}
+}
+
+static void *alloc_dma(struct gio_ctx *c, size_t len, uint64_t *addr)
 {
 	void *p = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
-	if (!p)
+	if (!p) {
+		gio__fail(-ENOMEM, "giouring: no memory for %zu bytes of queue or Identify memory", len);
 		return NULL;
+	}
 	memset(p, 0, len);
-	if (register_locked(c, p, (len + 4095) & ~(size_t)4095, NULL)) {
+	if (register_locked(c, p, (len + 4095) & ~(size_t)4095, addr)) {
 		free(p);
 		return NULL;
 	}
@@ -385,39 +508,41 @@ static void *alloc_dma(struct gio_ctx *c, size_t len)
 
 /* ---- bring-up ----------------------------------------------------------------------------- */
 
-static int bring_up(struct gio_ctx *c)
+static int bring_up(struct gio_ctx *c, uint32_t nsid, int dptr)
 {
-	const uint64_t cap = c->bar->regs.cap;
-	const uint64_t to_ns = (GIO_GET(cap, CAP_TO) ? GIO_GET(cap, CAP_TO) : 1) * 500000000ull;
+	const uint64_t cap = c->cap = reg_read64(c, GIO_REG_CAP);
+	const uint64_t to_ns = cap_timeout_ns(cap);
 	struct gio_id_ctrl *id;
 	struct gio_id_ns *ns;
 	struct gio_sqe sqe;
 	uint32_t dw0, nsq, ncq;
-	uint64_t asq, acq;
 	int rc;
 
-	if (GIO_GET(reg_read(c, GIO_REG_CC), CC_EN)) {
+	/* Reset: CC.EN to 0, then CSTS.RDY to 0 before the admin queue registers may change. RDY is
+	 * waited for even when EN already reads 0: a controller a previous user just disabled may
+	 * still be finishing its reset. */
+	if (GIO_GET(reg_read(c, GIO_REG_CC), CC_EN))
 		reg_write(c, GIO_REG_CC, 0);
-		rc = wait_csts(c, GIO_CSTS_RDY_MASK, 0, to_ns, "not ready (disable)");
-		if (rc)
-			return rc;
-	}
-	c->admin_sq = alloc_dma(c, ADMIN_DEPTH * sizeof(struct gio_sqe));
-	c->admin_cq = alloc_dma(c, ADMIN_DEPTH * sizeof(struct gio_cqe));
+	rc = wait_csts(c, GIO_CSTS_RDY_MASK, 0, to_ns, "not ready (disable)");
+	if (rc)
+		return rc;
+	if (GIO_GET(cap, CAP_MPSMIN) != 0 || !(GIO_GET(cap, CAP_CSS) & GIO_CAP_CSS_NVM))
+		return gio__fail(-EOPNOTSUPP, "giouring: controller needs pages above 4 KiB or lacks the NVM command set (CAP 0x%016" PRIx64 ")",
+				 cap);
+	if (c->be.mmio && gio_cq_doorbell_offset(cap, 1) + 4 > c->be.bar_len)
+		return gio__fail(-ENODEV, "giouring: BAR0 of %zu bytes is too small for one I/O queue pair's doorbells",
+				 c->be.bar_len);
+	c->admin_sq = alloc_dma(c, ADMIN_DEPTH * sizeof(struct gio_sqe), &c->admin_sq_addr);
+	c->admin_cq = alloc_dma(c, ADMIN_DEPTH * sizeof(struct gio_cqe), &c->admin_cq_addr);
 	c->admin_slots = calloc(ADMIN_DEPTH, sizeof(struct gio_cmd_slot));
-	c->idbuf = alloc_dma(c, GIO_IDENTIFY_BYTES);
+	c->idbuf = alloc_dma(c, GIO_IDENTIFY_BYTES, &c->idbuf_addr);
 	if (!c->admin_sq || !c->admin_cq || !c->admin_slots || !c->idbuf)
-		return gio__fail(-ENOMEM, "giouring: no memory for the admin queue");
-	asq = (uint64_t)(uintptr_t)c->admin_sq;
-	acq = (uint64_t)(uintptr_t)c->admin_cq;
+		return c->admin_slots ? -ENOMEM /* alloc_dma said why */ : gio__fail(-ENOMEM, "giouring: no memory for the admin queue");
 	reg_write(c, GIO_REG_AQA, GIO_SET(AQA_ASQS, ADMIN_DEPTH - 1) | GIO_SET(AQA_ACQS, ADMIN_DEPTH - 1));
-	reg_write(c, GIO_REG_ASQ, (uint32_t)asq);
-	reg_write(c, GIO_REG_ASQ + 4, (uint32_t)(asq >> 32));
-	reg_write(c, GIO_REG_ACQ, (uint32_t)acq);
-	reg_write(c, GIO_REG_ACQ + 4, (uint32_t)(acq >> 32));
+	reg_write64(c, GIO_REG_ASQ, c->admin_sq_addr);
+	reg_write64(c, GIO_REG_ACQ, c->admin_cq_addr);
 	rc = gio_qp_init(&c->admin, c->admin_sq, ADMIN_DEPTH, c->admin_cq, ADMIN_DEPTH, c->admin_slots, 0,
-			 (uint32_t *)((char *)c->bar + gio_sq_doorbell_offset(cap, 0)),
-			 (uint32_t *)((char *)c->bar + gio_cq_doorbell_offset(cap, 0)), 0);
+			 doorbell(c, gio_sq_doorbell_offset(cap, 0)), doorbell(c, gio_cq_doorbell_offset(cap, 0)), qp_flags(c));
 	if (rc)
 		return gio__fail(rc, "giouring: admin queue init");
 	/* Release: AQA/ASQ/ACQ before EN (the controller reads them when it sees EN). */
@@ -428,7 +553,7 @@ static int bring_up(struct gio_ctx *c)
 		return rc;
 	c->enabled = 1;
 
-	gio_prep_identify(&sqe, GIO_CNS_CTRL, 0, (uint64_t)(uintptr_t)c->idbuf, 0);
+	gio_prep_identify(&sqe, GIO_CNS_CTRL, 0, c->idbuf_addr, 0);
 	if ((rc = admin(c, &sqe, &dw0)))
 		return rc;
 	id = c->idbuf;
@@ -436,13 +561,21 @@ static int bring_up(struct gio_ctx *c)
 	if (rc)
 		return gio__fail(rc, "giouring: controller reports unusable SGLS/MDTS/page size");
 	c->info.sgls = id->sgls;
-	gio_prep_identify(&sqe, GIO_CNS_NS, GIO_TGT_NSID, (uint64_t)(uintptr_t)c->idbuf, 0);
+	if (dptr == GIO__DPTR_PRP) /* the builders then take PRPs; info.sgls keeps what the controller said */
+		c->caps.sgls = 0;
+	if (nsid > id->nn)
+		return gio__fail(-ENODEV, "giouring: namespace %u: the controller has %u", nsid, id->nn);
+	gio_prep_identify(&sqe, GIO_CNS_NS, nsid, c->idbuf_addr, 0);
 	if ((rc = admin(c, &sqe, &dw0)))
 		return rc;
 	ns = c->idbuf;
+	if (ns->nsze == 0)
+		return gio__fail(-ENODEV, "giouring: namespace %u is not active", nsid);
+	if (gio_id_ns_lba_bytes(ns) < 512 || gio_id_ns_lba_bytes(ns) > (1u << 16))
+		return gio__fail(-EOPNOTSUPP, "giouring: namespace %u: LBA size %u is outside 512..65536", nsid, gio_id_ns_lba_bytes(ns));
 	c->info.nblocks = ns->nsze;
 	c->info.lba_bytes = gio_id_ns_lba_bytes(ns);
-	c->info.nsid = GIO_TGT_NSID;
+	c->info.nsid = nsid;
 	c->info.max_xfer_bytes = c->caps.max_xfer_bytes;
 	c->info.page_bytes = c->caps.page_bytes;
 	c->info.max_queue_entries = (uint32_t)GIO_GET(cap, CAP_MQES) + 1;
@@ -451,12 +584,15 @@ static int bring_up(struct gio_ctx *c)
 		return rc;
 	gio_num_queues_granted(dw0, &nsq, &ncq);
 	c->info.io_queues = nsq < ncq ? nsq : ncq;
+	/* No more queue pairs than BAR0 has doorbells for. */
+	while (c->be.mmio && c->info.io_queues && gio_cq_doorbell_offset(cap, (uint16_t)c->info.io_queues) + 4 > c->be.bar_len)
+		c->info.io_queues--;
 	return 0;
 }
 
 int gio_ctx_open(const char *uri, struct gio_ctx **out)
 {
-	struct params p = {0, 4096, 1, 7, 16, 2, 4095, 0, -1};
+	struct params p = {0, 4096, 1, 7, 16, 2, 4095, GIO_TGT_NSID, 0, -1, GIO__DPTR_AUTO};
 	struct gio_tgt_config cfg;
 	struct gio_ctx *c;
 	char buf[4096];
@@ -517,11 +653,20 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 		}
 		memset(c->exec.mem, 0, c->size);
 		rc = 0;
+	} else if (!strncmp(buf, "nvme-pci://", 11)) {
+		/* A real controller: no software target, no executor; the rest is the same path. */
+		if ((rc = gio__vfio_open(buf + 11, &c->be)))
+			goto fail;
+		pthread_mutex_lock(&c->lock);
+		rc = bring_up(c, p.ns, p.dptr);
+		pthread_mutex_unlock(&c->lock);
+		if (rc)
+			goto fail;
+		*out = c;
+		return 0;
 	} else if (!strncmp(buf, "mem://hbm", 9)) {
 		rc = gio__fail(-EOPNOTSUPP, "giouring: '%s': gio_ctx_open() serves file:// and mem://host; GPU-executed targets "
 				 "open with gio_gpu_target_open() (giouring/gpu_target.cuh, CUDA)", buf);
-	} else if (!strncmp(buf, "nvme-pci://", 11)) {
-		rc = gio__fail(-EOPNOTSUPP, "giouring: '%s': this release serves file:// and mem://host targets only", buf);
 		goto fail;
 	} else {
 		rc = gio__fail(-EINVAL, "giouring: '%s': unknown target (file:///path, mem://host, or none)", buf);
@@ -545,6 +690,8 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 		rc = gio__fail(-ENOMEM, "giouring: no memory for registers");
 		goto fail;
 	}
+	c->be.bar = c->bar;
+	c->be.bar_len = sizeof(*c->bar);
 	rc = gio_tgt_init(&c->tgt, c->bar, &cfg, &c->map);
 	if (rc) {
 		rc = gio__fail(rc, "giouring: invalid target configuration");
@@ -556,7 +703,7 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 		goto fail;
 	c->started = 1;
 	pthread_mutex_lock(&c->lock);
-	rc = bring_up(c);
+	rc = bring_up(c, p.ns, p.dptr);
 	pthread_mutex_unlock(&c->lock);
 	if (rc)
 		goto fail;
@@ -584,6 +731,8 @@ const struct gio_dptr_caps *gio_ctx_dptr_caps(const struct gio_ctx *c)
 int gio_ctx_inject(struct gio_ctx *c, const struct gio_fault *f)
 {
 	static const struct gio_fault none;
+	if (!c->started)
+		return gio__fail(-EOPNOTSUPP, "giouring: fault injection needs the software target (file:// or mem://host)");
 	pthread_mutex_lock(&c->exec.fault_lock);
 	c->exec.fault = f ? *f : none;
 	if (c->exec.fault.fail_nth)
@@ -593,6 +742,55 @@ int gio_ctx_inject(struct gio_ctx *c, const struct gio_fault *f)
 	pthread_mutex_unlock(&c->exec.fault_lock);
 	__atomic_store_n(&c->exec.stall_until_ns, f && f->stall_ms ? gio_host_now_ns() + f->stall_ms * 1000000ull : 0,
 			 __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* ---- doorbell proxy ----------------------------------------------------------------------- */
+
+/* Mirrors the shadow doorbells of proxied queue pairs to the controller's MMIO doorbells, one
+ * write per change (a batch of commands costs one write). For rings whose producers cannot write
+ * MMIO themselves: GPU threads where the GPU driver refuses to map BAR0 for them. */
+static void *proxy_main(void *arg)
+{
+	struct gio_ctx *c = arg;
+	uint32_t spins = 0;
+	while (!gio_load_acquire(&c->proxy_stop)) {
+		/* Pairs with the release of nqps after a queue pair is complete. */
+		const uint32_t n = gio_load_acquire(&c->nqps);
+		uint32_t i, k, moved = 0;
+		for (i = 1; i <= n; i++) {
+			struct qp_mem *m = c->qps[i];
+			if (!m || !m->proxied)
+				continue;
+			for (k = 0; k < 2; k++) {
+				/* Pairs with the ring's release store of the shadow tail/head: the entries
+				 * it announces are written (SQ) or consumed (CQ). */
+				const uint32_t v = gio_load_acquire(&m->shadow[k]);
+				if (v != m->mirrored[k]) {
+					m->mirrored[k] = v;
+					gio_fence_release(); /* then the controller may fetch them */
+					gio_mmio_write32((volatile uint32_t *)m->hw_db[k], v);
+					moved++;
+				}
+			}
+		}
+		if (moved)
+			spins = 0;
+		else
+			gio_backoff(&spins);
+	}
+	return NULL;
+}
+
+static int proxy_start(struct gio_ctx *c)
+{
+	int rc;
+	if (c->proxy_started)
+		return 0;
+	rc = pthread_create(&c->proxy, NULL, proxy_main, c);
+	if (rc)
+		return gio__fail(-rc, "giouring: cannot start the doorbell proxy thread: %s", strerror(rc));
+	c->proxy_started = 1;
 	return 0;
 }
 
@@ -609,8 +807,15 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 	int rc;
 	if (!c || !out)
 		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_create: NULL argument");
-	if (flags & ~GIO_CTX_QP_PINNED)
+	if (flags & ~(GIO_CTX_QP_PINNED | GIO_CTX_QP_DB_PROXY))
 		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_create_ex: unknown flags 0x%x", flags);
+	if ((flags & GIO_CTX_QP_DB_PROXY) && !c->be.mmio)
+		return gio__fail(-EOPNOTSUPP,
+				 "giouring: GIO_CTX_QP_DB_PROXY: this target's doorbells are memory already (no MMIO to proxy)");
+	if ((flags & GIO_CTX_QP_PINNED) && c->be.mmio && !(flags & GIO_CTX_QP_DB_PROXY))
+		return gio__fail(-EOPNOTSUPP,
+				 "giouring: GIO_CTX_QP_PINNED on nvme-pci needs GIO_CTX_QP_DB_PROXY: GPU threads cannot write "
+				 "the controller's MMIO doorbells (BAR0 registered with cudaHostRegisterIoMemory is not in this release)");
 	if (depth < 2 || (depth & (depth - 1)) || depth > c->info.max_queue_entries)
 		return gio__fail(-EINVAL, "giouring: queue depth %u: a power of two from 2 to %u", depth, c->info.max_queue_entries);
 	pthread_mutex_lock(&c->lock);
@@ -630,7 +835,8 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 		m->pinned = 1;
 		m->sq = pinned_alloc(sq_bytes);
 		m->cq = m->sq ? pinned_alloc(cq_bytes) : NULL;
-		m->slots = m->cq ? pinned_alloc(depth * sizeof(struct gio_cmd_slot)) : NULL;
+		/* The slots, then the two shadow doorbells of GIO_CTX_QP_DB_PROXY: both written by GPU threads. */
+		m->slots = m->cq ? pinned_alloc(depth * sizeof(struct gio_cmd_slot) + 2 * sizeof(uint32_t)) : NULL;
 		if (!m->slots) { /* nothing registered yet: give everything back, keep the qid */
 			if (m->sq)
 				cudart.free_host(m->sq);
@@ -641,37 +847,52 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 			return gio__fail(-ENODEV, "giouring: no pinned queue memory: %s",
 					 cudart_error[0] ? cudart_error : "cudaHostAlloc failed");
 		}
-		if ((rc = register_locked(c, m->sq, sq_bytes, NULL)) || (rc = register_locked(c, m->cq, cq_bytes, NULL)))
+		if ((rc = register_locked(c, m->sq, sq_bytes, &m->sq_addr)) ||
+		    (rc = register_locked(c, m->cq, cq_bytes, &m->cq_addr)))
 			goto fail;
 	} else {
-		m->sq = alloc_dma(c, depth * sizeof(struct gio_sqe));
-		m->cq = alloc_dma(c, depth * sizeof(struct gio_cqe));
+		m->sq = alloc_dma(c, depth * sizeof(struct gio_sqe), &m->sq_addr);
+		m->cq = m->sq ? alloc_dma(c, depth * sizeof(struct gio_cqe), &m->cq_addr) : NULL;
 		m->slots = calloc(depth, sizeof(struct gio_cmd_slot));
 	}
 	if (!m->sq || !m->cq || !m->slots) {
-		rc = gio__fail(-ENOMEM, "giouring: no memory for a queue pair of depth %u", depth);
+		rc = m->slots ? -ENOMEM /* alloc_dma said why */
+			      : gio__fail(-ENOMEM, "giouring: no memory for a queue pair of depth %u", depth);
 		goto fail;
 	}
-	rc = gio_qp_init(&m->qp, m->sq, depth, m->cq, depth, m->slots, (uint16_t)qid,
-			 (uint32_t *)((char *)c->bar + gio_sq_doorbell_offset(c->bar->regs.cap, (uint16_t)qid)),
-			 (uint32_t *)((char *)c->bar + gio_cq_doorbell_offset(c->bar->regs.cap, (uint16_t)qid)), 0);
+	m->hw_db[0] = doorbell(c, gio_sq_doorbell_offset(c->cap, (uint16_t)qid));
+	m->hw_db[1] = doorbell(c, gio_cq_doorbell_offset(c->cap, (uint16_t)qid));
+	m->proxied = (flags & GIO_CTX_QP_DB_PROXY) != 0;
+	m->shadow = m->pinned ? (uint32_t *)((struct gio_cmd_slot *)m->slots + depth) : m->shadow_host;
+	if (m->proxied && (rc = proxy_start(c)))
+		goto fail;
+	/* A proxied ring writes its shadow words with release stores, like the software target's. */
+	rc = m->proxied ? gio_qp_init(&m->qp, m->sq, depth, m->cq, depth, m->slots, (uint16_t)qid, &m->shadow[0],
+				      &m->shadow[1], 0)
+			: gio_qp_init(&m->qp, m->sq, depth, m->cq, depth, m->slots, (uint16_t)qid, m->hw_db[0], m->hw_db[1],
+				      qp_flags(c));
 	if (rc)
 		goto fail;
-	if ((rc = gio_prep_create_cq(&sqe, (uint16_t)qid, depth, (uint64_t)(uintptr_t)m->cq, 0, 0)) ||
-	    (rc = admin(c, &sqe, &dw0)))
+	if ((rc = gio_prep_create_cq(&sqe, (uint16_t)qid, depth, m->cq_addr, 0, 0)) || (rc = admin(c, &sqe, &dw0)))
 		goto fail;
-	if ((rc = gio_prep_create_sq(&sqe, (uint16_t)qid, depth, (uint16_t)qid, (uint64_t)(uintptr_t)m->sq)) ||
-	    (rc = admin(c, &sqe, &dw0)))
+	if ((rc = gio_prep_create_sq(&sqe, (uint16_t)qid, depth, (uint16_t)qid, m->sq_addr)) ||
+	    (rc = admin(c, &sqe, &dw0))) {
+		/* The CQ exists on the controller: remove it so the qid is not left half made. */
+		if (gio_prep_delete_cq(&sqe, (uint16_t)qid) == 0)
+			(void)gio_qp_submit_wait(&c->admin, &sqe, ADMIN_TIMEOUT_NS, NULL, NULL);
 		goto fail;
+	}
+	m->live = 1;
 	c->qps[qid] = m;
-	c->nqps = qid;
+	gio_store_release(&c->nqps, qid); /* pairs with the proxy's acquire: the entry is complete */
 	pthread_mutex_unlock(&c->lock);
 	*out = &m->qp;
 	return 0;
 fail:
 	/* Queue memory stays registered (regions are never removed); it is freed at close. */
+	m->proxied = 0;
 	c->qps[qid] = m;
-	c->nqps = qid;
+	gio_store_release(&c->nqps, qid);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -682,15 +903,37 @@ int gio_ctx_close(struct gio_ctx *c)
 	uint32_t i;
 	if (!c)
 		return 0;
+	/* No doorbell writes to queues being deleted. */
+	if (c->proxy_started) {
+		gio_store_release(&c->proxy_stop, 1);
+		pthread_join(c->proxy, NULL);
+	}
 	if (c->enabled) {
-		const uint64_t cap = c->bar->regs.cap;
-		const uint64_t to_ns = (GIO_GET(cap, CAP_TO) ? GIO_GET(cap, CAP_TO) : 1) * 500000000ull;
+		const uint64_t to_ns = cap_timeout_ns(c->cap);
+		/* Delete the I/O queues first (SQ before its CQ), as the specification asks of a host
+		 * before shutdown; best effort with a short deadline, since the shutdown that follows
+		 * stops the controller either way and its status is what close reports. */
+		for (i = MAX_QPS; i >= 1; i--) {
+			struct gio_sqe sqe;
+			struct qp_mem *m = c->qps[i];
+			if (!m || !m->live)
+				continue;
+			if (gio_prep_delete_sq(&sqe, (uint16_t)i) ||
+			    gio_qp_submit_wait(&c->admin, &sqe, CLOSE_ADMIN_TIMEOUT_NS, NULL, NULL) == -ETIME)
+				break;
+			if (gio_prep_delete_cq(&sqe, (uint16_t)i) ||
+			    gio_qp_submit_wait(&c->admin, &sqe, CLOSE_ADMIN_TIMEOUT_NS, NULL, NULL) == -ETIME)
+				break;
+		}
 		reg_write(c, GIO_REG_CC, reg_read(c, GIO_REG_CC) | GIO_SET(CC_SHN, GIO_CC_SHN_NORMAL));
 		rc = wait_csts(c, GIO_CSTS_SHST_MASK << GIO_CSTS_SHST_SHIFT,
 			       GIO_CSTS_SHST_COMPLETE << GIO_CSTS_SHST_SHIFT, to_ns, "shutdown complete (CSTS.SHST)");
 	}
 	if (c->started)
 		gio__exec_stop(&c->exec);
+	/* Unmaps DMA (unpinning) before the memory below is freed. */
+	if (c->be.close)
+		c->be.close(c->be.priv);
 	if (c->exec.kind == GIO__BACKING_FILE && c->exec.fd >= 0) {
 		if (fsync(c->exec.fd) && rc == 0)
 			rc = gio__fail(-errno, "giouring: fsync %s: %s", c->path, strerror(errno));

@@ -37,4 +37,24 @@ struct gio__exec {
 int gio__exec_start(struct gio__exec *e, int nthreads);
 void gio__exec_stop(struct gio__exec *e);
 
+/* How a context reaches its controller: the registers and the bus addresses of memory. The
+ * bring-up, admin and queue code in ctx.c is the same for every backend.
+ * - software target: BAR0 is ordinary memory in this process (atomic accesses), a bus address is
+ *   the virtual address (dma_map is NULL);
+ * - VFIO (vfio.c): BAR0 is an MMIO mapping (32-bit volatile accesses, 64-bit registers as two,
+ *   low then high), bus addresses are IOVAs mapped through the IOMMU. */
+struct gio__backend {
+	void *bar;      /* BAR0 */
+	size_t bar_len; /* its mapped length */
+	int mmio;       /* 1: MMIO registers and doorbells */
+	void *priv;
+	/* Maps [ptr, ptr + len) for device DMA; *iova receives the bus address of ptr. */
+	int (*dma_map)(void *priv, void *ptr, size_t len, uint64_t *iova);
+	void (*close)(void *priv);
+};
+
+/* Opens the PCI function `bdf` (dddd:bb:dd.f) through VFIO: container, group, TYPE1v2 IOMMU,
+ * BAR0 mapped, bus mastering on. Fills *be; gio__fail() message on error. */
+int gio__vfio_open(const char *bdf, struct gio__backend *be);
+
 #endif

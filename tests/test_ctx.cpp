@@ -62,8 +62,15 @@ TEST_CASE("bad URIs get -EINVAL with a message naming the problem", "[ctx]")
 		{"file://relative/path", -EINVAL, "absolute path"},
 		{"mem://host?size=1M&exec=gpu", -EOPNOTSUPP, "exec=gpu"},
 		{"mem://host?size=1M&exec=tpu", -EINVAL, "exec=tpu"},
-		{"mem://hbm?size=1M", -EOPNOTSUPP, "file:// and mem://host"},
+		{"mem://hbm?size=1M", -EOPNOTSUPP, "gio_gpu_target_open"},
 		{"?size=1M&direct=yes", -EINVAL, "direct=yes"},
+		{"mem://host?size=1M&dptr=sgl2", -EINVAL, "dptr=sgl2"},
+		{"mem://host?size=1M&ns=0", -EINVAL, "ns=0"},
+		{"mem://host?size=1M&ns=2", -ENODEV, "namespace 2"},
+		{"nvme-pci://01:00.0", -EINVAL, "dddd:bb:dd.f"},
+		{"nvme-pci://0000:01:00.0x", -EINVAL, "dddd:bb:dd.f"},
+		// A PCI address with no device behind it (function 7 of device 31 on a made-up bus).
+		{"nvme-pci://0000:fe:1f.7", -ENODEV, "0000:fe:1f.7"},
 	};
 	for (auto &c : cases) {
 		INFO(c.uri);
@@ -95,6 +102,22 @@ TEST_CASE("URI numbers: digits with K M G T suffixes, overflow refused", "[ctx][
 	CHECK(gio_uri_number("-1", &v) == -EINVAL);
 	CHECK(gio_uri_number(nullptr, &v) == -EINVAL);
 	CHECK(v == 7); // untouched on error
+}
+
+TEST_CASE("dptr=prp: the builders get PRP-only caps; info keeps the controller's SGLS", "[ctx]")
+{
+	gio_ctx *ctx = nullptr;
+	REQUIRE(gio_ctx_open("mem://host?size=1M&dptr=prp", &ctx) == 0);
+	gio_ns_info info;
+	gio_ctx_info(ctx, &info);
+	CHECK(info.sgls != 0);
+	CHECK(gio_dptr_sgl_support(gio_ctx_dptr_caps(ctx)) == GIO_SGLS_SUPPORT_NONE);
+	// Fault injection belongs to the software target: still available here.
+	CHECK(gio_ctx_inject(ctx, nullptr) == 0);
+	CHECK(gio_ctx_close(ctx) == 0);
+	REQUIRE(gio_ctx_open("mem://host?size=1M&dptr=auto", &ctx) == 0);
+	CHECK(gio_dptr_sgl_support(gio_ctx_dptr_caps(ctx)) == GIO_SGLS_SUPPORT_BYTE);
+	CHECK(gio_ctx_close(ctx) == 0);
 }
 
 TEST_CASE("controller comes up; identify reports the configured rules", "[ctx]")
@@ -375,5 +398,25 @@ TEST_CASE("pinned queue memory needs the CUDA runtime and a GPU", "[ctx]")
 		CHECK(std::string(gio_last_error()).find("pinned") != std::string::npos);
 		REQUIRE(gio_ctx_qp_create(ctx, 8, &qp) == 0); // the failed attempt used no queue id
 	}
+	CHECK(gio_ctx_close(ctx) == 0);
+}
+
+TEST_CASE("GPU placement where it is unsupported: documented errors, no crash", "[ctx]")
+{
+	gio_ctx *ctx = nullptr;
+	REQUIRE(gio_ctx_open("mem://host?size=1M", &ctx) == 0);
+	static char hbm[4096]; // stands in for a device pointer: nothing may touch it
+	uint64_t addr = 7;
+	CHECK(gio_ctx_register_ex(ctx, hbm, sizeof(hbm), GIO_MEM_HBM, &addr) == -EOPNOTSUPP);
+	CHECK(std::string(gio_last_error()).find("HBM") != std::string::npos);
+	CHECK(addr == 7);
+	CHECK(gio_ctx_register_ex(ctx, hbm, sizeof(hbm), 9, &addr) == -EINVAL);
+	CHECK(gio_ctx_register_ex(ctx, hbm, sizeof(hbm), GIO_MEM_HOST, &addr) == 0);
+	CHECK(addr == reinterpret_cast<uint64_t>(hbm));
+	gio_qp *qp = nullptr;
+	CHECK(gio_ctx_qp_create_ex(ctx, 8, GIO_CTX_QP_DB_PROXY, &qp) == -EOPNOTSUPP);
+	CHECK(std::string(gio_last_error()).find("GIO_CTX_QP_DB_PROXY") != std::string::npos);
+	CHECK(qp == nullptr);
+	CHECK(gio_ctx_qp_create_ex(ctx, 8, 4u, &qp) == -EINVAL);
 	CHECK(gio_ctx_close(ctx) == 0);
 }

@@ -9,17 +9,31 @@
  * | `file:///path/kv.img?size=64M` | a file (O_DIRECT where the file system allows it) | CPU threads, io_uring |
  * | `mem://host?size=64M` | host memory | CPU threads |
  * | NULL or "" | a file of 64 MiB in a new temporary directory, removed at close | CPU threads |
+ * | `nvme-pci://0000:01:00.0` | a PCI NVMe controller bound to vfio-pci (its namespace `ns`) | the controller |
  *
  * Query parameters (all optional): `size` (bytes, suffixes K M G T; required for a new file and for
  * memory), `lba` (block size, 512 to 65536, default 4096), `sgls` (0 PRP only, 1 SGLs, 2 SGLs with
  * the dword rule; default 1), `mdts` (default 7: 512 KiB), `queues` (I/O queue pairs offered,
  * default 16), `threads` (executor threads, default 2), `mqes` (largest queue size minus one,
- * default 4095), `exec` (`cpu`; `gpu` gives `-EOPNOTSUPP` in this release).
+ * default 4095), `exec` (`cpu`; `gpu` gives `-EOPNOTSUPP` in this release), `ns` (the namespace
+ * to address, default 1), `dptr` (`auto`: SGLs where Identify Controller SGLS allows them, PRPs
+ * otherwise; `prp`: gio_ctx_dptr_caps() reports no SGL support, so builders make PRPs). The
+ * software target's parameters (size, lba, sgls, mdts, queues, threads, mqes) are ignored for
+ * `nvme-pci`: the controller reports its own.
+ *
+ * `nvme-pci` opens the device through VFIO (container and group, TYPE1v2 IOMMU; the device and
+ * every device of its IOMMU group bound to vfio-pci, `giouring-info` prints the steps), maps
+ * BAR0, and polls: no interrupts are used. Memory the controller reaches (queues, Identify data,
+ * registered buffers) is pinned and mapped through the IOMMU at IOVAs the library allocates, so
+ * bus addresses differ from pointers: use the address gio_ctx_register() returns. Needs root or
+ * access to /dev/vfio, and a locked-memory limit (ulimit -l) above what is registered.
  *
  * The controller is brought up through its registers (CC.EN, AQA/ASQ/ACQ, CSTS.RDY with CAP.TO as
  * the deadline) and admin commands (Identify, Set Features Number of Queues, Create I/O CQ/SQ), the
- * path a real controller takes too. Bus addresses are host virtual addresses of registered memory;
- * the target refuses anything else with Data Transfer Error.
+ * path a real controller takes, and for `nvme-pci` the same code drives the real one. For the
+ * software target bus addresses are host virtual addresses of registered memory, and the target
+ * refuses anything else with Data Transfer Error; for `nvme-pci` they are IOVAs, and an address
+ * outside every mapping is refused by the IOMMU (a DMA fault in the kernel log).
  *
  * Thread safety: gio_ctx_register() and gio_ctx_qp_create() may be called from any thread; a
  * queue pair may be used by many threads at once (giouring/qp.h); gio_ctx_close() last, alone.
@@ -67,20 +81,25 @@ struct gio_fault {
  * @return 0, or `-EINVAL` (bad URI or parameter; the message says which, see gio_last_error()),
  *         `-ENOMEM`, `-errno` of a failed file operation, `-ETIME` (controller not ready within
  *         CAP.TO), `-EIO` (an admin command failed; the message names its NVMe status),
- *         `-EOPNOTSUPP` (a URI scheme this build does not serve).
+ *         `-EOPNOTSUPP` (a URI scheme this build does not serve, or a controller needing pages
+ *         above 4 KiB), `-ENODEV` (no such PCI device, no IOMMU group, or namespace @p ns
+ *         absent or inactive), `-EBUSY` (the device is not bound to vfio-pci, or its IOMMU group
+ *         is not viable), or `-errno` of a failed VFIO call (the message names it).
  *
  * Any host thread.
  */
 int gio_ctx_open(const char *uri, struct gio_ctx **out);
 
 /**
- * @brief Shuts the controller down (CC.SHN, waiting for CSTS.SHST) and releases everything.
+ * @brief Deletes the I/O queues, shuts the controller down (CC.SHN, waiting for CSTS.SHST) and
+ * releases everything.
  * @param ctx  the context, or NULL.
  * @return 0, or `-ETIME` when the shutdown did not complete within CAP.TO, or `-errno` of the
  *         file's final flush (the data written before is then not known to be stable).
  *
  * One thread, after every other use has ended. Data written before close is read back by a later
- * context on the same file.
+ * context on the same file or controller. Queue deletion is best effort (500 ms per command):
+ * the shutdown that follows stops the controller either way, and its result is what is returned.
  */
 int gio_ctx_close(struct gio_ctx *ctx);
 
@@ -109,15 +128,52 @@ const struct gio_dptr_caps *gio_ctx_dptr_caps(const struct gio_ctx *ctx);
  * @param len   its length, at least 1.
  * @param addr  receives the bus address of @p ptr (use it in data pointers), or NULL.
  * @return 0, `-EINVAL` (NULL, empty, or overlapping a registered region), `-ENOSPC` (the region
- *         table is full).
+ *         table or the IOVA space is full), or for `nvme-pci` `-errno` of VFIO_IOMMU_MAP_DMA
+ *         (`-ENOMEM` often means the locked-memory limit).
  *
  * Any thread. Registration lasts until the context closes.
  */
 int gio_ctx_register(struct gio_ctx *ctx, void *ptr, size_t len, uint64_t *addr);
 
+/** @name Memory kinds for gio_ctx_register_ex()
+ * @{ */
+#define GIO_MEM_HOST 0u /**< Host memory (pageable or pinned): what gio_ctx_register() takes. */
+#define GIO_MEM_HBM 1u  /**< GPU memory (a device pointer): needs a DMA-address provider. */
+/** @} */
+
+/**
+ * @brief Registers memory of a given kind the controller may transfer to and from.
+ * @param ctx   the context.
+ * @param ptr   start of the memory (a device pointer for GIO_MEM_HBM).
+ * @param len   its length, at least 1.
+ * @param kind  GIO_MEM_HOST or GIO_MEM_HBM.
+ * @param addr  receives the bus address of @p ptr, or NULL.
+ * @return as gio_ctx_register() for GIO_MEM_HOST; `-EINVAL` for an unknown @p kind;
+ *         `-EOPNOTSUPP` for GIO_MEM_HBM in this release: a bus address for GPU memory needs a
+ *         dma-buf of the range imported through iommufd (IOMMU_IOAS_MAP_FILE, Linux 6.13+) or an
+ *         nvidia_p2p helper, and gio_last_error() names what this machine lacks.
+ *
+ * Any thread. The provider interface is where HBM support will plug in; nothing is mapped on
+ * failure.
+ */
+int gio_ctx_register_ex(struct gio_ctx *ctx, void *ptr, size_t len, uint32_t kind, uint64_t *addr);
+
 /** @brief gio_ctx_qp_create_ex() flag: queue memory in pinned host memory mapped into the GPU
- *  (cudaHostAlloc with cudaHostAllocMapped), for rings that GPU threads fill. */
+ *  (cudaHostAlloc with cudaHostAllocMapped), for rings that GPU threads fill. On `nvme-pci`
+ *  it needs GIO_CTX_QP_DB_PROXY too. */
 #define GIO_CTX_QP_PINNED 1u
+
+/**
+ * @brief gio_ctx_qp_create_ex() flag (`nvme-pci` only): doorbells through a proxy thread.
+ *
+ * Doorbell modes of a real controller: *direct* (the default) has the ring's producers write the
+ * MMIO doorbell themselves; *proxy* has them write shadow words in host memory (release stores)
+ * that one CPU thread per context mirrors to the MMIO doorbells, one write per change. Proxy is
+ * for producers that cannot write MMIO: GPU threads where the GPU driver refuses to map BAR0 for
+ * them. It costs a CPU thread that polls (it backs off to yielding when idle) and the latency of
+ * one hop.
+ */
+#define GIO_CTX_QP_DB_PROXY 2u
 
 /**
  * @brief Creates an I/O queue pair (Create I/O CQ, then Create I/O SQ).
@@ -135,11 +191,14 @@ int gio_ctx_qp_create(struct gio_ctx *ctx, uint32_t depth, struct gio_qp **qp);
  * @brief Creates an I/O queue pair with a choice of queue memory.
  * @param ctx    the context.
  * @param depth  entries of the SQ and CQ, a power of two from 2 to CAP.MQES + 1.
- * @param flags  0 for plain host memory, or GIO_CTX_QP_PINNED.
+ * @param flags  0 for plain host memory and direct doorbells, or GIO_CTX_QP_PINNED and/or
+ *               GIO_CTX_QP_DB_PROXY.
  * @param qp     receives the queue pair, owned by the context.
  * @return as gio_ctx_qp_create(), plus `-ENODEV` for GIO_CTX_QP_PINNED where the CUDA runtime
- *         cannot be loaded or reports no GPU (the message says which), and `-EINVAL` for an
- *         unknown flag.
+ *         cannot be loaded or reports no GPU (the message says which), `-EINVAL` for an
+ *         unknown flag, and `-EOPNOTSUPP` for GIO_CTX_QP_DB_PROXY on a software target (its
+ *         doorbells are memory) or GIO_CTX_QP_PINNED on `nvme-pci` without GIO_CTX_QP_DB_PROXY
+ *         (direct MMIO doorbells for GPU threads are not in this release).
  *
  * Any thread. The CUDA runtime is loaded at run time only when pinned memory is asked for, so the
  * host library has no link-time dependency on CUDA.
@@ -150,7 +209,7 @@ int gio_ctx_qp_create_ex(struct gio_ctx *ctx, uint32_t depth, uint32_t flags, st
  * @brief Sets the faults the software target injects from now on.
  * @param ctx    the context.
  * @param fault  the faults, or NULL for none.
- * @return 0.
+ * @return 0, or `-EOPNOTSUPP` for a context that has no software target (`nvme-pci`).
  *
  * Any thread; for tests.
  */

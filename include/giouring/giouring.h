@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "dma_map.h"
 #include "dptr.h"
+#include "dptr_build.h"
 #include "kv.h"
 #include "ordering.h"
 #include "prep.h"

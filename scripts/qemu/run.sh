@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# QEMU conformance runs (ctest label qemu): boots a Debian kernel under QEMU TCG with a virtual
+# Intel IOMMU and emulated NVMe controllers, runs the project's static test programs in a busybox
+# initramfs and judges from the serial log.
+#
+#   run.sh conformance BUILD_DIR   the nvme-pci suite on two controllers bound to vfio-pci, then a
+#                                  canary DMA to an unmapped IOVA that must show up as a fault
+#   run.sh info BUILD_DIR          giouring-info with no kernel-bound controller (must fail), then
+#                                  with the nvme driver loaded and a namespace mounted
+#   run.sh bench BUILD_DIR [SECONDS]  commands/s at QD1 and QD32 (TCG: for regressions only)
+#
+# Exit 0 pass, 1 fail, 77 skipped (QEMU or busybox-static missing: scripts/deps.sh installs them,
+# GIO_QEMU_SKIP=1 skips on purpose). Environment: GIO_QEMU_CACHE (kernel cache, default
+# BUILD_DIR/qemu-cache), GIO_QEMU_TIMEOUT (outer timeout of one boot, default 240 s),
+# GIO_QEMU_KEEP=1 keeps the work directory, GIO_QEMU_REQUIRED=1 turns skips into failures.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+mode=${1:?usage: run.sh conformance|info|bench BUILD_DIR}
+build=$(cd "${2:?usage: run.sh MODE BUILD_DIR}" && pwd)
+bench_seconds=${3:-5}
+
+log() { printf 'qemu-%s: %s\n' "$mode" "$*" >&2; }
+# CI sets GIO_QEMU_REQUIRED=1: there a missing tool is a failure, not a skip.
+skip() {
+  if [[ "${GIO_QEMU_REQUIRED:-0}" == 1 ]]; then log "FAIL (GIO_QEMU_REQUIRED=1): $*"; exit 1; fi
+  log "SKIP: $*"; exit 77
+}
+
+[[ "${GIO_QEMU_SKIP:-0}" == 1 ]] && skip "GIO_QEMU_SKIP=1"
+qemu=$(command -v qemu-system-x86_64 || true)
+[[ -n "$qemu" ]] || skip "qemu-system-x86_64 not found (GIO_EXTRA_PACKAGES or scripts/deps.sh installs qemu-system-x86)"
+busybox=/bin/busybox
+# The guest has no libc: busybox must be the static one (busybox-static).
+[[ -x "$busybox" ]] && { ldd "$busybox" 2>&1 || true; } | grep -q 'not a dynamic' || skip "a static busybox is needed (busybox-static)"
+command -v cpio >/dev/null || skip "cpio not found"
+bios=()
+[[ -f /usr/share/qemu/qboot.rom ]] && bios=(-bios /usr/share/qemu/qboot.rom) # ~1 s faster than SeaBIOS
+
+cache=${GIO_QEMU_CACHE:-$build/qemu-cache}
+bash "$here/fetch-kernel.sh" "$cache"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/gio-qemu-$mode.XXXXXX")
+cleanup() { [[ "${GIO_QEMU_KEEP:-0}" == 1 ]] && log "kept $work" || rm -rf "$work"; }
+trap cleanup EXIT
+
+# ---- initramfs -------------------------------------------------------------------------------
+root=$work/root
+mkdir -p "$root"/{bin,dev,proc,sys,tmp,mnt,modules,lib64,lib/x86_64-linux-gnu}
+cp "$busybox" "$root/bin/busybox"
+cp "$cache"/modules/*.ko "$cache/modules/order" "$root/modules/"
+case "$mode" in
+  conformance|bench)
+    cp "$build/tests/gio-qemu-conformance" "$root/bin/" ;;
+  info)
+    cp "$build/tools/giouring-info" "$root/bin/"
+    # giouring-info is dynamic (libnvme): its libraries and the loader go along.
+    ldd "$build/tools/giouring-info" | awk '/=> \//{print $3} /^\t\/lib/{print $1}' | while read -r lib; do
+      mkdir -p "$root$(dirname "$lib")"
+      cp -L "$lib" "$root$lib"
+    done ;;
+  *) log "unknown mode $mode"; exit 2 ;;
+esac
+
+cat > "$root/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+load() { # modules named in order up to and including $1
+  for m in $(cat /modules/order); do
+    insmod /modules/$m 2>/dev/null || grep -q "^$(echo ${m%.ko} | tr - _) " /proc/modules || echo "note: insmod $m failed"
+    [ "$m" = "$1" ] && break
+  done
+}
+nvme_bdfs() { # NVMe controllers by class code
+  for d in /sys/bus/pci/devices/*; do [ "$(cat $d/class)" = 0x010802 ] && basename $d; done
+}
+to_vfio() {
+  echo vfio-pci > /sys/bus/pci/devices/$1/driver_override
+  echo $1 > /sys/bus/pci/drivers_probe
+  [ -e /dev/vfio/$(basename $(readlink /sys/bus/pci/devices/$1/iommu_group)) ] || echo "FAIL bind $1 to vfio-pci"
+}
+dump_faults() {
+  echo "==DMESG $1=="
+  dmesg -c | grep -iE 'DMAR|fault|iommu' || true
+  echo "==DMESG-END=="
+}
+echo "==GUEST-UP== $(uname -r) $(nproc) cpus"
+. /mode.sh
+echo "==GUEST-DONE=="
+poweroff -f
+INIT
+chmod +x "$root/init"
+
+case "$mode" in
+  conformance) cat > "$root/mode.sh" <<'M'
+load vfio-pci.ko
+dump_faults boot
+for b in $(nvme_bdfs); do to_vfio $b; done
+gio-qemu-conformance test 0000:00:04.0 512 524288
+gio-qemu-conformance test 0000:00:05.0 4096 4194304
+dump_faults tests
+echo "==CANARY=="
+gio-qemu-conformance canary 0000:00:04.0
+dump_faults canary
+M
+  ;;
+  bench) cat > "$root/mode.sh" <<M
+load vfio-pci.ko
+for b in \$(nvme_bdfs); do to_vfio \$b; done
+gio-qemu-conformance bench 0000:00:04.0 $bench_seconds
+dump_faults bench
+M
+  ;;
+  info) cat > "$root/mode.sh" <<'M'
+echo "==INFO-NONE=="
+giouring-info; echo "==INFO-NONE-RC $?=="
+load ext4.ko
+i=0; while [ ! -e /dev/nvme0n1 ] || [ ! -e /dev/nvme1n1 ]; do i=$((i+1)); [ $i -gt 100 ] && break; sleep 0.1; done
+mke2fs -q -b 4096 /dev/nvme1n1 && mount -t ext2 /dev/nvme1n1 /mnt
+echo "==INFO-KERNEL=="
+giouring-info; echo "==INFO-KERNEL-RC $?=="
+dump_faults info
+M
+  ;;
+esac
+(cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 > "$work/initrd.gz"
+
+# ---- disks and boot ---------------------------------------------------------------------------
+truncate -s 64M "$work/nvme1.img" "$work/nvme2.img"
+qlog=$work/qemu.log
+timeout_s=${GIO_QEMU_TIMEOUT:-240}
+log "booting $(cat "$cache/version") under TCG (timeout ${timeout_s} s)"
+start=$(date +%s)
+set +e
+timeout --kill-after=10 "$timeout_s" "$qemu" -M q35 -accel tcg -cpu max -smp 2 -m 1024 "${bios[@]}" \
+  -device intel-iommu,intremap=on \
+  -kernel "$cache/vmlinuz" -initrd "$work/initrd.gz" \
+  -append "console=ttyS0 intel_iommu=on iommu=nopt quiet panic=-1" \
+  -drive file="$work/nvme1.img",if=none,id=d1,format=raw \
+  -device nvme,serial=gio-ctrl-1,drive=d1,bus=pcie.0,addr=0x4 \
+  -drive file="$work/nvme2.img",if=none,id=d2,format=raw \
+  -device nvme,serial=gio-ctrl-2,drive=d2,bus=pcie.0,addr=0x5,mdts=10,logical_block_size=4096,physical_block_size=4096 \
+  -display none -serial stdio -monitor none -no-reboot >"$qlog" 2>&1
+qrc=$?
+set -e
+elapsed=$(($(date +%s) - start))
+tr -d '\r' < "$qlog" > "$qlog.txt"
+cat "$qlog.txt"
+log "QEMU exit $qrc after ${elapsed} s"
+
+# ---- judging ----------------------------------------------------------------------------------
+fail=0
+die() { log "FAIL: $*"; fail=1; }
+((qrc == 124 || qrc == 137)) && die "QEMU did not finish within ${timeout_s} s"
+grep -q '^==GUEST-DONE==' "$qlog.txt" || die "the guest did not reach the end of its script"
+# IOMMU faults: the guest kernel's DMAR lines and QEMU's vtd messages (QEMU completes an unmapped
+# DMA with SUCCESS, so the logs are the only place a fault shows).
+fault_re='DMAR:.*([Ff]ault|DMA (Read|Write))|vtd_|detected translation failure'
+before=$qlog.txt
+if [[ "$mode" == conformance ]]; then
+  before=$work/before-canary
+  sed '/^==CANARY==/,$d' "$qlog.txt" > "$before"
+  after=$(sed -n '/^==CANARY==/,$p' "$qlog.txt" | grep -cE "$fault_re" || true)
+  ((after > 0)) || die "the canary's unmapped DMA left no fault in the logs: the fault scan is blind"
+  log "canary: $after fault line(s) after the canary, as required"
+fi
+faults=$(grep -cE "$fault_re" "$before" || true)
+((faults == 0)) || { grep -E "$fault_re" "$before" >&2; die "$faults IOMMU fault line(s)"; }
+grep -E '^FAIL' "$qlog.txt" >&2 && die "guest checks failed"
+
+case "$mode" in
+  conformance)
+    n=$(grep -c '^RESULT .* fail=0$' "$qlog.txt" || true)
+    ((n == 2)) || die "want RESULT ... fail=0 for both controllers, got $n"
+    grep -E '^(RESULT|COMMANDS)' "$qlog.txt" >&2 ;;
+  bench)
+    grep -q '^BENCH QD32' "$qlog.txt" || die "no bench figures"
+    grep '^BENCH' "$qlog.txt" >&2 ;;
+  info)
+    grep -q '^==INFO-NONE-RC [1-9]' "$qlog.txt" || die "giouring-info without controllers must exit non-zero"
+    grep -q '^==INFO-KERNEL-RC 0==' "$qlog.txt" || die "giouring-info with kernel-bound controllers must exit 0"
+    for want in 'QEMU NVMe Ctrl' 'gio-ctrl-1' 'gio-ctrl-2' 'MDTS: 7 (largest transfer 512 KiB' 'MDTS: 10 (largest transfer 4096 KiB' \
+                'SGL support: yes' '4096-byte blocks, 0 bytes metadata (in use)' 'mounted: yes' 'drivers_probe' 'I/O queues granted'; do
+      sed -n '/^==INFO-KERNEL==/,/^==INFO-KERNEL-RC/p' "$qlog.txt" | grep -q -- "$want" || die "giouring-info output lacks '$want'"
+    done ;;
+esac
+log "IOMMU faults: $faults; boot-and-test ${elapsed} s"
+((fail == 0)) && log "PASS" || log "FAIL"
+exit $fail
