@@ -8,7 +8,7 @@
 # nothing is carried.
 #
 # GIO_GPU_STAGES picks stages (default: all): tests sanitize cmdrate restore quick
-#   tests     the GPU tests (tests/gpu/test_*.cu)
+#   tests     the GPU tests (tests/gpu/test_*.cu) and the GPU examples (examples/*.cu)
 #   sanitize  the same under memcheck and racecheck (small sizes; fused launches)
 #   cmdrate   bench_gpu_cmdrate: commands/s against I/O SMs, rings in HBM and host memory
 #   restore   bench_kv_restore at 32K and 128K tokens: giouring beside every baseline
@@ -85,6 +85,15 @@ if want tests || want sanitize; then
 			run "$name.racecheck" env GIO_GPU_QUICK=1 GIO_GPU_FUSED=1 timeout 300 \
 				compute-sanitizer --tool racecheck --error-exitcode 99 "$out/bin/$name"
 		fi
+	done
+fi
+
+if want tests; then
+	# The GPU examples are integration templates: they must run and verify on a GPU.
+	for src in examples/*.cu; do
+		name=$(basename "$src" .cu)
+		build "$src" "$name" || continue
+		run "example.$name" timeout 180 "$out/bin/$name"
 	done
 fi
 
