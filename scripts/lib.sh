@@ -108,3 +108,16 @@ gio_sanitizer_build() {
     GIO_CMAKE_ARGS="-DGIOURING_SANITIZE=$sanitize -DGIOURING_CUDA=OFF -DGIOURING_FUZZ=OFF -DGIOURING_DOCS=OFF ${GIO_CMAKE_ARGS:-}" \
     gio_timed gio_configure_build ${target_list[@]+"${target_list[@]}"}
 }
+
+# Prints what the QEMU conformance runs (label qemu) reported, from ctest's log of the last run in
+# build dir $1: per controller the commands by kind, the result and the IOMMU fault count, and
+# giouring-info's output against the kernel-bound controllers. ctest shows a passing test's
+# output nowhere else, and CI must show these.
+gio_qemu_report() {
+  local log="$1/Testing/Temporary/LastTest.log"
+  [[ -f "$log" ]] && grep -q "Testing: qemu\." "$log" || return 0
+  gio_banner "QEMU conformance report (from $log)"
+  awk '/Testing: qemu\./ { on = 1 } /^".*" end time/ { on = 0 } on' "$log" |
+    grep -E '^(== controller|  nsid|COMMANDS|RESULT|NOTE|SKIP|FAIL|  errors\.|qemu-[a-z]+: (IOMMU faults|PASS|FAIL))' || true
+  awk '/==INFO-KERNEL==/ { on = 1; next } /==INFO-KERNEL-RC/ { print; on = 0 } on' "$log"
+}

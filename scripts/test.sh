@@ -36,6 +36,7 @@ times+=("build ${GIO_STAGE_SECONDS} s")
 gio_banner "Main: ctest in ${GIO_BUILD_DIR:-build} ${*:-(every test)}"
 gio_timed ctest --test-dir "${GIO_BUILD_DIR:-build}" --output-on-failure -j "$(gio_jobs)" "$@" || exit $?
 times+=("main tests ${GIO_STAGE_SECONDS} s")
+gio_qemu_report "${GIO_BUILD_DIR:-build}"
 
 san_stress="${GIO_SAN_STRESS_COMMANDS:-100000}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
