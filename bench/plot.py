@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Draws PNG plots from the benches' JSON results (nothing is measured here).
+
+    /usr/bin/python3 bench/plot.py bench/results/2026-11-29-gpu-cmdrate-h200.json \
+        bench/results/2026-11-29-kv-restore-32K-h200.json bench/results/2026-11-29-kv-restore-128K-h200.json
+
+Each input gives one PNG beside it (same name, .png): bench_gpu_cmdrate JSON -> commands/s
+against I/O SMs (one line per ring placement and scope); bench_kv_restore JSON -> GB/s per path
+(bars), the bulk copy's line drawn across. Needs matplotlib (Debian: python3-matplotlib).
+"""
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def cmdrate(doc, out):
+    series = {}
+    for p in doc["points"]:
+        key = f"rings in {p['rings'].upper() if p['rings'] == 'hbm' else 'host memory'}, {p['scope']} scope"
+        series.setdefault(key, []).append((p["io_sms"], p["mcmds_per_s"], p["exec_sms"]))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for key, pts in sorted(series.items()):
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=key)
+        for io, rate, ex in pts:
+            ax.annotate(f"{ex}", (io, rate), textcoords="offset points", xytext=(4, -10), fontsize=7)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("SMs of the I/O kernel (labels: executor SMs)")
+    ax.set_ylabel("M NVMe commands/s (no data moved)")
+    ax.axhline(1000, color="grey", linestyle="--", linewidth=0.8)
+    ax.text(1, 1050, "goal: 1 G/s (HBM rings)", fontsize=7, color="grey")
+    ax.set_title("bench_gpu_cmdrate: " + doc.get("machine", ""), fontsize=8)
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", linewidth=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
+def restore(doc, out):
+    rows = [r for r in doc["rows"] if r["status"] == "ok"]
+    bulk = next((r["gbps"] for r in rows if r["path"] == "bulk"), None)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    names = [r["path"] for r in rows]
+    vals = [r["gbps"] for r in rows]
+    colors = ["tab:blue" if n.startswith("giouring") else "tab:gray" for n in names]
+    ax.barh(names, vals, color=colors)
+    for i, r in enumerate(rows):
+        ax.text(r["gbps"] + 0.5, i, f"{r['gbps']:.1f} GB/s, CPU {r['cpu_ms']:.1f} ms", va="center", fontsize=7)
+    if bulk:
+        ax.axvline(bulk, color="black", linestyle="--", linewidth=0.8)
+        ax.axvline(0.95 * bulk, color="red", linestyle=":", linewidth=0.8)
+    ax.invert_yaxis()
+    ax.set_xlabel("GB/s (bytes / wall time); dashed: bulk H2D, dotted: 95% of it")
+    w = doc["workload"]
+    ax.set_title(f"bench_kv_restore: {w['geometry']}, {w['tokens']} tokens, {w['objects']} objects of "
+                 f"{w['obj_bytes'] // 1024} KiB into a shuffled pool", fontsize=8)
+    ax.set_xlim(0, max(vals) * 1.35)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
+def main(paths):
+    if not paths:
+        print(__doc__)
+        return 2
+    for path in paths:
+        with open(path) as f:
+            doc = json.load(f)
+        out = path[:-5] + ".png" if path.endswith(".json") else path + ".png"
+        kind = doc.get("bench")
+        if kind == "gpu_cmdrate":
+            cmdrate(doc, out)
+        elif kind in ("kv_restore", "kv_baselines"):
+            restore(doc, out)
+        else:
+            print(f"{path}: no plot for bench '{kind}'", file=sys.stderr)
+            continue
+        print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
