@@ -37,6 +37,7 @@ namespace {
 
 struct Counters {
 	unsigned long long done, errors, submit_fail;
+	unsigned long long submit_ns, wait_ns, submits, waits; // lane 0's %globaltimer, summed
 	uint32_t first_status;
 	int first_rc;
 };
@@ -45,6 +46,7 @@ struct Counters {
 // flight: it submits a batch (one reservation, one doorbell), and once `inflight` are out it waits
 // for the oldest (reaping 32 CQEs at a time). Pipelining hides the round trip's latency.
 constexpr uint32_t kMaxInflight = 8;
+bool g_profile = false; // --profile: the executor times its steps (URI profile=1)
 __global__ void io_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_t block_bytes, uint64_t nblocks,
 			  uint64_t run_ns, uint32_t inflight, Counters *c)
 {
@@ -56,7 +58,7 @@ __global__ void io_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_
 		t_end = gio_now_ns() + run_ns;
 	t_end = __shfl_sync(0xffffffffu, t_end, 0);
 	const uint64_t deadline = gio_deadline_in(run_ns + 10ull * 1000000000ull);
-	unsigned long long done = 0, errors = 0;
+	unsigned long long done = 0, errors = 0, sub_ns = 0, wait_ns = 0, subs = 0, waits = 0;
 	uint64_t lba = ((uint64_t)warp * 32u + lane) * 7919u % nblocks;
 	uint32_t cids[kMaxInflight];
 	uint32_t head = 0, tail = 0; // batches submitted and waited for (free-running)
@@ -72,7 +74,12 @@ __global__ void io_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_
 			gio_sqe sqe;
 			gio_prep_read(&sqe, GIO_TGT_NSID, lba, 1);
 			gio_sqe_set_sgl_data(&sqe, buf_addr, block_bytes);
+			const uint64_t t0 = gio_now_ns();
 			const int rc = gio_submit_warp(qp, &sqe, 1, deadline, &cids[head % kMaxInflight]);
+			if (lane == 0) {
+				sub_ns += gio_now_ns() - t0;
+				subs++;
+			}
 			if (rc) {
 				if (lane == 0) {
 					atomicAdd(&c->submit_fail, 1ull);
@@ -88,7 +95,12 @@ __global__ void io_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_
 		if (head == tail)
 			break;
 		uint16_t st = 0;
+		const uint64_t t0 = gio_now_ns();
 		const int rc = gio_wait_warp(qp, cids[tail % kMaxInflight], 1, deadline, &st);
+		if (lane == 0) {
+			wait_ns += gio_now_ns() - t0;
+			waits++;
+		}
 		tail++;
 		if (rc) {
 			errors++;
@@ -105,6 +117,10 @@ __global__ void io_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_
 	if (lane == 0) {
 		atomicAdd(&c->done, done);
 		atomicAdd(&c->errors, errors);
+		atomicAdd(&c->submit_ns, sub_ns);
+		atomicAdd(&c->wait_ns, wait_ns);
+		atomicAdd(&c->submits, subs);
+		atomicAdd(&c->waits, waits);
 	}
 }
 
@@ -112,6 +128,8 @@ struct Point {
 	std::string rings, scope;
 	uint32_t io_sms, io_warps, exec_sms, exec_warps, queues, depth;
 	double ms, mcmds, per_io_sm, exec_batch;
+	double submit_us, wait_us;       // producer warp: per batch submitted / waited for
+	double exec_us[4], idle_pass_us; // executor warp, per batch: fetch, SQEs, data, post; per empty pass
 	unsigned long long done, errors, exec_commands;
 	bool ok;
 };
@@ -152,10 +170,18 @@ std::string machine_line()
 Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t io_warps, uint32_t exec_sms, uint32_t exec_warps,
 		uint32_t queues, uint32_t depth, uint32_t inflight, double seconds)
 {
-	Point pt{rings, scope, io_sms, io_warps, exec_sms, exec_warps, queues, depth, 0, 0, 0, 0, 0, 0, 0, false};
+	Point pt{};
+	pt.rings = rings;
+	pt.scope = scope;
+	pt.io_sms = io_sms;
+	pt.io_warps = io_warps;
+	pt.exec_sms = exec_sms;
+	pt.exec_warps = exec_warps;
+	pt.queues = queues;
+	pt.depth = depth;
 	char uri[512];
-	std::snprintf(uri, sizeof(uri), "mem://hbm?size=64M&data=0&queues=%u&depth=%u&sms=%u&warps=%u&rings=%s&scope=%s", queues,
-		      depth, exec_sms, exec_warps, rings, scope);
+	std::snprintf(uri, sizeof(uri), "mem://hbm?size=64M&data=0&queues=%u&depth=%u&sms=%u&warps=%u&rings=%s&scope=%s&profile=%d",
+		      queues, depth, exec_sms, exec_warps, rings, scope, g_profile ? 1 : 0);
 	gio_gpu_target *g = nullptr;
 	if (gio_gpu_target_open(uri, &g)) {
 		std::fprintf(stderr, "FAIL: %s: %s\n", uri, gio_last_error());
@@ -208,6 +234,12 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 	pt.per_io_sm = pt.mcmds / io_sms;
 	pt.exec_batch = g->ctl->batches ? (double)ts.commands / (double)g->ctl->batches : 0;
 	pt.ok = c->errors == 0 && c->submit_fail == 0 && ts.errors == 0;
+	pt.submit_us = c->submits ? c->submit_ns / 1e3 / c->submits : 0;
+	pt.wait_us = c->waits ? c->wait_ns / 1e3 / c->waits : 0;
+	const double nb = g->ctl->batches ? (double)g->ctl->batches : 1;
+	for (int i = 0; i < 4; i++)
+		pt.exec_us[i] = g->ctl->prof[i] / 1e3 / nb;
+	pt.idle_pass_us = g->ctl->prof[5] ? g->ctl->prof[4] / 1e3 / g->ctl->prof[5] : 0;
 	if (!pt.ok)
 		std::fprintf(stderr, "point %s io %u exec %u q %u: %llu errors, %llu failed submits, first rc %d status 0x%04x\n",
 			     rings, io_sms, exec_sms, queues, c->errors, c->submit_fail, c->first_rc, c->first_status);
@@ -303,13 +335,15 @@ int main(int argc, char **argv)
 				points.push_back({r, sc, io, ex, 0});
 				at = end + 1;
 			}
+		} else if (a == "--profile") {
+			g_profile = true;
 		} else if (a == "--quick") {
 			quick = true;
 		} else {
 			std::fprintf(stderr,
 				     "usage: bench_gpu_cmdrate [--seconds S] [--io-sms LIST] [--exec-sms LIST (0: as many as io)]\n"
 				     "       [--queues LIST] [--io-warps N] [--exec-warps N] [--depth N] [--inflight BATCHES] [--rings hbm,host] [--scope gpu,sys]\n"
-				     "       [--points rings:io_sms:exec_sms[:scope],...] [--json PATH] [--quick]\n");
+				     "       [--points rings:io_sms:exec_sms[:scope],...] [--profile] [--json PATH] [--quick]\n");
 			return 2;
 		}
 	}
@@ -355,6 +389,16 @@ int main(int argc, char **argv)
 		all_ok &= p.ok && p.exec_commands >= p.done;
 		pts.push_back(p);
 	}
+	std::printf("\nPer batch of 32 commands, microseconds (%%globaltimer of lane 0, averaged): the producer warp's "
+		    "gio_submit_warp and gio_wait_warp; %s\n\n",
+		    g_profile ? "the executor warp's fetch, SQE read and checks, data, CQE posts, and a pass over its queues that found "
+				"nothing" : "(executor steps: run with --profile)");
+	std::printf("| rings | scope | I/O SMs | executor SMs | submit | wait | exec fetch | exec SQEs | exec data | exec post | "
+		    "exec empty pass |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+	for (const Point &p : pts)
+		std::printf("| %s | %s | %u | %u | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", p.rings.c_str(), p.scope.c_str(),
+			    p.io_sms, p.exec_sms, p.submit_us, p.wait_us, p.exec_us[0], p.exec_us[1], p.exec_us[2], p.exec_us[3],
+			    p.idle_pass_us);
 	std::printf("\nCeiling (BENCH.md, stripped-down protocol, same machine): 64 queues 0.93 G/s (HBM) and 0.20 G/s "
 		    "(host); 1024 queues 9.8 G/s (HBM) and 0.33 G/s (host).\n");
 	if (json) {
@@ -370,9 +414,11 @@ int main(int argc, char **argv)
 			std::fprintf(f,
 				     "    {\"rings\": \"%s\", \"scope\": \"%s\", \"io_sms\": %u, \"io_warps\": %u, \"exec_sms\": %u, \"exec_warps\": %u, "
 				     "\"queues\": %u, \"depth\": %u, \"ms\": %.3f, \"commands\": %llu, \"exec_commands\": %llu, "
-				     "\"mcmds_per_s\": %.2f, \"mcmds_per_s_per_io_sm\": %.2f, \"errors\": %llu, \"ok\": %s}%s\n",
+				     "\"mcmds_per_s\": %.2f, \"mcmds_per_s_per_io_sm\": %.2f, \"submit_us\": %.3f, \"wait_us\": %.3f, \"exec_us\": [%.3f, %.3f, %.3f, %.3f], "
+				     "\"exec_empty_pass_us\": %.3f, \"errors\": %llu, \"ok\": %s}%s\n",
 				     p.rings.c_str(), p.scope.c_str(), p.io_sms, p.io_warps, p.exec_sms, p.exec_warps, p.queues, p.depth, p.ms, p.done,
-				     p.exec_commands, p.mcmds, p.per_io_sm, p.errors, p.ok ? "true" : "false",
+				     p.exec_commands, p.mcmds, p.per_io_sm, p.submit_us, p.wait_us, p.exec_us[0], p.exec_us[1],
+				     p.exec_us[2], p.exec_us[3], p.idle_pass_us, p.errors, p.ok ? "true" : "false",
 				     i + 1 < pts.size() ? "," : "");
 		}
 		std::fprintf(f, "  ]\n}\n");

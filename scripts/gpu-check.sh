@@ -110,6 +110,10 @@ if want cmdrate || want quick; then
 			pts=$pts,host:2:16,host:8:4,host:8:16,host:8:32,host:32:16
 			run bench_gpu_cmdrate.sweep bash -o pipefail -c "timeout 300 '$out/bin/bench_gpu_cmdrate' --seconds 0.3 --points $pts \
 				--json '$out/cmdrate.json' | tee '$out/cmdrate.md'"
+			# Where the time of a batch goes (the executor times its steps; a little slower).
+			run bench_gpu_cmdrate.profile bash -o pipefail -c "{ echo; echo '## With --profile'; echo; \
+				timeout 120 '$out/bin/bench_gpu_cmdrate' --seconds 0.3 --profile \
+				--points hbm:2:16,hbm:32:64,host:2:16,host:8:16,host:32:16; } | tee -a '$out/cmdrate.md'"
 		fi
 	fi
 fi

@@ -19,7 +19,7 @@
  * `model_read_gbps`, `model_write_gbps`, `model_mixed_gbps` (device bandwidth, the mixed figure
  * applies to a batch holding both), `model_lat_us` (per-command latency). With a model, completions
  * are held until the modelled time: figures measured with it are **modelled**, say so.
- * `scope` (`gpu`, the default, or `sys`): the memory scope of the ring protocol's ordering. Every
+ * `profile=1` times the executor's steps (gio_gpu_ctl::prof). `scope` (`gpu`, the default, or `sys`): the memory scope of the ring protocol's ordering. Every
  * party of these queue pairs runs on this GPU, so GPU scope suffices (GIO_QP_GPU_SCOPE); `sys`
  * measures what system scope costs. The queue pairs are for producers on this GPU only.
  *
@@ -70,6 +70,7 @@ extern "C" int gio__fail(int rc, const char *fmt, ...);
 #define GIO_GPU_NO_DATA 4u      /**< Check and complete commands without moving data. */
 #define GIO_GPU_MODEL 8u        /**< Apply the SSD timing model. */
 #define GIO_GPU_SCOPE_SYS 16u   /**< Order ring accesses at system scope (URI scope=sys; default GPU scope). */
+#define GIO_GPU_PROFILE 32u     /**< Time the executor's steps into gio_gpu_ctl::prof (URI profile=1). */
 /** @} */
 
 /** @brief Largest data segments of one command on the GPU executor (more: Invalid Field). */
@@ -102,6 +103,11 @@ struct gio_gpu_ctl {
 	uint32_t stop;              /**< Host: 1 stops the executor. */
 	uint32_t rsvd;              /**< Zero. */
 	unsigned long long batches; /**< Executor: fetch batches served. */
+	/** With GIO_GPU_PROFILE (URI profile=1), nanoseconds summed over the executor's warps (lane
+	 * 0's %globaltimer): [0] fetching batches that had commands, [1] reading and checking their
+	 * SQEs, [2] moving data (and the timing model's wait), [3] posting CQEs, [4] passes over a
+	 * warp's queues that found nothing (sleep excluded), [5] how many such passes. */
+	unsigned long long prof[6];
 };
 
 /** @brief A GPU-executed software target (host handle; its pointers are device-accessible). */
@@ -160,9 +166,11 @@ __device__ inline void gio__gpu_copy_warp(unsigned char *dst, const unsigned cha
 
 /* Serves up to 32 commands of SQ `qid` with the calling warp; returns how many (on every lane). */
 __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, uint16_t qid, unsigned char *backing, uint32_t flags,
-					       const struct gio_ssd_model *model, uint32_t nwarps, uint64_t *busy_until)
+					       const struct gio_ssd_model *model, uint32_t nwarps, uint64_t *busy_until,
+					       uint64_t *prof)
 {
 	const unsigned lane = threadIdx.x & 31u;
+	uint64_t t0 = prof && lane == 0 ? gio_now_ns() : 0, t1 = 0;
 	struct gio_xfer_seg segs[GIO_GPU_EXEC_MAX_SEGS];
 	struct gio_tgt_io io;
 	struct gio_sqe sqe;
@@ -181,6 +189,10 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, uint16_t qid, 
 		return 0;
 	slot = __shfl_sync(0xffffffffu, slot, 0);
 	__syncwarp(); /* lane 0's new SQ head (the SQHD of the CQEs) before the lanes post */
+	if (prof && lane == 0) {
+		t1 = gio_now_ns();
+		prof[0] += t1 - t0;
+	}
 	if (lane < (unsigned)n) {
 		/* The entry in 16-byte pieces; the host wrote it before its release of the doorbell,
 		 * which lane 0 acquired, and the warp barrier passed that on. */
@@ -195,6 +207,13 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, uint16_t qid, 
 		st = gio_tgt_io_prepare(t, &sqe, &io);
 	}
 	const int moves = lane < (unsigned)n && st == 0 && io.bytes && io.opc != GIO_NVM_OPC_FLUSH;
+	if (prof) {
+		__syncwarp();
+		if (lane == 0) {
+			t0 = gio_now_ns();
+			prof[1] += t0 - t1;
+		}
+	}
 	if (!(flags & GIO_GPU_NO_DATA)) {
 		/* One command at a time, the whole warp copying its segments in order. */
 		unsigned todo = __ballot_sync(0xffffffffu, moves);
@@ -251,6 +270,10 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, uint16_t qid, 
 	/* The data written by every lane before each lane's release of its CQE status (the warp
 	 * barrier orders them at CTA scope; the release at system scope is cumulative). */
 	__syncwarp();
+	if (prof && lane == 0) {
+		t1 = gio_now_ns();
+		prof[2] += t1 - t0;
+	}
 	if (lane < (unsigned)n)
 		gio_tgt_post_at(t, qid, lane, sqe.cid, st, 0);
 	const uint32_t nerr = (uint32_t)__popc(__ballot_sync(0xffffffffu, lane < (unsigned)n && (st & 0x7ffu)));
@@ -258,6 +281,8 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, uint16_t qid, 
 	if (lane == 0)
 		gio_tgt_post_done(t, qid, (uint32_t)n, nerr);
 	__syncwarp();
+	if (prof && lane == 0)
+		prof[3] += gio_now_ns() - t1;
 	return (uint32_t)n;
 }
 
@@ -284,8 +309,11 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 	uint64_t busy_until = 0;
 	uint32_t idle = 0, owned = 0;
 	unsigned long long batches = 0;
+	uint64_t prof[6] = {0, 0, 0, 0, 0, 0};
+	uint64_t *pr = (flags & GIO_GPU_PROFILE) ? prof : (uint64_t *)0;
 	for (uint32_t pass = 0;; pass++) {
 		uint32_t did = 0;
+		const uint64_t pass_start = pr && lane == 0 ? gio_now_ns() : 0;
 		/* The queues are fixed while the executor runs (created before the start), so a warp
 		 * knows after its first pass whether it owns any. */
 		for (uint32_t q = 1 + warp; q <= GIO_TGT_MAX_IO_QUEUES && (pass == 0 || owned); q += nwarps) {
@@ -297,13 +325,17 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 			if (!__shfl_sync(0xffffffffu, mine, 0))
 				continue;
 			owned += pass == 0;
-			const uint32_t n = gio__gpu_serve_warp(t, (uint16_t)q, backing, flags, model, nwarps, &busy_until);
+			const uint32_t n = gio__gpu_serve_warp(t, (uint16_t)q, backing, flags, model, nwarps, &busy_until, pr);
 			did += n;
 			batches += n ? 1 : 0;
 		}
 		if (did) {
 			idle = 0;
 			continue;
+		}
+		if (pr && lane == 0 && owned) {
+			prof[4] += gio_now_ns() - pass_start;
+			prof[5]++;
 		}
 		/* Idle: back off up to ~2 us (a warp without queues: 100 us), and look at the host's
 		 * stop flag (across PCIe) only every 64th idle pass. */
@@ -319,6 +351,9 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 	}
 	if (lane == 0 && batches)
 		atomicAdd(&ctl->batches, batches);
+	if (lane == 0 && pr)
+		for (int i = 0; i < 6; i++)
+			atomicAdd(&ctl->prof[i], (unsigned long long)prof[i]);
 }
 
 /**
@@ -441,6 +476,10 @@ static inline int gio_gpu_target_parse(const char *uri, struct gio_gpu_target_co
 				cfg->flags |= GIO_GPU_SCOPE_SYS;
 			else if (strcmp(eq, "gpu"))
 				return gio__fail(-EINVAL, "giouring: scope=%s: gpu or sys", eq);
+		} else if (!strcmp(kv, "profile")) {
+			rc = gio__gpu_param(kv, eq, 0, 1, &v);
+			if (v)
+				cfg->flags |= GIO_GPU_PROFILE;
 		} else if (!strcmp(kv, "data")) {
 			rc = gio__gpu_param(kv, eq, 0, 1, &v);
 			if (v == 0)
@@ -460,7 +499,7 @@ static inline int gio_gpu_target_parse(const char *uri, struct gio_gpu_target_co
 		} else {
 			return gio__fail(-EINVAL,
 					 "giouring: unknown URI parameter '%s' (size, lba, sgls, mdts, queues, depth, sms, warps, "
-					 "rings, data, scope, exec, model_read_gbps, model_write_gbps, model_mixed_gbps, model_lat_us)",
+					 "rings, data, scope, profile, exec, model_read_gbps, model_write_gbps, model_mixed_gbps, model_lat_us)",
 					 kv);
 		}
 		if (rc)
@@ -730,8 +769,7 @@ static inline int gio_gpu_target_prepare(struct gio_gpu_target *g)
 		return gio__fail(-EINVAL, "giouring: gio_gpu_target_prepare: NULL target");
 	if (g->running)
 		return gio__fail(-EBUSY, "giouring: the GPU executor is already running");
-	g->ctl->stop = 0;
-	g->ctl->batches = 0;
+	memset(g->ctl, 0, sizeof(*g->ctl));
 	GIO__CUDA_TRY(cudaMemcpy(g->tgt, &g->host_tgt, sizeof(g->host_tgt), cudaMemcpyHostToDevice), "target state");
 	GIO__CUDA_TRY(cudaDeviceSynchronize(), "before the executor");
 	return 0;
