@@ -35,6 +35,7 @@ struct qp_mem {
 	void *sq, *cq, *slots;
 	uint64_t sq_addr, cq_addr; /* bus addresses */
 	int pinned, live;          /* live: the controller has both queues */
+	void *pinned_base;         /* pinned: the one allocation holding sq, cq and slots */
 	/* GIO_CTX_QP_DB_PROXY: the ring writes these shadow words; the proxy thread mirrors them to
 	 * the controller's doorbells (hw_db), the SQ tail in [0], the CQ head in [1]. */
 	uint32_t *shadow; /* shadow_host, or after the slots in pinned memory (GPU producers) */
@@ -49,6 +50,18 @@ struct cudart {
 	int (*get_device_count)(int *);
 	int (*host_alloc)(void **, size_t, unsigned int);
 	int (*free_host)(void *);
+	/* For device memory served by the CPU executor (optional: NULL where the runtime lacks them). */
+	int (*memcpy_async)(void *, const void *, size_t, int, void *);
+	int (*stream_create)(void **, unsigned int);
+	int (*stream_query)(void *);
+	int (*stream_destroy)(void *);
+	int (*pointer_attributes)(void *, const void *);
+	int (*set_device)(int);
+	int (*get_device)(int *);
+	const char *(*error_string)(int);
+	int (*host_register)(void *, size_t, unsigned int);
+	int (*host_unregister)(void *);
+	int (*host_get_device_pointer)(void **, void *, unsigned int);
 };
 
 static pthread_once_t cudart_once = PTHREAD_ONCE_INIT;
@@ -70,6 +83,17 @@ static void cudart_load(void)
 	*(void **)&cudart.get_device_count = dlsym(h, "cudaGetDeviceCount");
 	*(void **)&cudart.host_alloc = dlsym(h, "cudaHostAlloc");
 	*(void **)&cudart.free_host = dlsym(h, "cudaFreeHost");
+	*(void **)&cudart.memcpy_async = dlsym(h, "cudaMemcpyAsync");
+	*(void **)&cudart.stream_create = dlsym(h, "cudaStreamCreateWithFlags");
+	*(void **)&cudart.stream_query = dlsym(h, "cudaStreamQuery");
+	*(void **)&cudart.stream_destroy = dlsym(h, "cudaStreamDestroy");
+	*(void **)&cudart.pointer_attributes = dlsym(h, "cudaPointerGetAttributes");
+	*(void **)&cudart.set_device = dlsym(h, "cudaSetDevice");
+	*(void **)&cudart.get_device = dlsym(h, "cudaGetDevice");
+	*(void **)&cudart.error_string = dlsym(h, "cudaGetErrorString");
+	*(void **)&cudart.host_register = dlsym(h, "cudaHostRegister");
+	*(void **)&cudart.host_unregister = dlsym(h, "cudaHostUnregister");
+	*(void **)&cudart.host_get_device_pointer = dlsym(h, "cudaHostGetDevicePointer");
 	if (!cudart.get_device_count || !cudart.host_alloc || !cudart.free_host) {
 		snprintf(cudart_error, sizeof(cudart_error), "libcudart.so lacks cudaHostAlloc/cudaFreeHost");
 		cudart.host_alloc = NULL;
@@ -93,12 +117,94 @@ static void *pinned_alloc(size_t len)
 	return p;
 }
 
+/* ---- the CUDA copy engine of the CPU executor (struct gio__devcopy) ------------------------- */
+
+#define CUDA_NOT_READY 600       /* cudaErrorNotReady */
+#define CUDA_MEMCPY_DEFAULT 4    /* cudaMemcpyDefault: direction from the unified addresses */
+#define CUDA_STREAM_NON_BLOCKING 1u
+#define CUDA_MEMORY_TYPE_DEVICE 2 /* cudaMemoryTypeDevice */
+#define DEVCOPY_TIMEOUT_NS (10ull * 1000000000ull)
+
+static const char *cuda_err(int e)
+{
+	return cudart.error_string ? cudart.error_string(e) : "CUDA error";
+}
+
+/* priv: the context's GPU ordinal (every device region lies on it). The stream belongs to that
+ * GPU, so the executor thread selects it first (cudaSetDevice is per thread). */
+static int cuda_stream_create(void *priv, void **stream)
+{
+	int e = cudart.set_device(*(const int *)priv);
+	if (e == 0)
+		e = cudart.stream_create(stream, CUDA_STREAM_NON_BLOCKING);
+	if (e) {
+		fprintf(stderr, "giouring: executor: cannot make a copy stream: %s\n", cuda_err(e));
+		return -EIO;
+	}
+	return 0;
+}
+
+static void cuda_stream_destroy(void *priv, void *stream)
+{
+	(void)priv;
+	(void)cudart.stream_destroy(stream); /* CUDA releases it once the queued copies are done */
+}
+
+static int cuda_copy(void *priv, void *stream, void *dst, const void *src, size_t len, int to_dev)
+{
+	/* The executor thread's current GPU: the streams' (selected once per thread). */
+	static __thread int selected = -1;
+	int e;
+	if (selected != *(const int *)priv && cudart.set_device(*(const int *)priv) == 0)
+		selected = *(const int *)priv;
+	e = cudart.memcpy_async(dst, src, len, CUDA_MEMCPY_DEFAULT, stream);
+	if (e) {
+		fprintf(stderr, "giouring: executor: cudaMemcpyAsync %s of %zu bytes: %s\n", to_dev ? "to the GPU" : "from the GPU",
+			len, cuda_err(e));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int cuda_query(void *priv, void *stream)
+{
+	const int e = cudart.stream_query(stream);
+	(void)priv;
+	if (e == 0)
+		return 0;
+	if (e == CUDA_NOT_READY)
+		return -EAGAIN;
+	fprintf(stderr, "giouring: executor: a copy to or from the GPU failed: %s\n", cuda_err(e));
+	return -EIO;
+}
+
+static void *cuda_host_alloc(void *priv, size_t len)
+{
+	void *p = NULL;
+	(void)priv;
+	/* Portable: pinned for every GPU context; page-aligned, so O_DIRECT takes it. */
+	return cudart.host_alloc(&p, len, 1u) == 0 ? p : NULL;
+}
+
+static void cuda_host_free(void *priv, void *p)
+{
+	(void)priv;
+	(void)cudart.free_host(p);
+}
+
 struct gio_ctx {
 	struct gio__backend be;
 	struct gio_tgt tgt;
 	struct gio_tgt_bar *bar; /* the software target's registers, or NULL */
 	struct gio_dma_region regions[MAX_REGIONS];
 	struct gio_dma_map map;
+	/* Device memory (gio_ctx_register_device): the executor reaches it with copies only. */
+	struct gio_dma_region dev_regions[MAX_REGIONS];
+	struct gio_dma_map dev_map;
+	struct gio__devcopy cuda_dc; /* the CUDA copy engine, filled at the first device region */
+	int dev_ordinal;             /* GPU of every device region */
+	int dc_injected;             /* gio__ctx_set_devcopy() replaced it */
+	int bar_mapped;              /* the software target's BAR0 is registered with CUDA (GPU producers) */
 	pthread_mutex_t lock; /* registration, queue creation, admin commands */
 	struct gio__exec exec;
 	struct gio_dptr_caps caps;
@@ -409,19 +515,31 @@ int gio_qp_submit_wait(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t ti
 
 /* ---- memory ------------------------------------------------------------------------------- */
 
+/* Host and device pointers share one address space (CUDA's unified addressing), and bus
+ * addresses of the software target are those pointers: one overlap check over both tables keeps
+ * every bus address in one region. */
+static int overlap_check(struct gio_ctx *c, void *ptr, size_t len)
+{
+	const uint64_t a = (uint64_t)(uintptr_t)ptr;
+	uint32_t i;
+	for (i = 0; i < c->map.count + c->dev_map.count; i++) {
+		const struct gio_dma_region *r = i < c->map.count ? &c->regions[i] : &c->dev_regions[i - c->map.count];
+		const uint64_t p = (uint64_t)(uintptr_t)r->ptr;
+		if (a < p + r->len && p < a + len)
+			return gio__fail(-EINVAL, "giouring: %p + %zu overlaps registered memory at %p", ptr, len, r->ptr);
+	}
+	return 0;
+}
+
 static int register_locked(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
 {
 	uint64_t a = (uint64_t)(uintptr_t)ptr;
-	uint32_t i, n = c->map.count;
+	uint32_t n = c->map.count;
 	int rc;
 	if (!ptr || len == 0 || a + len < a)
 		return gio__fail(-EINVAL, "giouring: cannot register %p + %zu: empty or wrapping", ptr, len);
-	for (i = 0; i < n; i++) {
-		const uint64_t p = (uint64_t)(uintptr_t)c->regions[i].ptr;
-		if (a < p + c->regions[i].len && p < a + len)
-			return gio__fail(-EINVAL, "giouring: %p + %zu overlaps registered memory at %p", ptr, len,
-					 c->regions[i].ptr);
-	}
+	if ((rc = overlap_check(c, ptr, len)))
+		return rc;
 	if (n == MAX_REGIONS)
 		return gio__fail(-ENOSPC, "giouring: %u regions registered already", MAX_REGIONS);
 	/* Bus address: an IOVA where an IOMMU stands between (VFIO); the virtual address for the
@@ -457,12 +575,8 @@ int gio_ctx_register(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
 static int hbm_provider(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
 {
 	struct utsname u;
+	(void)c;
 	(void)addr;
-	if (!c->be.mmio)
-		return gio__fail(-EOPNOTSUPP,
-				 "giouring: GPU memory at %p + %zu: the software target executes on the CPU and cannot reach "
-				 "HBM (exec=gpu is not in this release)",
-				 ptr, len);
 	if (uname(&u))
 		snprintf(u.release, sizeof(u.release), "unknown");
 	return gio__fail(-EOPNOTSUPP,
@@ -471,6 +585,114 @@ static int hbm_provider(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr
 			 "(IOMMU_IOAS_MAP_FILE, Linux 6.13 or later; this kernel is %s, /dev/iommu %s), or an nvidia_p2p "
 			 "helper module. Register host memory (pinned) instead.",
 			 ptr, len, u.release, access("/dev/iommu", F_OK) == 0 ? "present" : "absent");
+}
+
+/* Fills the CUDA copy engine, checking that ptr is device memory; c->lock held. */
+static int devcopy_cuda(struct gio_ctx *c, void *ptr, size_t len)
+{
+	/* struct cudaPointerAttributes (CUDA 11 on): type, device, then pointers; room to spare. */
+	union {
+		struct {
+			int type;
+			int device;
+		} a;
+		unsigned char bytes[256];
+	} attr;
+	int e;
+	pthread_once(&cudart_once, cudart_load);
+	if (!cudart.host_alloc)
+		return gio__fail(-ENODEV, "giouring: device memory at %p + %zu: %s", ptr, len,
+				 cudart_error[0] ? cudart_error : "no CUDA runtime");
+	if (!cudart.memcpy_async || !cudart.stream_create || !cudart.stream_query || !cudart.stream_destroy ||
+	    !cudart.pointer_attributes || !cudart.set_device)
+		return gio__fail(-ENODEV, "giouring: device memory: libcudart.so lacks cudaMemcpyAsync, cudaStreamCreateWithFlags, "
+				 "cudaStreamQuery, cudaStreamDestroy, cudaPointerGetAttributes or cudaSetDevice");
+	memset(&attr, 0, sizeof(attr));
+	e = cudart.pointer_attributes(&attr, ptr);
+	if (e || attr.a.type != CUDA_MEMORY_TYPE_DEVICE)
+		return gio__fail(-EINVAL, "giouring: %p is not GPU memory (cudaPointerGetAttributes: %s, type %d); register host "
+				 "memory with gio_ctx_register()", ptr, e ? cuda_err(e) : "ok", attr.a.type);
+	if (c->dev_map.count && attr.a.device != c->dev_ordinal)
+		return gio__fail(-EINVAL, "giouring: %p is on GPU %d, earlier device regions on GPU %d: one GPU per context "
+				 "in this release", ptr, attr.a.device, c->dev_ordinal);
+	c->dev_ordinal = attr.a.device;
+	c->cuda_dc.priv = &c->dev_ordinal;
+	c->cuda_dc.timeout_ns = DEVCOPY_TIMEOUT_NS;
+	c->cuda_dc.stream_create = cuda_stream_create;
+	c->cuda_dc.stream_destroy = cuda_stream_destroy;
+	c->cuda_dc.copy = cuda_copy;
+	c->cuda_dc.query = cuda_query;
+	c->cuda_dc.host_alloc = cuda_host_alloc;
+	c->cuda_dc.host_free = cuda_host_free;
+	c->cuda_dc.name = "CUDA";
+	c->exec.dc = &c->cuda_dc;
+	return 0;
+}
+
+int gio_ctx_register_device(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
+{
+	const uint64_t a = (uint64_t)(uintptr_t)ptr;
+	uint32_t n;
+	int rc;
+	if (!c)
+		return gio__fail(-EINVAL, "giouring: gio_ctx_register_device: no context");
+	if (c->be.mmio)
+		return hbm_provider(c, ptr, len, addr);
+	if (!ptr || len == 0 || a + len < a)
+		return gio__fail(-EINVAL, "giouring: cannot register device memory %p + %zu: empty or wrapping", ptr, len);
+	pthread_mutex_lock(&c->lock);
+	n = c->dev_map.count;
+	if (!c->dc_injected && (rc = devcopy_cuda(c, ptr, len)))
+		goto out;
+	if (!c->exec.dev_prepared) {
+		/* Streams are made on the current GPU of the calling thread: select the memory's GPU
+		 * for the call, then give the caller its own back. */
+		int cur = -1;
+		if (!c->dc_injected && cudart.get_device && cudart.get_device(&cur) == 0 && cur != c->dev_ordinal)
+			(void)cudart.set_device(c->dev_ordinal);
+		else
+			cur = -1;
+		rc = gio__exec_dev_prepare(&c->exec);
+		if (cur >= 0)
+			(void)cudart.set_device(cur);
+		if (rc)
+			goto out;
+	}
+	if ((rc = overlap_check(c, ptr, len)))
+		goto out;
+	if (n == MAX_REGIONS) {
+		rc = gio__fail(-ENOSPC, "giouring: %u device regions registered already", MAX_REGIONS);
+		goto out;
+	}
+	c->dev_regions[n].addr = a; /* the bus address is the device pointer */
+	c->dev_regions[n].len = len;
+	c->dev_regions[n].ptr = ptr;
+	/* Pairs with the acquire in gio_dma_map_find: the region and exec.dc before the count. */
+	gio_store_release(&c->dev_map.count, n + 1);
+	if (addr)
+		*addr = a;
+out:
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int gio__ctx_set_devcopy(struct gio_ctx *c, const struct gio__devcopy *dc)
+{
+	int rc = 0;
+	if (!c || !dc || !dc->copy || !dc->query || !dc->stream_create || !dc->stream_destroy || !dc->host_alloc ||
+	    !dc->host_free)
+		return gio__fail(-EINVAL, "giouring: gio__ctx_set_devcopy: NULL context or operation");
+	if (c->be.mmio)
+		return gio__fail(-EOPNOTSUPP, "giouring: gio__ctx_set_devcopy: only the software target copies");
+	pthread_mutex_lock(&c->lock);
+	if (c->dev_map.count) {
+		rc = gio__fail(-EBUSY, "giouring: gio__ctx_set_devcopy: device memory is registered already");
+	} else {
+		c->exec.dc = dc;
+		c->dc_injected = 1;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 int gio_ctx_register_ex(struct gio_ctx *c, void *ptr, size_t len, uint32_t kind, uint64_t *addr)
@@ -482,6 +704,8 @@ int gio_ctx_register_ex(struct gio_ctx *c, void *ptr, size_t len, uint32_t kind,
 	case GIO_MEM_HOST:
 		return gio_ctx_register(c, ptr, len, addr);
 	case GIO_MEM_HBM:
+		if (!c->be.mmio)
+			return gio_ctx_register_device(c, ptr, len, addr);
 		pthread_mutex_lock(&c->lock);
 		rc = hbm_provider(c, ptr, len, addr);
 		pthread_mutex_unlock(&c->lock);
@@ -616,6 +840,7 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 	memset(c, 0, sizeof(*c));
 	pthread_mutex_init(&c->lock, NULL);
 	c->map.regions = c->regions;
+	c->dev_map.regions = c->dev_regions;
 	c->exec.fd = -1;
 
 	if (buf[0] == 0) {
@@ -697,6 +922,7 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 		rc = gio__fail(rc, "giouring: invalid target configuration");
 		goto fail;
 	}
+	c->tgt.copy_map = &c->dev_map; /* after gio_tgt_init, which clears the target */
 	c->exec.tgt = &c->tgt;
 	rc = gio__exec_start(&c->exec, (int)p.threads);
 	if (rc)
@@ -794,6 +1020,33 @@ static int proxy_start(struct gio_ctx *c)
 	return 0;
 }
 
+/* GPU producers of a software target's queue pair write its doorbells, which live in the
+ * emulated BAR0 (ordinary host memory): pin it and map it for the GPU, once, at the address the
+ * CPU uses (unified addressing), so that the doorbell pointers in struct gio_qp hold on both
+ * sides. c->lock held. */
+static int bar_map_for_gpu(struct gio_ctx *c)
+{
+	void *dev = NULL;
+	int e;
+	if (c->bar_mapped || !c->bar)
+		return 0;
+	if (!cudart.host_register || !cudart.host_unregister || !cudart.host_get_device_pointer)
+		return gio__fail(-ENODEV, "giouring: libcudart.so lacks cudaHostRegister/cudaHostGetDevicePointer");
+	/* cudaHostRegisterPortable (1) | cudaHostRegisterMapped (2). */
+	e = cudart.host_register(c->bar, (sizeof(*c->bar) + 4095) & ~(size_t)4095, 1u | 2u);
+	if (e)
+		return gio__fail(-ENODEV, "giouring: cannot map the target's doorbells for the GPU: cudaHostRegister: %s",
+				 cuda_err(e));
+	e = cudart.host_get_device_pointer(&dev, c->bar, 0);
+	if (e || dev != (void *)c->bar) {
+		(void)cudart.host_unregister(c->bar);
+		return gio__fail(-EOPNOTSUPP, "giouring: the GPU maps the target's doorbells at another address (%p, not %p): "
+				 "GPU producers need unified addressing", dev, (void *)c->bar);
+	}
+	c->bar_mapped = 1;
+	return 0;
+}
+
 int gio_ctx_qp_create(struct gio_ctx *c, uint32_t depth, struct gio_qp **out)
 {
 	return gio_ctx_qp_create_ex(c, depth, 0, out);
@@ -832,23 +1085,26 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 	if (flags & GIO_CTX_QP_PINNED) {
 		const size_t sq_bytes = (depth * sizeof(struct gio_sqe) + 4095) & ~(size_t)4095;
 		const size_t cq_bytes = (depth * sizeof(struct gio_cqe) + 4095) & ~(size_t)4095;
+		const size_t slot_bytes = depth * sizeof(struct gio_cmd_slot) + 2 * sizeof(uint32_t);
 		m->pinned = 1;
-		m->sq = pinned_alloc(sq_bytes);
-		m->cq = m->sq ? pinned_alloc(cq_bytes) : NULL;
-		/* The slots, then the two shadow doorbells of GIO_CTX_QP_DB_PROXY: both written by GPU threads. */
-		m->slots = m->cq ? pinned_alloc(depth * sizeof(struct gio_cmd_slot) + 2 * sizeof(uint32_t)) : NULL;
+		/* One allocation, aligned here: queues must start on 4 KiB (Create I/O SQ/CQ), and
+		 * cudaHostAlloc suballocates small sizes below page alignment (seen on the H200: the
+		 * second queue pair's CQ was refused). SQ, CQ, then the slots and the two shadow
+		 * doorbells of GIO_CTX_QP_DB_PROXY (both written by GPU threads). */
+		m->pinned_base = pinned_alloc(sq_bytes + cq_bytes + slot_bytes + 4095);
+		if (m->pinned_base) {
+			m->sq = (void *)(((uintptr_t)m->pinned_base + 4095) & ~(uintptr_t)4095);
+			m->cq = (char *)m->sq + sq_bytes;
+			m->slots = (char *)m->cq + cq_bytes;
+		}
 		if (!m->slots) { /* nothing registered yet: give everything back, keep the qid */
-			if (m->sq)
-				cudart.free_host(m->sq);
-			if (m->cq)
-				cudart.free_host(m->cq);
 			free(m);
 			pthread_mutex_unlock(&c->lock);
 			return gio__fail(-ENODEV, "giouring: no pinned queue memory: %s",
 					 cudart_error[0] ? cudart_error : "cudaHostAlloc failed");
 		}
 		if ((rc = register_locked(c, m->sq, sq_bytes, &m->sq_addr)) ||
-		    (rc = register_locked(c, m->cq, cq_bytes, &m->cq_addr)))
+		    (rc = register_locked(c, m->cq, cq_bytes, &m->cq_addr)) || (!c->be.mmio && (rc = bar_map_for_gpu(c))))
 			goto fail;
 	} else {
 		m->sq = alloc_dma(c, depth * sizeof(struct gio_sqe), &m->sq_addr);
@@ -873,6 +1129,12 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 				      qp_flags(c));
 	if (rc)
 		goto fail;
+	if ((rc = gio_prep_create_cq(&sqe, (uint16_t)qid, depth, m->cq_addr, 0, 0)) ||
+	    (rc = gio_prep_create_sq(&sqe, (uint16_t)qid, depth, (uint16_t)qid, m->sq_addr))) {
+		rc = gio__fail(rc, "giouring: queue memory at bus address 0x%" PRIx64 "/0x%" PRIx64 " is not 4 KiB aligned",
+			       m->cq_addr, m->sq_addr);
+		goto fail;
+	}
 	if ((rc = gio_prep_create_cq(&sqe, (uint16_t)qid, depth, m->cq_addr, 0, 0)) || (rc = admin(c, &sqe, &dw0)))
 		goto fail;
 	if ((rc = gio_prep_create_sq(&sqe, (uint16_t)qid, depth, (uint16_t)qid, m->sq_addr)) ||
@@ -949,12 +1211,8 @@ int gio_ctx_close(struct gio_ctx *c)
 		if (!m)
 			continue;
 		if (m->pinned) {
-			if (m->sq)
-				cudart.free_host(m->sq);
-			if (m->cq)
-				cudart.free_host(m->cq);
-			if (m->slots)
-				cudart.free_host(m->slots);
+			if (m->pinned_base)
+				cudart.free_host(m->pinned_base);
 		} else {
 			free(m->sq);
 			free(m->cq);
@@ -967,6 +1225,8 @@ int gio_ctx_close(struct gio_ctx *c)
 	free(c->admin_slots);
 	free(c->idbuf);
 	free(c->exec.mem);
+	if (c->bar_mapped)
+		(void)cudart.host_unregister(c->bar);
 	free(c->bar);
 	pthread_mutex_destroy(&c->lock);
 	free(c);

@@ -8,15 +8,25 @@
  * requires.
  *
  * Files are accessed through one descriptor: O_DIRECT where the file system allows it (commands
- * whose memory is not aligned for it go through a bounce buffer), else the page cache. */
+ * whose memory is not aligned for it go through a bounce buffer), else the page cache.
+ *
+ * Data segments in device memory (tgt->copy_map: GPU memory registered with
+ * gio_ctx_register_device) are never dereferenced here: they move through the copy engine
+ * (struct gio__devcopy), on one stream per thread. A file command stages them in a pinned bounce
+ * buffer; a memory command copies between the backing store and the device directly. All copies
+ * of one fetched batch (one doorbell's worth) are enqueued, then waited for once, by a deadline,
+ * and only then are the batch's completions posted: a completion never claims data that has not
+ * landed. A failed or late copy gives its commands Data Transfer Error. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <liburing.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +45,14 @@ struct worker {
 	int have_ring;
 	unsigned char *zeroes; /* Write Zeroes and bit-bucket scratch, ZBUF bytes */
 	struct pending *pend;  /* handed back at exit, freed after the ring */
+	void *stream;          /* copy stream for device segments (gio__exec_dev_prepare) */
+	unsigned char *stage;  /* pinned staging, BATCH slots of stage_slot bytes (file targets) */
+	size_t stage_slot;
+	struct pending *pend_live; /* this thread's pend array, while it runs */
+	void *grave[2 * BATCH + 2]; /* staging dropped after a copy deadline (pbounce_abandon) */
+	uint32_t ngrave;
+	uint32_t copies;       /* enqueued on it since the last wait */
+	int copy_failed;       /* an enqueue failed since the last wait */
 };
 
 #define ZBUF (1u << 20)
@@ -101,25 +119,152 @@ static int serve_admin(struct gio__exec *e)
 	return n;
 }
 
-/* Memory backing store: every command runs to completion in place. */
+/* ---- device segments: the copy engine -------------------------------------------------------- */
+
+/* Enqueues one copy on the thread's stream (made on first use); 0 or -errno. */
+static int dev_copy(struct worker *w, void *dst, const void *src, size_t len, int to_dev)
+{
+	const struct gio__devcopy *dc = w->e->dc;
+	int rc;
+	if (!dc)
+		return -ENODEV; /* a device region without a copy engine: cannot happen (ctx.c sets it first) */
+	/* The stream was made at registration; only after a copy deadline dropped it is a new one
+	 * made here. */
+	if (!w->stream && (rc = dc->stream_create(dc->priv, &w->stream)) < 0) {
+		w->stream = NULL;
+		return rc;
+	}
+	rc = dc->copy(dc->priv, w->stream, dst, src, len, to_dev);
+	if (rc == 0)
+		w->copies++;
+	else
+		w->copy_failed = 1;
+	return rc;
+}
+
+/* Waits, by the copy engine's deadline, for every copy enqueued since the last wait. Returns 0,
+ * -EIO (a copy failed) or -ETIME. After -ETIME copies may still be running: the stream is
+ * dropped, and the caller must never reuse the memory they touch (*abandon set). */
+static int dev_wait(struct worker *w, int *abandon)
+{
+	const struct gio__devcopy *dc = w->e->dc;
+	uint64_t deadline;
+	uint32_t spins = 0;
+	int rc;
+	*abandon = 0;
+	if (!w->copies) {
+		rc = w->copy_failed ? -EIO : 0;
+		w->copy_failed = 0;
+		return rc;
+	}
+	deadline = gio_deadline_in(dc->timeout_ns);
+	while ((rc = dc->query(dc->priv, w->stream)) == -EAGAIN) {
+		if (gio_deadline_passed(deadline)) {
+			fprintf(stderr,
+				"giouring: executor thread %d: %u copies to or from the GPU did not complete within %" PRIu64
+				" ms; their commands fail with Data Transfer Error\n",
+				w->id, w->copies, dc->timeout_ns / 1000000);
+			dc->stream_destroy(dc->priv, w->stream);
+			w->stream = NULL;
+			*abandon = 1;
+			rc = -ETIME;
+			break;
+		}
+		gio_backoff(&spins);
+	}
+	if (rc == 0 && w->copy_failed)
+		rc = -EIO;
+	w->copies = 0;
+	w->copy_failed = 0;
+	return rc;
+}
+
+static uint16_t xfer_error(void)
+{
+	return GIO_SF(GIO_SCT_GENERIC, GIO_SC_DATA_XFER_ERROR);
+}
+
+/* Whether a prepared command has a segment in device memory. */
+static int has_device_seg(const struct gio__exec *e, const struct gio_tgt_io *io)
+{
+	uint32_t i;
+	int dev;
+	for (i = 0; i < io->xfer.n; i++)
+		if (!(io->xfer.segs[i].flags & GIO_XFER_BIT_BUCKET) && gio_tgt_seg_ptr(e->tgt, &io->xfer.segs[i], &dev) && dev)
+			return 1;
+	return 0;
+}
+
+/* Memory backing store, a segment at a time: host segments with memcpy, device segments
+ * enqueued on the copy stream (directly from or into the backing store). 0 or a status. */
+static uint16_t mem_copy_dev(struct worker *w, const struct gio_tgt_io *io)
+{
+	unsigned char *backing = w->e->mem;
+	uint64_t off = io->offset;
+	uint32_t i;
+	for (i = 0; i < io->xfer.n; off += io->xfer.segs[i].len, i++) {
+		const struct gio_xfer_seg *s = &io->xfer.segs[i];
+		int dev;
+		void *p;
+		if (s->flags & GIO_XFER_BIT_BUCKET)
+			continue;
+		p = gio_tgt_seg_ptr(w->e->tgt, s, &dev);
+		if (!dev) {
+			if (io->is_write)
+				memcpy(backing + off, p, s->len);
+			else
+				memcpy(p, backing + off, s->len);
+		} else if (io->is_write ? dev_copy(w, backing + off, p, (size_t)s->len, 0)
+					: dev_copy(w, p, backing + off, (size_t)s->len, 1)) {
+			return xfer_error();
+		}
+	}
+	return 0;
+}
+
+/* Memory backing store: the batch's data moves in place (device copies enqueued), then the
+ * copies are waited for once, then every completion is posted. */
 static int serve_mem(struct worker *w, uint16_t qid)
 {
 	struct gio__exec *e = w->e;
 	struct gio_xfer_seg segs[GIO_TGT_MAX_SEGS];
+	struct {
+		uint16_t cid, st;
+		int dev;
+		struct cmd_fault f;
+	} done[BATCH];
 	struct gio_sqe sqe;
-	uint32_t n = 0;
+	uint32_t n = 0, ndev = 0, i;
 	while (n < BATCH && gio_tgt_fetch(e->tgt, qid, &sqe) == 1) {
 		struct gio_tgt_io io;
-		struct cmd_fault f = next_fault(e);
-		uint16_t st;
 		io.xfer.segs = segs;
 		io.xfer.cap = GIO_TGT_MAX_SEGS;
-		st = gio_tgt_io_prepare(e->tgt, &sqe, &io);
-		if (st == 0 && !f.fail)
-			gio_tgt_io_copy_mem(e->tgt, &io, e->mem);
-		complete(e, qid, sqe.cid, st, &f);
+		done[n].cid = sqe.cid;
+		done[n].f = next_fault(e);
+		done[n].dev = 0;
+		done[n].st = gio_tgt_io_prepare(e->tgt, &sqe, &io);
+		if (done[n].st == 0 && !done[n].f.fail) {
+			if (e->dc && has_device_seg(e, &io)) {
+				done[n].dev = 1;
+				ndev++;
+				done[n].st = mem_copy_dev(w, &io);
+			} else {
+				done[n].st = gio_tgt_io_copy_mem(e->tgt, &io, e->mem);
+			}
+		}
 		n++;
 	}
+	if (ndev) {
+		int abandon;
+		/* The backing store is the other end of any late copy: nothing to quarantine here
+		 * beyond the host's own buffers, which the error tells it not to trust. */
+		if (dev_wait(w, &abandon))
+			for (i = 0; i < n; i++)
+				if (done[i].dev)
+					done[i].st = xfer_error();
+	}
+	for (i = 0; i < n; i++)
+		complete(e, qid, done[i].cid, done[i].st, &done[i].f);
 	return (int)n;
 }
 
@@ -133,6 +278,11 @@ struct pending {
 	unsigned char *bounce;   /* kept between commands, grown on demand */
 	size_t bounce_cap;
 	int bounced;
+	unsigned char *pbounce;  /* pinned staging for device segments: a slot of worker.stage, or owned */
+	size_t pbounce_cap;
+	int pbounce_owned;
+	int dev;                 /* the command has device segments: it goes through pbounce */
+	int deferred;            /* a device write: its file write waits for the gather copies */
 	struct cmd_fault f;
 	uint16_t st;
 	int submitted;
@@ -204,6 +354,104 @@ static void bounce_scatter(struct pending *p)
 		memcpy(p->iov[i].iov_base, p->bounce + done, p->iov[i].iov_len);
 }
 
+/* Sets up the pinned bounce of a command with device segments: grown on demand; for a write,
+ * host segments are gathered now and device segments enqueued on the copy stream (the file
+ * write waits for them: see file_fetch). 0 or a status. */
+static uint16_t pbounce_setup(struct worker *w, struct pending *p)
+{
+	const struct gio__devcopy *dc = w->e->dc;
+	uint32_t i;
+	size_t done = 0;
+	if (!p->pbounce && w->stage) { /* this pend entry's slot of the staging made at registration */
+		p->pbounce = w->stage + (size_t)(p - w->pend_live) * w->stage_slot;
+		p->pbounce_cap = w->stage_slot;
+		p->pbounce_owned = 0;
+	}
+	if (p->pbounce_cap < p->io.bytes) {
+		/* Above the staging slot (MDTS of 0 or above 1 MiB): allocated here. A page-locked
+		 * allocation waits for work running on the GPU (CUDA's implicit synchronization), so
+		 * with producers spinning on the GPU it stalls until its copy deadline: keep MDTS. */
+		const size_t cap = (size_t)((p->io.bytes + 4095u) & ~(uint64_t)4095u);
+		unsigned char *b = dc->host_alloc(dc->priv, cap);
+		if (!b)
+			return GIO_SF(GIO_SCT_GENERIC, GIO_SC_INTERNAL);
+		if (p->pbounce && p->pbounce_owned)
+			dc->host_free(dc->priv, p->pbounce);
+		p->pbounce = b;
+		p->pbounce_cap = cap;
+		p->pbounce_owned = 1;
+	}
+	p->bounce_iov.iov_base = p->pbounce;
+	p->bounce_iov.iov_len = (size_t)p->io.bytes;
+	if (!p->io.is_write)
+		return 0;
+	for (i = 0; i < p->io.xfer.n; done += p->iov[i].iov_len, i++) {
+		int dev = 0;
+		if (!(p->segs[i].flags & GIO_XFER_BIT_BUCKET))
+			(void)gio_tgt_seg_ptr(w->e->tgt, &p->segs[i], &dev);
+		if (!dev)
+			memcpy(p->pbounce + done, p->iov[i].iov_base, p->iov[i].iov_len);
+		else if (dev_copy(w, p->pbounce + done, p->iov[i].iov_base, p->iov[i].iov_len, 0))
+			return xfer_error();
+	}
+	return 0;
+}
+
+/* Scatters a read staged in the pinned bounce: host segments now, device segments enqueued
+ * (the caller waits for them before posting). 0 or a status. */
+static uint16_t pbounce_scatter(struct worker *w, struct pending *p)
+{
+	uint32_t i;
+	size_t done = 0;
+	for (i = 0; i < p->io.xfer.n; done += p->iov[i].iov_len, i++) {
+		int dev = 0;
+		if (!(p->segs[i].flags & GIO_XFER_BIT_BUCKET))
+			(void)gio_tgt_seg_ptr(w->e->tgt, &p->segs[i], &dev);
+		if (!dev)
+			memcpy(p->iov[i].iov_base, p->pbounce + done, p->iov[i].iov_len);
+		else if (dev_copy(w, p->iov[i].iov_base, p->pbounce + done, p->iov[i].iov_len, 1))
+			return xfer_error();
+	}
+	return 0;
+}
+
+/* Drops the pinned staging after a copy deadline passed: copies may still write it (reads) or
+ * read it, so it is never reused nor freed (a bounded leak, reported with the timeout); later
+ * commands allocate their own. */
+static void pbounce_abandon(struct worker *w, struct pending *pend)
+{
+	uint32_t i;
+	for (i = 0; i < BATCH; i++)
+		if (pend[i].dev || !pend[i].pbounce_owned) {
+			if (pend[i].pbounce && pend[i].pbounce_owned && w->ngrave < sizeof(w->grave) / sizeof(w->grave[0]))
+				w->grave[w->ngrave++] = pend[i].pbounce;
+			pend[i].pbounce = NULL;
+			pend[i].pbounce_cap = 0;
+			pend[i].pbounce_owned = 0;
+		}
+	if (w->stage && w->ngrave < sizeof(w->grave) / sizeof(w->grave[0]))
+		w->grave[w->ngrave++] = w->stage;
+	w->stage = NULL;
+}
+
+/* Queues the io_uring request of a command whose iovecs (or bounce) are set. */
+static void queue_rw(struct worker *w, struct pending *p, uint32_t k, const struct iovec *iov, uint32_t niov,
+		     uint32_t *inflight)
+{
+	struct io_uring_sqe *u = io_uring_get_sqe(&w->ring);
+	if (!u) { /* cannot happen: the ring holds BATCH entries and each pass drains it */
+		p->st = GIO_SF(GIO_SCT_GENERIC, GIO_SC_INTERNAL);
+		return;
+	}
+	if (p->io.is_write)
+		io_uring_prep_writev(u, w->e->fd, iov, niov, p->io.offset);
+	else
+		io_uring_prep_readv(u, w->e->fd, iov, niov, p->io.offset);
+	io_uring_sqe_set_data64(u, k);
+	p->submitted = 1;
+	(*inflight)++;
+}
+
 /* Fetches up to BATCH commands of `qid`, checks them and queues their file I/O; returns how many
  * were fetched and sets *inflight to the io_uring requests queued. */
 static uint32_t file_fetch(struct worker *w, uint16_t qid, struct pending *pend, uint32_t *inflight)
@@ -219,11 +467,35 @@ static uint32_t file_fetch(struct worker *w, uint16_t qid, struct pending *pend,
 		p->f = next_fault(e);
 		p->submitted = 0;
 		p->bounced = 0;
+		p->dev = 0;
+		p->deferred = 0;
 		p->st = gio_tgt_io_prepare(e->tgt, &p->sqe, &p->io);
 		if (p->st || p->f.fail)
 			continue;
 		if (p->io.opc == GIO_NVM_OPC_WRITE_ZEROES) {
 			p->st = write_zeroes(w, &p->io);
+			continue;
+		}
+		if (p->io.opc != GIO_NVM_OPC_FLUSH) {
+			for (i = 0; i < p->io.xfer.n; i++) {
+				const struct gio_xfer_seg *s = &p->segs[i];
+				int dev = 0;
+				/* Bit buckets read into scratch memory: the data is discarded. */
+				p->iov[i].iov_base = (s->flags & GIO_XFER_BIT_BUCKET) ? w->zeroes : gio_tgt_seg_ptr(e->tgt, s, &dev);
+				p->iov[i].iov_len = (size_t)s->len;
+				p->dev |= dev;
+			}
+		}
+		if (p->dev) {
+			/* Device memory is staged in pinned memory. A write's file request waits for its
+			 * gather copies (below); a read's is queued now and scattered after it. */
+			p->st = pbounce_setup(w, p);
+			if (p->st)
+				continue;
+			if (p->io.is_write)
+				p->deferred = 1;
+			else
+				queue_rw(w, p, n - 1, &p->bounce_iov, 1, inflight);
 			continue;
 		}
 		struct io_uring_sqe *u = io_uring_get_sqe(&w->ring);
@@ -234,14 +506,6 @@ static uint32_t file_fetch(struct worker *w, uint16_t qid, struct pending *pend,
 		if (p->io.opc == GIO_NVM_OPC_FLUSH) {
 			io_uring_prep_fsync(u, e->fd, IORING_FSYNC_DATASYNC);
 		} else {
-			for (i = 0; i < p->io.xfer.n; i++) {
-				const struct gio_xfer_seg *s = &p->segs[i];
-				/* Bit buckets read into scratch memory: the data is discarded. */
-				p->iov[i].iov_base = (s->flags & GIO_XFER_BIT_BUCKET)
-							     ? w->zeroes
-							     : gio_dma_map_find(e->tgt->map, s->addr, s->len);
-				p->iov[i].iov_len = (size_t)s->len;
-			}
 			iov = p->iov;
 			niov = p->io.xfer.n;
 			if (e->direct && !direct_ok(e, p)) {
@@ -263,6 +527,25 @@ static uint32_t file_fetch(struct worker *w, uint16_t qid, struct pending *pend,
 		io_uring_sqe_set_data64(u, n - 1);
 		p->submitted = 1;
 		(*inflight)++;
+	}
+	/* Device writes: their data is gathered into pinned memory by copies enqueued above; wait
+	 * for all of them once, then queue the file writes. */
+	for (i = 0; i < n && !pend[i].deferred; i++)
+		;
+	if (i < n) {
+		int abandon;
+		const int rc = dev_wait(w, &abandon);
+		for (i = 0; i < n; i++) {
+			struct pending *p = &pend[i];
+			if (!p->deferred)
+				continue;
+			if (rc)
+				p->st = xfer_error();
+			else
+				queue_rw(w, p, i, &p->bounce_iov, 1, inflight);
+		}
+		if (abandon)
+			pbounce_abandon(w, pend);
 	}
 	return n;
 }
@@ -328,6 +611,20 @@ static int serve_file(struct worker *w, uint16_t qid, struct pending *pend)
 			p->st = media_error(&p->io); /* short transfers on a sized file are media errors */
 		else if (p->bounced && !p->io.is_write)
 			bounce_scatter(p);
+		else if (p->dev && !p->io.is_write)
+			p->st = pbounce_scatter(w, p);
+	}
+	/* One wait for every copy of the batch (the scatters above, and the gathers of writes whose
+	 * setup failed half way), then the completions: none before its data has landed. */
+	if (w->copies || w->copy_failed) {
+		int abandon;
+		if (dev_wait(w, &abandon)) {
+			for (i = 0; i < n; i++)
+				if (pend[i].dev && !pend[i].io.is_write)
+					pend[i].st = xfer_error();
+		}
+		if (abandon)
+			pbounce_abandon(w, pend);
 	}
 	for (i = 0; i < n; i++)
 		complete(w->e, qid, pend[i].sqe.cid, pend[i].st, &pend[i].f);
@@ -349,10 +646,17 @@ static void *worker_main(void *arg)
 	struct pending *pend = NULL;
 	uint32_t idle = 0;
 	int broken = 0;
+	{
+		/* Named, so that benches and tools can tell the executor's CPU time apart. */
+		char name[16];
+		snprintf(name, sizeof(name), "gio-exec-%d", w->id);
+		pthread_setname_np(pthread_self(), name);
+	}
 	if (e->kind == GIO__BACKING_FILE) {
 		pend = calloc(BATCH, sizeof(*pend));
 		if (!pend)
 			return NULL;
+		w->pend_live = pend;
 	}
 	while (!gio_load_acquire(&e->stop)) {
 		int did = 0;
@@ -394,6 +698,37 @@ static void *worker_main(void *arg)
 	 * (in gio__exec_stop) cancels and waits for them first, so pend is freed after it. */
 	w->pend = pend;
 	return NULL;
+}
+
+/* Makes each thread's copy stream and, for a file target, its pinned staging, in the caller's
+ * thread, before the first device region is published. Not in the executor threads on first
+ * use: a page-locked allocation waits for work running on the GPU (CUDA's implicit
+ * synchronization), and GPU producers spin until their commands complete, so an allocation
+ * under their first command would deadlock (seen on the H200). 0 or -errno (gio__fail). */
+int gio__exec_dev_prepare(struct gio__exec *e)
+{
+	struct worker *ws = e->workers_mem;
+	const struct gio__devcopy *dc = e->dc;
+	const uint64_t mx = e->tgt->caps.max_xfer_bytes;
+	const size_t slot = (size_t)(mx && mx <= (1u << 20) ? mx : (1u << 20));
+	int i, rc;
+	if (e->dev_prepared)
+		return 0;
+	for (i = 0; ws && i < e->nthreads; i++) {
+		if (!ws[i].stream && (rc = dc->stream_create(dc->priv, &ws[i].stream)) < 0) {
+			ws[i].stream = NULL;
+			return gio__fail(rc, "giouring: cannot make a %s copy stream for executor thread %d", dc->name, i);
+		}
+		if (e->kind == GIO__BACKING_FILE && !ws[i].stage) {
+			ws[i].stage = dc->host_alloc(dc->priv, BATCH * slot);
+			if (!ws[i].stage)
+				return gio__fail(-ENOMEM, "giouring: no %zu bytes of pinned staging for executor thread %d",
+						 BATCH * slot, i);
+			ws[i].stage_slot = slot;
+		}
+	}
+	e->dev_prepared = 1;
+	return 0;
 }
 
 int gio__exec_start(struct gio__exec *e, int nthreads)
@@ -451,13 +786,25 @@ void gio__exec_stop(struct gio__exec *e)
 	for (i = 0; i < e->nthreads; i++)
 		pthread_join(e->threads[i], NULL);
 	for (i = 0; ws && i < e->nthreads; i++) {
+		uint32_t j;
 		if (ws[i].have_ring)
 			io_uring_queue_exit(&ws[i].ring);
+		/* Every batch waited for its copies before it was posted: the stream is idle. */
+		if (ws[i].stream)
+			e->dc->stream_destroy(e->dc->priv, ws[i].stream);
+		if (ws[i].stage)
+			e->dc->host_free(e->dc->priv, ws[i].stage);
+		/* Staging dropped after a copy deadline: only a copy engine whose dropped streams can no
+		 * longer touch it says so; the CUDA one leaves it (a late copy may still land). */
+		for (j = 0; e->dc && e->dc->abandoned_freeable && j < ws[i].ngrave; j++)
+			e->dc->host_free(e->dc->priv, ws[i].grave[j]);
 		free(ws[i].zeroes);
 		if (ws[i].pend) {
-			uint32_t j;
-			for (j = 0; j < BATCH; j++)
+			for (j = 0; j < BATCH; j++) {
 				free(ws[i].pend[j].bounce);
+				if (ws[i].pend[j].pbounce && ws[i].pend[j].pbounce_owned)
+					e->dc->host_free(e->dc->priv, ws[i].pend[j].pbounce);
+			}
 			free(ws[i].pend);
 		}
 	}

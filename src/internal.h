@@ -13,6 +13,8 @@ int gio__fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 
 enum gio__backing { GIO__BACKING_MEM, GIO__BACKING_FILE };
 
+#include "devcopy.h"
+
 #define GIO__EXEC_MAX_THREADS 16
 
 /* The CPU executor: threads that run the software target over a memory or file backing store. */
@@ -32,10 +34,17 @@ struct gio__exec {
 	uint64_t io_seen;       /* I/O commands fetched, under fault_lock */
 	uint64_t stall_until_ns; /* atomic */
 	void *workers_mem;       /* the threads' state */
+	/* Copy engine for segments in device memory (tgt->copy_map); set before the first device
+	 * region is published (the release of copy_map->count orders it for the workers). */
+	const struct gio__devcopy *dc;
+	int dev_prepared; /* gio__exec_dev_prepare() done */
 };
 
 int gio__exec_start(struct gio__exec *e, int nthreads);
 void gio__exec_stop(struct gio__exec *e);
+/* Copy streams and pinned staging for device segments, made in the calling thread before the
+ * first device region is published (see executor.c); 0 or -errno with a message. */
+int gio__exec_dev_prepare(struct gio__exec *e);
 
 /* How a context reaches its controller: the registers and the bus addresses of memory. The
  * bring-up, admin and queue code in ctx.c is the same for every backend.

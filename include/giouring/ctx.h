@@ -135,10 +135,35 @@ const struct gio_dptr_caps *gio_ctx_dptr_caps(const struct gio_ctx *ctx);
  */
 int gio_ctx_register(struct gio_ctx *ctx, void *ptr, size_t len, uint64_t *addr);
 
+/**
+ * @brief Registers GPU memory (a device pointer) for data pointers of the software target.
+ * @param ctx      the context (`file://`, `mem://host` or the temporary file).
+ * @param dev_ptr  start of the memory: from cudaMalloc (or any allocation that
+ *                 cudaPointerGetAttributes reports as device memory), on one GPU per context.
+ * @param len      its length, at least 1.
+ * @param addr     receives the bus address, which is @p dev_ptr itself; or NULL.
+ * @return 0, `-EINVAL` (NULL, empty, wrapping, overlapping a registered region, not device
+ *         memory, or on another GPU than earlier device regions), `-ENOSPC` (region table full),
+ *         `-ENODEV` (the CUDA runtime cannot be loaded or reports no GPU; the message says which),
+ *         `-EOPNOTSUPP` for `nvme-pci` (as gio_ctx_register_ex() with GIO_MEM_HBM).
+ *
+ * The CPU executor never dereferences this memory. Commands whose data segments lie in it move
+ * their data with cudaMemcpyAsync on a stream of the executor thread: a file target reads (or
+ * writes) through a pinned bounce buffer, a memory target copies straight from (or into) its
+ * backing store. All copies of one fetched batch (one doorbell's worth of commands) are enqueued,
+ * then waited for once (cudaStreamQuery against a 10 s deadline), and only then are the batch's
+ * completions posted, so a completion never precedes its data. A copy that fails or misses the
+ * deadline gives its command Data Transfer Error. Queues, PRP lists and SGL segments must stay
+ * in host memory: a command that points them into device memory gets Data Transfer Error.
+ *
+ * Any thread. Registration lasts until the context closes; free the memory after that.
+ */
+int gio_ctx_register_device(struct gio_ctx *ctx, void *dev_ptr, size_t len, uint64_t *addr);
+
 /** @name Memory kinds for gio_ctx_register_ex()
  * @{ */
 #define GIO_MEM_HOST 0u /**< Host memory (pageable or pinned): what gio_ctx_register() takes. */
-#define GIO_MEM_HBM 1u  /**< GPU memory (a device pointer): needs a DMA-address provider. */
+#define GIO_MEM_HBM 1u  /**< GPU memory (a device pointer): copied by the software target's CPU executor; needs a DMA-address provider on `nvme-pci`. */
 /** @} */
 
 /**
@@ -148,10 +173,11 @@ int gio_ctx_register(struct gio_ctx *ctx, void *ptr, size_t len, uint64_t *addr)
  * @param len   its length, at least 1.
  * @param kind  GIO_MEM_HOST or GIO_MEM_HBM.
  * @param addr  receives the bus address of @p ptr, or NULL.
- * @return as gio_ctx_register() for GIO_MEM_HOST; `-EINVAL` for an unknown @p kind;
- *         `-EOPNOTSUPP` for GIO_MEM_HBM in this release: a bus address for GPU memory needs a
- *         dma-buf of the range imported through iommufd (IOMMU_IOAS_MAP_FILE, Linux 6.13+) or an
- *         nvidia_p2p helper, and gio_last_error() names what this machine lacks.
+ * @return as gio_ctx_register() for GIO_MEM_HOST; as gio_ctx_register_device() for GIO_MEM_HBM
+ *         on a software target; `-EINVAL` for an unknown @p kind; `-EOPNOTSUPP` for GIO_MEM_HBM
+ *         on `nvme-pci` in this release: a bus address for GPU memory needs a dma-buf of the range
+ *         imported through iommufd (IOMMU_IOAS_MAP_FILE, Linux 6.13+) or an nvidia_p2p helper,
+ *         and gio_last_error() names what this machine lacks.
  *
  * Any thread. The provider interface is where HBM support will plug in; nothing is mapped on
  * failure.
@@ -159,8 +185,11 @@ int gio_ctx_register(struct gio_ctx *ctx, void *ptr, size_t len, uint64_t *addr)
 int gio_ctx_register_ex(struct gio_ctx *ctx, void *ptr, size_t len, uint32_t kind, uint64_t *addr);
 
 /** @brief gio_ctx_qp_create_ex() flag: queue memory in pinned host memory mapped into the GPU
- *  (cudaHostAlloc with cudaHostAllocMapped), for rings that GPU threads fill. On `nvme-pci`
- *  it needs GIO_CTX_QP_DB_PROXY too. */
+ *  (cudaHostAlloc with cudaHostAllocMapped), for rings that GPU threads fill. On a software
+ *  target the emulated doorbells are registered with the GPU too (cudaHostRegister, once), so
+ *  that GPU threads may use a device-memory copy of the returned struct gio_qp as it is (take
+ *  the copy before any use, and then use the queue pair from the GPU alone). On `nvme-pci` it
+ *  needs GIO_CTX_QP_DB_PROXY too. */
 #define GIO_CTX_QP_PINNED 1u
 
 /**

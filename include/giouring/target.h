@@ -108,7 +108,11 @@ struct gio_tgt {
 	struct gio_tgt_bar *bar;                    /**< Shared registers and doorbells. */
 	struct gio_tgt_config cfg;                  /**< What it advertises. */
 	struct gio_dptr_caps caps;                  /**< Rules for data pointers (from cfg and CC). */
-	const struct gio_dma_map *map;              /**< Registered memory. */
+	const struct gio_dma_map *map;              /**< Registered memory the executor reaches with loads and stores. */
+	/** Registered memory the executor reaches only through a copy engine (GPU memory for a CPU
+	 *  executor), or NULL. Data segments may lie here; queues, PRP lists and SGL segments never
+	 *  do (they are read and written in place, so they are looked up in `map` alone). */
+	const struct gio_dma_map *copy_map;
 	struct gio_tgt_queue sq[GIO_TGT_MAX_IO_QUEUES + 1]; /**< Submission queues by qid. */
 	struct gio_tgt_queue cq[GIO_TGT_MAX_IO_QUEUES + 1]; /**< Completion queues by qid. */
 	uint32_t cc;         /**< The CC value last acted on. */
@@ -692,6 +696,29 @@ GIO_HD uint16_t gio_tgt_admin(struct gio_tgt *t, const struct gio_sqe *sqe, uint
 }
 
 /**
+ * @brief Where the executor reaches a data segment.
+ * @param t          the target.
+ * @param s          a data segment (not a bit bucket).
+ * @param copy_only  receives 1 when the pointer lies in `t->copy_map` (move it with a copy
+ *                   engine, never with loads and stores), else 0.
+ * @return the pointer for the segment's first byte, or NULL when the segment is not wholly
+ *         inside one registered region.
+ *
+ * Any thread. `map` is searched first: bus addresses of the two tables never overlap (the
+ * registrar refuses it).
+ */
+GIO_HD void *gio_tgt_seg_ptr(const struct gio_tgt *t, const struct gio_xfer_seg *s, int *copy_only)
+{
+	void *p = gio_dma_map_find(t->map, s->addr, s->len);
+	*copy_only = 0;
+	if (p == NULL && t->copy_map != NULL) {
+		p = gio_dma_map_find(t->copy_map, s->addr, s->len);
+		*copy_only = p != NULL;
+	}
+	return p;
+}
+
+/**
  * @brief Checks an I/O command and walks its data pointer.
  * @param t    the target.
  * @param sqe  the command.
@@ -701,7 +728,9 @@ GIO_HD uint16_t gio_tgt_admin(struct gio_tgt *t, const struct gio_sqe *sqe, uint
  *         Write, Read, Write Zeroes), Invalid Field in Command (fused, or above MDTS, or SGLs
  *         where SGLS says none), Invalid Namespace or Format (NSID other than 1; 0xffffffff is
  *         allowed for Flush), LBA Out of Range, the SGL and PRP statuses of the walkers, or Data
- *         Transfer Error when a data segment lies outside registered memory.
+ *         Transfer Error when a data segment lies outside registered memory (`map`, or
+ *         `copy_map` where the target has one: the executor must then move that segment with its
+ *         copy engine, see gio_tgt_seg_ptr()).
  *
  * The queue's serving thread. Nothing is moved: the executor moves data only after this passed.
  */
@@ -749,7 +778,8 @@ GIO_HD uint16_t gio_tgt_io_prepare(struct gio_tgt *t, const struct gio_sqe *sqe,
 	/* Every data segment must be registered before anything moves. */
 	for (i = 0; i < io->xfer.n; i++) {
 		const struct gio_xfer_seg *s = &io->xfer.segs[i];
-		if (!(s->flags & GIO_XFER_BIT_BUCKET) && gio_dma_map_find(t->map, s->addr, s->len) == NULL)
+		int copy_only;
+		if (!(s->flags & GIO_XFER_BIT_BUCKET) && gio_tgt_seg_ptr(t, s, &copy_only) == NULL)
 			return GIO_SF(GIO_SCT_GENERIC, GIO_SC_DATA_XFER_ERROR);
 	}
 	return 0;
@@ -760,17 +790,24 @@ GIO_HD uint16_t gio_tgt_io_prepare(struct gio_tgt *t, const struct gio_sqe *sqe,
  * @param t        the target.
  * @param io       a command that passed gio_tgt_io_prepare().
  * @param backing  the backing store (namespace byte 0).
+ * @return 0, or Data Transfer Error (nothing moved) when a segment lies in `t->copy_map`: such
+ *         memory is moved by the executor's copy engine, not here.
  *
  * The queue's serving thread. Reads skip bit buckets; Write Zeroes clears the blocks; Flush does
  * nothing (memory is its own stable store here).
  */
-GIO_HD void gio_tgt_io_copy_mem(struct gio_tgt *t, const struct gio_tgt_io *io, unsigned char *backing)
+GIO_HD uint16_t gio_tgt_io_copy_mem(struct gio_tgt *t, const struct gio_tgt_io *io, unsigned char *backing)
 {
 	uint64_t off = io->offset;
 	uint32_t i;
 	if (io->opc == GIO_NVM_OPC_WRITE_ZEROES) {
 		memset(backing + off, 0, io->bytes);
-		return;
+		return 0;
+	}
+	for (i = 0; i < io->xfer.n; i++) {
+		const struct gio_xfer_seg *s = &io->xfer.segs[i];
+		if (!(s->flags & GIO_XFER_BIT_BUCKET) && gio_dma_map_find(t->map, s->addr, s->len) == NULL)
+			return GIO_SF(GIO_SCT_GENERIC, GIO_SC_DATA_XFER_ERROR);
 	}
 	for (i = 0; i < io->xfer.n; i++) {
 		const struct gio_xfer_seg *s = &io->xfer.segs[i];
@@ -783,6 +820,7 @@ GIO_HD void gio_tgt_io_copy_mem(struct gio_tgt *t, const struct gio_tgt_io *io, 
 		}
 		off += s->len;
 	}
+	return 0;
 }
 
 GIO_EXTERN_C_END
