@@ -1125,9 +1125,19 @@ static inline void kv_machine_probe(int device, struct kv_machine *m)
 	KV_CK(cudaRuntimeGetVersion(&m->runtime));
 	char line[512];
 	kv_read_line("/proc/driver/nvidia/version", line, sizeof(line));
+	// "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ...":
+	// the version is the first word after "Kernel Module" that starts with a digit.
+	kv_fmt(m->driver, sizeof(m->driver), "?");
 	const char *mod = std::strstr(line, "Kernel Module");
-	if (!mod || std::sscanf(mod + std::strlen("Kernel Module"), " %63s", m->driver) != 1)
-		kv_fmt(m->driver, sizeof(m->driver), "?");
+	for (const char *w = mod ? mod + std::strlen("Kernel Module") : NULL; w && *w;) {
+		w += std::strspn(w, " \t");
+		const size_t len = std::strcspn(w, " \t\n");
+		if (len && *w >= '0' && *w <= '9') {
+			kv_fmt(m->driver, sizeof(m->driver), "%.*s", (int)len, w);
+			break;
+		}
+		w += len;
+	}
 	char bus[64];
 	unsigned dom = 0, b = 0, d = 0, fn = 0;
 	KV_CK(cudaDeviceGetPCIBusId(bus, sizeof(bus), device));

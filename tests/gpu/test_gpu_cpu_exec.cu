@@ -227,6 +227,7 @@ void run(const char *uri, const char *label)
 	EXPECT(sync_within(s, 30), "the out-of-range probe hung");
 	EXPECT(*d_rc == -EIO && gio_status_sc(*d_st) == GIO_SC_LBA_RANGE && gio_status_sct(*d_st) == GIO_SCT_GENERIC,
 	       "LBA past the end: rc %d status 0x%x (%s)", *d_rc, *d_st, gio_status_str(*d_st));
+	const uint16_t oob_status = *d_st; // the deadline probe below reuses d_st
 
 	// Deadline: the target ignores doorbells for 3 s; a 200 ms wait must end by itself.
 	gio_fault f{};
@@ -236,7 +237,7 @@ void run(const char *uri, const char *label)
 	EXPECT(sync_within(s, 30), "the deadline probe hung");
 	EXPECT(*d_rc == -ETIME, "stalled target: rc %d, want -ETIME", *d_rc);
 	EXPECT(*d_waited >= 200ull * 1000000ull && *d_waited < 2000ull * 1000000ull, "the wait took %llu ns", *d_waited);
-	std::printf("   LBA out of range -> %s; stalled doorbells -> rc %d after %.0f ms\n", gio_status_str(*d_st), *d_rc,
+	std::printf("   LBA out of range -> %s; stalled doorbells -> rc %d after %.0f ms\n", gio_status_str(oob_status), *d_rc,
 		    *d_waited / 1e6);
 	gio_ctx_inject(ctx, nullptr);
 
