@@ -205,6 +205,9 @@ struct gio_ctx {
 	int dev_ordinal;             /* GPU of every device region */
 	int dc_injected;             /* gio__ctx_set_devcopy() replaced it */
 	int bar_mapped;              /* the software target's BAR0 is registered with CUDA (GPU producers) */
+	int mmio_gpu;                /* nvme-pci BAR0 for GPU threads: 0 untried, 1 registered, -1 refused */
+	int proxy_noticed;           /* the fallback to the proxy was reported once */
+	char mmio_gpu_why[256];      /* why it was refused */
 	pthread_mutex_t lock; /* registration, queue creation, admin commands */
 	struct gio__exec exec;
 	struct gio_dptr_caps caps;
@@ -954,6 +957,22 @@ const struct gio_dptr_caps *gio_ctx_dptr_caps(const struct gio_ctx *c)
 	return &c->caps;
 }
 
+uint32_t gio_ctx_qp_doorbells(struct gio_ctx *c, const struct gio_qp *qp)
+{
+	uint32_t i, n, mode = 0;
+	if (!c || !qp)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	n = c->nqps;
+	for (i = 1; i <= n; i++) {
+		const struct qp_mem *m = c->qps[i];
+		if (m && &m->qp == qp)
+			mode = !c->be.mmio ? 0 : m->proxied ? GIO_CTX_QP_DB_PROXY : GIO_CTX_QP_DB_DIRECT;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return mode;
+}
+
 int gio_ctx_inject(struct gio_ctx *c, const struct gio_fault *f)
 {
 	static const struct gio_fault none;
@@ -1024,6 +1043,43 @@ static int proxy_start(struct gio_ctx *c)
  * emulated BAR0 (ordinary host memory): pin it and map it for the GPU, once, at the address the
  * CPU uses (unified addressing), so that the doorbell pointers in struct gio_qp hold on both
  * sides. c->lock held. */
+/* Direct GPU doorbells on a real controller: BAR0 registered with the GPU as I/O memory
+ * (cudaHostRegisterIoMemory), at the same address for GPU threads (unified addressing), so the
+ * ring's doorbell pointers serve host and GPU alike. Tried once per context; a refusal is kept
+ * with its reason (recent open GPU kernel modules refuse it; so does a machine without a GPU). */
+static int mmio_map_for_gpu(struct gio_ctx *c)
+{
+	void *dev = NULL;
+	int e;
+	if (c->mmio_gpu)
+		return c->mmio_gpu > 0 ? 0 : -EOPNOTSUPP;
+	c->mmio_gpu = -1;
+	pthread_once(&cudart_once, cudart_load);
+	if (!cudart.host_alloc) {
+		snprintf(c->mmio_gpu_why, sizeof(c->mmio_gpu_why), "%s", cudart_error);
+		return -EOPNOTSUPP;
+	}
+	if (!cudart.host_register || !cudart.host_unregister || !cudart.host_get_device_pointer) {
+		snprintf(c->mmio_gpu_why, sizeof(c->mmio_gpu_why), "libcudart.so lacks cudaHostRegister");
+		return -EOPNOTSUPP;
+	}
+	/* cudaHostRegisterPortable (1) | cudaHostRegisterMapped (2) | cudaHostRegisterIoMemory (4). */
+	e = cudart.host_register(c->be.bar, c->be.bar_len, 1u | 2u | 4u);
+	if (e) {
+		snprintf(c->mmio_gpu_why, sizeof(c->mmio_gpu_why), "cudaHostRegister(BAR0, IoMemory): %s", cuda_err(e));
+		return -EOPNOTSUPP;
+	}
+	e = cudart.host_get_device_pointer(&dev, c->be.bar, 0);
+	if (e || dev != c->be.bar) {
+		(void)cudart.host_unregister(c->be.bar);
+		snprintf(c->mmio_gpu_why, sizeof(c->mmio_gpu_why), "the GPU maps BAR0 at another address (%p, not %p)", dev,
+			 c->be.bar);
+		return -EOPNOTSUPP;
+	}
+	c->mmio_gpu = 1;
+	return 0;
+}
+
 static int bar_map_for_gpu(struct gio_ctx *c)
 {
 	void *dev = NULL;
@@ -1060,15 +1116,14 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 	int rc;
 	if (!c || !out)
 		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_create: NULL argument");
-	if (flags & ~(GIO_CTX_QP_PINNED | GIO_CTX_QP_DB_PROXY))
+	if (flags & ~(GIO_CTX_QP_PINNED | GIO_CTX_QP_DB_PROXY | GIO_CTX_QP_DB_DIRECT))
 		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_create_ex: unknown flags 0x%x", flags);
-	if ((flags & GIO_CTX_QP_DB_PROXY) && !c->be.mmio)
+	if ((flags & GIO_CTX_QP_DB_PROXY) && (flags & GIO_CTX_QP_DB_DIRECT))
+		return gio__fail(-EINVAL, "giouring: GIO_CTX_QP_DB_PROXY and GIO_CTX_QP_DB_DIRECT: choose one");
+	if ((flags & (GIO_CTX_QP_DB_PROXY | GIO_CTX_QP_DB_DIRECT)) && !c->be.mmio)
 		return gio__fail(-EOPNOTSUPP,
-				 "giouring: GIO_CTX_QP_DB_PROXY: this target's doorbells are memory already (no MMIO to proxy)");
-	if ((flags & GIO_CTX_QP_PINNED) && c->be.mmio && !(flags & GIO_CTX_QP_DB_PROXY))
-		return gio__fail(-EOPNOTSUPP,
-				 "giouring: GIO_CTX_QP_PINNED on nvme-pci needs GIO_CTX_QP_DB_PROXY: GPU threads cannot write "
-				 "the controller's MMIO doorbells (BAR0 registered with cudaHostRegisterIoMemory is not in this release)");
+				 "giouring: GIO_CTX_QP_DB_%s: this target's doorbells are memory already (no MMIO doorbell)",
+				 (flags & GIO_CTX_QP_DB_PROXY) ? "PROXY" : "DIRECT");
 	if (depth < 2 || (depth & (depth - 1)) || depth > c->info.max_queue_entries)
 		return gio__fail(-EINVAL, "giouring: queue depth %u: a power of two from 2 to %u", depth, c->info.max_queue_entries);
 	pthread_mutex_lock(&c->lock);
@@ -1115,6 +1170,21 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 		rc = m->slots ? -ENOMEM /* alloc_dma said why */
 			      : gio__fail(-ENOMEM, "giouring: no memory for a queue pair of depth %u", depth);
 		goto fail;
+	}
+	/* GPU producers on a real controller: direct doorbells where the GPU may write BAR0, else
+	 * (unless direct was demanded) the proxy thread, with a notice saying why. */
+	if (m->pinned && c->be.mmio && !(flags & GIO_CTX_QP_DB_PROXY) && mmio_map_for_gpu(c)) {
+		if (flags & GIO_CTX_QP_DB_DIRECT) {
+			rc = gio__fail(-EOPNOTSUPP, "giouring: GIO_CTX_QP_DB_DIRECT: GPU threads cannot write the doorbells: %s",
+				       c->mmio_gpu_why);
+			goto fail;
+		}
+		if (!c->proxy_noticed) {
+			fprintf(stderr, "giouring: notice: direct GPU doorbells refused (%s); using the doorbell proxy thread\n",
+				c->mmio_gpu_why);
+			c->proxy_noticed = 1;
+		}
+		flags |= GIO_CTX_QP_DB_PROXY;
 	}
 	m->hw_db[0] = doorbell(c, gio_sq_doorbell_offset(c->cap, (uint16_t)qid));
 	m->hw_db[1] = doorbell(c, gio_cq_doorbell_offset(c->cap, (uint16_t)qid));
@@ -1194,6 +1264,8 @@ int gio_ctx_close(struct gio_ctx *c)
 	if (c->started)
 		gio__exec_stop(&c->exec);
 	/* Unmaps DMA (unpinning) before the memory below is freed. */
+	if (c->mmio_gpu > 0) /* before BAR0 is unmapped */
+		(void)cudart.host_unregister(c->be.bar);
 	if (c->be.close)
 		c->be.close(c->be.priv);
 	if (c->exec.kind == GIO__BACKING_FILE && c->exec.fd >= 0) {

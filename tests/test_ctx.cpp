@@ -427,7 +427,13 @@ TEST_CASE("GPU placement where it is unsupported: documented errors, no crash", 
 	CHECK(gio_ctx_qp_create_ex(ctx, 8, GIO_CTX_QP_DB_PROXY, &qp) == -EOPNOTSUPP);
 	CHECK(std::string(gio_last_error()).find("GIO_CTX_QP_DB_PROXY") != std::string::npos);
 	CHECK(qp == nullptr);
-	CHECK(gio_ctx_qp_create_ex(ctx, 8, 4u, &qp) == -EINVAL);
+	CHECK(gio_ctx_qp_create_ex(ctx, 8, GIO_CTX_QP_DB_DIRECT, &qp) == -EOPNOTSUPP);
+	CHECK(std::string(gio_last_error()).find("GIO_CTX_QP_DB_DIRECT") != std::string::npos);
+	CHECK(gio_ctx_qp_create_ex(ctx, 8, GIO_CTX_QP_DB_PROXY | GIO_CTX_QP_DB_DIRECT, &qp) == -EINVAL);
+	CHECK(gio_ctx_qp_create_ex(ctx, 8, 8u, &qp) == -EINVAL);
+	REQUIRE(gio_ctx_qp_create_ex(ctx, 8, 0, &qp) == 0);
+	CHECK(gio_ctx_qp_doorbells(ctx, qp) == 0); // a software target's doorbells are memory
+	CHECK(gio_ctx_qp_doorbells(ctx, nullptr) == 0);
 	CHECK(gio_ctx_close(ctx) == 0);
 }
 

@@ -188,21 +188,33 @@ int gio_ctx_register_ex(struct gio_ctx *ctx, void *ptr, size_t len, uint32_t kin
  *  (cudaHostAlloc with cudaHostAllocMapped), for rings that GPU threads fill. On a software
  *  target the emulated doorbells are registered with the GPU too (cudaHostRegister, once), so
  *  that GPU threads may use a device-memory copy of the returned struct gio_qp as it is (take
- *  the copy before any use, and then use the queue pair from the GPU alone). On `nvme-pci` it
- *  needs GIO_CTX_QP_DB_PROXY too. */
+ *  the copy before any use, and then use the queue pair from the GPU alone). On `nvme-pci` the
+ *  doorbells are direct where the GPU may write BAR0, else proxied (see GIO_CTX_QP_DB_PROXY). */
 #define GIO_CTX_QP_PINNED 1u
 
 /**
  * @brief gio_ctx_qp_create_ex() flag (`nvme-pci` only): doorbells through a proxy thread.
  *
- * Doorbell modes of a real controller: *direct* (the default) has the ring's producers write the
- * MMIO doorbell themselves; *proxy* has them write shadow words in host memory (release stores)
- * that one CPU thread per context mirrors to the MMIO doorbells, one write per change. Proxy is
- * for producers that cannot write MMIO: GPU threads where the GPU driver refuses to map BAR0 for
- * them. It costs a CPU thread that polls (it backs off to yielding when idle) and the latency of
- * one hop.
+ * Doorbell modes of a real controller: *direct* has the ring's producers write the MMIO doorbell
+ * themselves; *proxy* has them write shadow words in host memory (release stores) that one CPU
+ * thread per context mirrors to the MMIO doorbells, one write per change. Proxy is for producers
+ * that cannot write MMIO: GPU threads where the GPU driver refuses to map BAR0 for them. It costs
+ * a CPU thread that polls (it backs off to yielding when idle) and the latency of one hop.
+ *
+ * Without either flag: CPU producers use direct doorbells; GPU producers (GIO_CTX_QP_PINNED) use
+ * direct doorbells where BAR0 can be registered with the GPU as I/O memory
+ * (cudaHostRegister with cudaHostRegisterIoMemory, at the same address for the GPU), and the
+ * proxy otherwise, with a notice on stderr that names the refusal (recent open GPU kernel modules
+ * refuse it). gio_ctx_qp_doorbells() tells which a queue pair got.
  */
 #define GIO_CTX_QP_DB_PROXY 2u
+
+/**
+ * @brief gio_ctx_qp_create_ex() flag (`nvme-pci` only): direct doorbells or nothing. With
+ * GIO_CTX_QP_PINNED, creation fails with `-EOPNOTSUPP` (and the reason) where GPU threads cannot
+ * write BAR0, instead of falling back to the proxy.
+ */
+#define GIO_CTX_QP_DB_DIRECT 4u
 
 /**
  * @brief Creates an I/O queue pair (Create I/O CQ, then Create I/O SQ).
@@ -220,19 +232,30 @@ int gio_ctx_qp_create(struct gio_ctx *ctx, uint32_t depth, struct gio_qp **qp);
  * @brief Creates an I/O queue pair with a choice of queue memory.
  * @param ctx    the context.
  * @param depth  entries of the SQ and CQ, a power of two from 2 to CAP.MQES + 1.
- * @param flags  0 for plain host memory and direct doorbells, or GIO_CTX_QP_PINNED and/or
- *               GIO_CTX_QP_DB_PROXY.
+ * @param flags  0 for plain host memory and direct doorbells, or GIO_CTX_QP_PINNED, and at most
+ *               one of GIO_CTX_QP_DB_PROXY and GIO_CTX_QP_DB_DIRECT.
  * @param qp     receives the queue pair, owned by the context.
  * @return as gio_ctx_qp_create(), plus `-ENODEV` for GIO_CTX_QP_PINNED where the CUDA runtime
  *         cannot be loaded or reports no GPU (the message says which), `-EINVAL` for an
- *         unknown flag, and `-EOPNOTSUPP` for GIO_CTX_QP_DB_PROXY on a software target (its
- *         doorbells are memory) or GIO_CTX_QP_PINNED on `nvme-pci` without GIO_CTX_QP_DB_PROXY
- *         (direct MMIO doorbells for GPU threads are not in this release).
+ *         unknown flag or both doorbell flags, and `-EOPNOTSUPP` for a doorbell flag on a
+ *         software target (its doorbells are memory) or GIO_CTX_QP_DB_DIRECT where GPU threads
+ *         cannot write BAR0 (the message says why).
  *
  * Any thread. The CUDA runtime is loaded at run time only when pinned memory is asked for, so the
  * host library has no link-time dependency on CUDA.
  */
 int gio_ctx_qp_create_ex(struct gio_ctx *ctx, uint32_t depth, uint32_t flags, struct gio_qp **qp);
+
+/**
+ * @brief How a queue pair's doorbells are written.
+ * @param ctx  the context.
+ * @param qp   a queue pair of @p ctx.
+ * @return GIO_CTX_QP_DB_DIRECT or GIO_CTX_QP_DB_PROXY on `nvme-pci`; 0 on a software target (its
+ *         doorbells are memory) or for a queue pair not of @p ctx.
+ *
+ * Any thread.
+ */
+uint32_t gio_ctx_qp_doorbells(struct gio_ctx *ctx, const struct gio_qp *qp);
 
 /**
  * @brief Sets the faults the software target injects from now on.
