@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "gpu_test.cuh"
 #include <giouring/ctx.h>
 #include <giouring/device.cuh>
 #include <giouring/prep.h>
@@ -26,28 +27,7 @@
 
 namespace {
 
-const int kSkip = 77;
 const uint32_t kObj = 32768, kLbaShift = 12, kQueues = 8, kDepth = 256, kThreads = 4;
-
-#define CK(x)                                                                                              \
-	do {                                                                                               \
-		cudaError_t e_ = (x);                                                                      \
-		if (e_ != cudaSuccess) {                                                                   \
-			std::printf("FAIL: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__);    \
-			std::exit(1);                                                                      \
-		}                                                                                          \
-	} while (0)
-
-int failures = 0;
-#define EXPECT(cond, ...)                                                                                  \
-	do {                                                                                               \
-		if (!(cond)) {                                                                             \
-			failures++;                                                                        \
-			std::printf("FAIL (line %d): %s: ", __LINE__, #cond);                              \
-			std::printf(__VA_ARGS__);                                                          \
-			std::printf("\n");                                                                 \
-		}                                                                                          \
-	} while (0)
 
 struct Result {
 	unsigned long long submitted, completed, errors, bad_words;
@@ -136,22 +116,6 @@ __global__ void one(gio_qp *qp, uint64_t slba, uint64_t addr, uint64_t timeout_n
 }
 
 // Bounded wait for a kernel: a hang becomes a failure, not a test that never ends.
-bool sync_within(cudaStream_t s, double seconds)
-{
-	cudaEvent_t ev;
-	CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-	CK(cudaEventRecord(ev, s));
-	const uint64_t deadline = gio_deadline_in((uint64_t)(seconds * 1e9));
-	cudaError_t e;
-	while ((e = cudaEventQuery(ev)) == cudaErrorNotReady && !gio_deadline_passed(deadline))
-		;
-	if (e == cudaErrorNotReady)
-		return false;
-	CK(e);
-	CK(cudaEventDestroy(ev));
-	return true;
-}
-
 void run(const char *uri, const char *label)
 {
 	std::printf("== %s\n", label);
@@ -259,7 +223,7 @@ int main()
 	int n = 0;
 	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
 		std::printf("SKIP: no GPU\n");
-		return kSkip;
+		return GIO_TEST_SKIP;
 	}
 	CK(cudaSetDevice(0));
 	// Every kernel loaded before the first one that spins (BENCH.md, "Trap").

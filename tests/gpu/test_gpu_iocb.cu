@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "gpu_test.cuh"
 #include <giouring/gpu_target.cuh>
 #include <giouring/sgl_build.h>
 
@@ -20,26 +21,6 @@ namespace {
 
 const uint32_t kObj = 16384, kPerIocb = 1024, kIocbs = 2, kObjs = kPerIocb * kIocbs;
 const uint64_t kTimeoutNs = 20ull * 1000000000ull;
-
-#define CK(x)                                                                                              \
-	do {                                                                                               \
-		cudaError_t e_ = (x);                                                                      \
-		if (e_ != cudaSuccess) {                                                                   \
-			std::printf("FAIL: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__);    \
-			std::exit(1);                                                                      \
-		}                                                                                          \
-	} while (0)
-
-int failures = 0;
-#define EXPECT(cond, ...)                                                                                  \
-	do {                                                                                               \
-		if (!(cond)) {                                                                             \
-			failures++;                                                                        \
-			std::printf("FAIL (line %d): %s: ", __LINE__, #cond);                              \
-			std::printf(__VA_ARGS__);                                                          \
-			std::printf("\n");                                                                 \
-		}                                                                                          \
-	} while (0)
 
 __device__ uint4 word(uint32_t obj, uint32_t k) { return make_uint4(obj, k, 0x10cb10cbu, obj * 2654435761u ^ k); }
 
@@ -97,13 +78,6 @@ void arm(gio_iocb *b)
 	b->first_status = 0;
 	b->state = GIO_IOCB_RUNNING;
 	b->timeout_ns = kTimeoutNs;
-}
-
-bool sync_within(cudaStream_t s, int seconds)
-{
-	for (int i = 0; i < seconds * 10 && cudaStreamQuery(s) == cudaErrorNotReady; i++)
-		gio_host_sleep_ns(100000000ull);
-	return cudaStreamQuery(s) == cudaSuccess;
 }
 
 } // namespace

@@ -13,27 +13,18 @@
 #include <cstring>
 #include <vector>
 
+#include "gpu_test.cuh"
 #include <giouring/device.cuh>
 #include <giouring/sgl_build.h>
 #include <giouring/target.h>
 
 namespace {
 
-const int kSkip = 77;
 const uint32_t kQueues = 8, kDepth = 256, kLbaShift = 12, kObj = 32768;
 const uint32_t kWarpsPerQueue = 4, kObjectsPerLane = 8;
 const uint32_t kProducerWarps = kQueues * kWarpsPerQueue;
 const uint32_t kObjects = kProducerWarps * 32 * kObjectsPerLane; // 8192 objects, 256 MiB
 const uint64_t kNsBytes = (uint64_t)kObjects * kObj;
-
-#define CK(x)                                                                                              \
-	do {                                                                                               \
-		cudaError_t e_ = (x);                                                                      \
-		if (e_ != cudaSuccess) {                                                                   \
-			std::printf("FAIL: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__);    \
-			std::exit(1);                                                                      \
-		}                                                                                          \
-	} while (0)
 
 struct Shared {
 	uint32_t stop; /* set by the last producer block */
@@ -182,7 +173,7 @@ int main()
 	int ndev = 0;
 	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
 		std::printf("SKIP: no CUDA device here\n");
-		return kSkip;
+		return GIO_TEST_SKIP;
 	}
 	// Lazy loading trap (BENCH.md): load every kernel before the persistent one starts.
 	cudaFuncAttributes fa;

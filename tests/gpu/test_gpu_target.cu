@@ -15,33 +15,13 @@
 #include <cstring>
 #include <string>
 
+#include "gpu_test.cuh"
 #include <giouring/gpu_target.cuh>
 #include <giouring/sgl_build.h>
 
 namespace {
 
-const int kSkip = 77;
 const uint32_t kObj = 16384, kLbaShift = 12;
-
-#define CK(x)                                                                                              \
-	do {                                                                                               \
-		cudaError_t e_ = (x);                                                                      \
-		if (e_ != cudaSuccess) {                                                                   \
-			std::printf("FAIL: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__);    \
-			std::exit(1);                                                                      \
-		}                                                                                          \
-	} while (0)
-
-int failures = 0;
-#define EXPECT(cond, ...)                                                                                  \
-	do {                                                                                               \
-		if (!(cond)) {                                                                             \
-			failures++;                                                                        \
-			std::printf("FAIL (line %d): %s: ", __LINE__, #cond);                              \
-			std::printf(__VA_ARGS__);                                                          \
-			std::printf("\n");                                                                 \
-		}                                                                                          \
-	} while (0)
 
 struct Result {
 	unsigned long long submitted, completed, errors, bad_words, bad_cid;
@@ -310,7 +290,7 @@ int main()
 	int ndev = 0;
 	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
 		std::printf("SKIP: no CUDA device here\n");
-		return kSkip;
+		return GIO_TEST_SKIP;
 	}
 	const char *f = std::getenv("GIO_GPU_FUSED");
 	const bool fused_launch = f && *f == '1';
