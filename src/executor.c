@@ -670,8 +670,11 @@ static void *worker_main(void *arg)
 			pthread_rwlock_unlock(&e->quiesce);
 		}
 		if (!stalled(e) && !broken) {
+			/* Only the queue ids the target grants (queues=, default 16), not every one of the
+			 * GIO_TGT_MAX_IO_QUEUES (1024) slots, each pass. */
+			const uint32_t max_q = e->tgt->cfg.max_io_queues;
 			pthread_rwlock_rdlock(&e->quiesce);
-			for (q = 1; q <= GIO_TGT_MAX_IO_QUEUES && !broken; q++) {
+			for (q = 1; q <= max_q && !broken; q++) {
 				int r;
 				if (!mine(w, q))
 					continue;
