@@ -375,21 +375,6 @@ const char *verified_word(const kv_result *r)
 	return "yes";
 }
 
-void json_string(FILE *f, const char *s)
-{
-	std::fputc('"', f);
-	for (; *s; s++) {
-		const unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			std::fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			std::fprintf(f, "\\u%04x", c);
-		else
-			std::fputc(c, f);
-	}
-	std::fputc('"', f);
-}
-
 } // namespace
 
 int main(int argc, char **argv)
@@ -461,30 +446,30 @@ int main(int argc, char **argv)
 		if (!f)
 			kv_die("cannot write %s: %s", o.json, std::strerror(errno));
 		std::fprintf(f, "{\n  \"bench\": \"gpu_file\",\n  \"command\": ");
-		json_string(f, cmd.c_str());
+		kv_json_string(f, cmd.c_str());
 		std::fprintf(f, ",\n  \"machine\": {\"gpu\": ");
-		json_string(f, m.gpu);
+		kv_json_string(f, m.gpu);
 		std::fprintf(f, ", \"driver\": ");
-		json_string(f, m.driver);
+		kv_json_string(f, m.driver);
 		std::fprintf(f, ", \"pcie\": ");
-		json_string(f, m.link);
+		kv_json_string(f, m.link);
 		std::fprintf(f, ", \"cpu\": ");
-		json_string(f, m.cpu);
+		kv_json_string(f, m.cpu);
 		std::fprintf(f, ", \"cores\": %ld},\n", m.cores);
 		std::fprintf(f, "  \"tokens\": %" PRIu64 ", \"objects\": %" PRIu64 ", \"bytes\": %" PRIu64 ",\n  \"rows\": [\n",
 			     w.tokens, kv_total_objects(&w), kv_total_bytes(&w));
 		for (size_t i = 0; i < rows.size(); i++) {
 			const kv_result &k = rows[i].r;
 			std::fprintf(f, "    {\"path\": ");
-			json_string(f, k.path);
+			kv_json_string(f, k.path);
 			std::fprintf(f, ", \"dir\": ");
-			json_string(f, rows[i].dir.c_str());
+			kv_json_string(f, rows[i].dir.c_str());
 			std::fprintf(f,
 				     ", \"status\": %d, \"wall_ms\": %.3f, \"gbps\": %.3f, \"commands_per_s\": %.0f, "
 				     "\"cpu_ms_issuing\": %.3f, \"cpu_ms_executor\": %.3f, \"verified\": %s, \"error\": ",
 				     k.status, k.wall_ms, k.gbps, k.wall_ms > 0 ? (double)k.objects / (k.wall_ms * 1e-3) : 0.0,
 				     k.cpu_ms, rows[i].exec_cpu_ms, k.status == KV_OK && k.verified ? "true" : "false");
-			json_string(f, k.error);
+			kv_json_string(f, k.error);
 			std::fprintf(f, "}%s\n", i + 1 < rows.size() ? "," : "");
 		}
 		std::fprintf(f, "  ]\n}\n");

@@ -238,21 +238,6 @@ int parse_args(int argc, char **argv, options *o)
 	return 0;
 }
 
-void json_string(FILE *f, const char *s)
-{
-	std::fputc('"', f);
-	for (; *s; s++) {
-		const unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			std::fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			std::fprintf(f, "\\u%04x", c);
-		else
-			std::fputc(c, f);
-	}
-	std::fputc('"', f);
-}
-
 const char *verified_word(const kv_result *r)
 {
 	if (r->status == KV_SKIPPED)
@@ -300,19 +285,19 @@ void write_json(const char *path, int argc, char **argv, const kv_machine *m, co
 			cmd += ' ';
 		cmd += argv[i];
 	}
-	json_string(f, cmd.c_str());
+	kv_json_string(f, cmd.c_str());
 	std::fprintf(f, ",\n  \"machine\": {\"gpu\": ");
-	json_string(f, m->gpu);
+	kv_json_string(f, m->gpu);
 	std::fprintf(f, ", \"sms\": %d, \"hbm_gib\": %.1f, \"driver\": ", m->sms, m->hbm_gib);
-	json_string(f, m->driver);
+	kv_json_string(f, m->driver);
 	std::fprintf(f, ", \"driver_cuda_api\": %d, \"runtime\": %d, \"pci_bus_id\": ", m->driver_api, m->runtime);
-	json_string(f, m->busid);
+	kv_json_string(f, m->busid);
 	std::fprintf(f, ", \"pcie_link\": ");
-	json_string(f, m->link);
+	kv_json_string(f, m->link);
 	std::fprintf(f, ", \"pcie_link_max\": ");
-	json_string(f, m->link_max);
+	kv_json_string(f, m->link_max);
 	std::fprintf(f, ", \"cpu\": ");
-	json_string(f, m->cpu);
+	kv_json_string(f, m->cpu);
 	std::fprintf(f, ", \"cores\": %ld},\n", m->cores);
 	std::fprintf(f,
 		     "  \"workload\": {\"geometry\": \"%s\", \"layers\": %u, \"kv_heads\": %u, \"head_dim\": %u, \"dtype_bytes\": %u, "
@@ -321,17 +306,17 @@ void write_json(const char *path, int argc, char **argv, const kv_machine *m, co
 		     w->geom_name, w->geom.layers, w->geom.kv_heads, w->geom.head_dim, w->geom.dtype_bytes, w->geom.block_tokens,
 		     w->tokens, w->n_blocks, w->obj_bytes, kv_total_objects(w), kv_total_bytes(w), w->seed, o->reps, o->warmup);
 	std::fprintf(f, "  \"cufile\": ");
-	json_string(f, cufile);
+	kv_json_string(f, cufile);
 	std::fprintf(f, ",\n  \"rows\": [\n");
 	for (size_t i = 0; i < rows.size(); i++) {
 		const kv_result &r = rows[i];
 		static const char *const status[] = {"ok", "skipped", "failed"};
 		std::fprintf(f, "    {\"path\": ");
-		json_string(f, r.path);
+		kv_json_string(f, r.path);
 		std::fprintf(f, ", \"status\": \"%s\", \"note\": ", status[r.status]);
-		json_string(f, r.note);
+		kv_json_string(f, r.note);
 		std::fprintf(f, ", \"error\": ");
-		json_string(f, r.error);
+		kv_json_string(f, r.error);
 		std::fprintf(f,
 			     ", \"tokens\": %" PRIu64 ", \"objects\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"sms\": %u, \"calls\": %" PRIu64
 			     ", \"reps\": %d, \"wall_ms\": %.3f, \"gpu_ms\": %.3f, \"cpu_ms\": %.3f, \"wall_ms_min\": %.3f, "

@@ -422,6 +422,22 @@ static inline void kv_load_kernels(void)
 	KV_CK(cudaFuncGetAttributes(&a, kv_gather_layer_kernel));
 }
 
+// Writes s as a JSON string (quotes and control characters escaped), for the benches' --json.
+static inline void kv_json_string(FILE *f, const char *s)
+{
+	std::fputc('"', f);
+	for (; *s; s++) {
+		const unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			std::fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			std::fprintf(f, "\\u%04x", c);
+		else
+			std::fputc(c, f);
+	}
+	std::fputc('"', f);
+}
+
 // ---- runner, results ----------------------------------------------------------------------------
 
 struct kv_runner {

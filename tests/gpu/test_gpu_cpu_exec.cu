@@ -220,11 +220,7 @@ void run(const char *uri, const char *label)
 int main()
 {
 	std::setvbuf(stdout, nullptr, _IOLBF, 0); // a hang killed by a timeout still leaves its output
-	int n = 0;
-	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-		std::printf("SKIP: no GPU\n");
-		return GIO_TEST_SKIP;
-	}
+	skip_without_gpu();
 	CK(cudaSetDevice(0));
 	// Every kernel loaded before the first one that spins (BENCH.md, "Trap").
 	{

@@ -84,11 +84,7 @@ void arm(gio_iocb *b)
 
 int main()
 {
-	int ndev = 0;
-	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-		std::printf("SKIP: no CUDA device here\n");
-		return 77;
-	}
+	skip_without_gpu();
 	gio_gpu_target *g = nullptr;
 	if (gio_gpu_target_open("mem://hbm?size=32M&queues=8&depth=256&sms=2&warps=4", &g)) {
 		std::printf("FAIL: open: %s\n", gio_last_error());

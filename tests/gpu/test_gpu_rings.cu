@@ -170,11 +170,7 @@ __global__ void combined(gio_tgt *t, unsigned char *backing, Shared *sh, gio_qp 
 
 int main()
 {
-	int ndev = 0;
-	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-		std::printf("SKIP: no CUDA device here\n");
-		return GIO_TEST_SKIP;
-	}
+	skip_without_gpu();
 	// Lazy loading trap (BENCH.md): load every kernel before the persistent one starts.
 	cudaFuncAttributes fa;
 	CK(cudaFuncGetAttributes(&fa, combined));

@@ -287,11 +287,7 @@ void bad_uris()
 
 int main()
 {
-	int ndev = 0;
-	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-		std::printf("SKIP: no CUDA device here\n");
-		return GIO_TEST_SKIP;
-	}
+	skip_without_gpu();
 	const char *f = std::getenv("GIO_GPU_FUSED");
 	const bool fused_launch = f && *f == '1';
 	const char *quick = std::getenv("GIO_GPU_QUICK");
