@@ -20,12 +20,20 @@ packages=(
 )
 # The QEMU conformance runs (ctest label qemu, scripts/qemu/run.sh): the emulator, a static
 # busybox for the guest, cpio for its initramfs, kmod (depmod, modprobe) to order the guest
-# kernel's modules. The guest kernel itself is downloaded at run time, never installed.
+# kernel's modules. The guest kernel itself is downloaded at run time, never installed. The
+# iommufd run builds its guest kernel from Debian's source (scripts/qemu/build-kernel.sh): flex,
+# bison, bc, libelf-dev and libssl-dev are the kernel build's tools.
 packages+=(
   qemu-system-x86
   busybox-static
   cpio
   kmod
+  flex
+  bison
+  bc
+  libelf-dev
+  libssl-dev
+  xz-utils
 )
 extra_packages=()
 if [[ -n "${GIO_EXTRA_PACKAGES:-}" ]]; then

@@ -118,6 +118,6 @@ gio_qemu_report() {
   [[ -f "$log" ]] && grep -q "Testing: qemu\." "$log" || return 0
   gio_banner "QEMU conformance report (from $log)"
   awk '/Testing: qemu\./ { on = 1 } /^".*" end time/ { on = 0 } on' "$log" |
-    grep -E '^(== controller|  nsid|COMMANDS|RESULT|NOTE|SKIP|FAIL|  errors\.|qemu-[a-z]+: (IOMMU faults|PASS|FAIL))' || true
+    grep -E '^(== controller|== p2p|  IOMMU interface|  nsid|COMMANDS|RESULT|NOTE|SKIP|FAIL|  errors\.|  giouring: |  peer BAR|qemu-[a-z]+: (IOMMU faults|PASS|FAIL|booting))' || true
   awk '/==INFO-KERNEL==/ { on = 1; next } /==INFO-KERNEL-RC/ { print; on = 0 } on' "$log"
 }

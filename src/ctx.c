@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <giouring/clock.h>
@@ -236,6 +235,7 @@ struct params {
 	int have_size;
 	int direct; /* -1 auto, 0 buffered, 1 O_DIRECT required */
 	int dptr; /* GIO__DPTR_* */
+	int iommu; /* GIO__IOMMU_*, nvme-pci */
 };
 
 /* dptr= : which data pointers gio_ctx_dptr_caps() lets the builders use. */
@@ -277,6 +277,17 @@ static int parse_query(char *q, struct params *p)
 				return gio__fail(-EINVAL, "giouring: direct=%s: auto, 0 (page cache) or 1 (O_DIRECT, required)", eq + 1);
 			continue;
 		}
+		if (!strcmp(kv, "iommu")) {
+			if (!strcmp(eq + 1, "auto"))
+				p->iommu = GIO__IOMMU_AUTO;
+			else if (!strcmp(eq + 1, "iommufd"))
+				p->iommu = GIO__IOMMU_IOMMUFD;
+			else if (!strcmp(eq + 1, "type1"))
+				p->iommu = GIO__IOMMU_TYPE1;
+			else
+				return gio__fail(-EINVAL, "giouring: iommu=%s: auto, iommufd or type1", eq + 1);
+			continue;
+		}
 		if (!strcmp(kv, "dptr")) {
 			if (!strcmp(eq + 1, "prp"))
 				p->dptr = GIO__DPTR_PRP;
@@ -288,7 +299,7 @@ static int parse_query(char *q, struct params *p)
 		}
 		if (strcmp(kv, "size") && strcmp(kv, "lba") && strcmp(kv, "sgls") && strcmp(kv, "mdts") &&
 		    strcmp(kv, "queues") && strcmp(kv, "threads") && strcmp(kv, "mqes") && strcmp(kv, "ns"))
-			return gio__fail(-EINVAL, "giouring: unknown URI parameter '%s' (size, lba, sgls, mdts, queues, threads, mqes, ns, dptr, direct, exec)", kv);
+			return gio__fail(-EINVAL, "giouring: unknown URI parameter '%s' (size, lba, sgls, mdts, queues, threads, mqes, ns, dptr, direct, exec, iommu)", kv);
 		rc = parse_u64(kv, eq + 1, &v);
 		if (rc)
 			return rc;
@@ -534,7 +545,9 @@ static int overlap_check(struct gio_ctx *c, void *ptr, size_t len)
 	return 0;
 }
 
-static int register_locked(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
+/* Adds [ptr, ptr + len) to the region table; its bus address comes from the backend: for ptr
+ * itself (fd < 0), or for bytes [off, off + len) of the file or dma-buf fd. c->lock held. */
+static int add_region_locked(struct gio_ctx *c, void *ptr, size_t len, int fd, uint64_t off, uint64_t *addr)
 {
 	uint64_t a = (uint64_t)(uintptr_t)ptr;
 	uint32_t n = c->map.count;
@@ -547,7 +560,11 @@ static int register_locked(struct gio_ctx *c, void *ptr, size_t len, uint64_t *a
 		return gio__fail(-ENOSPC, "giouring: %u regions registered already", MAX_REGIONS);
 	/* Bus address: an IOVA where an IOMMU stands between (VFIO); the virtual address for the
 	 * software target, which runs in this process. */
-	if (c->be.dma_map && (rc = c->be.dma_map(c->be.priv, ptr, len, &a)))
+	if (fd >= 0)
+		rc = c->be.dma_map_fd(c->be.priv, fd, off, len, &a);
+	else if (c->be.dma_map)
+		rc = c->be.dma_map(c->be.priv, ptr, len, &a);
+	if (rc)
 		return rc;
 	c->regions[n].addr = a;
 	c->regions[n].len = len;
@@ -556,6 +573,45 @@ static int register_locked(struct gio_ctx *c, void *ptr, size_t len, uint64_t *a
 	if (addr)
 		*addr = a;
 	return 0;
+}
+
+static int register_locked(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
+{
+	return add_region_locked(c, ptr, len, -1, 0, addr);
+}
+
+/* Why this context cannot map files and dma-bufs, or NULL where it can. */
+static const char *no_fd_mapping(const struct gio_ctx *c)
+{
+	if (!c->be.mmio)
+		return "the software target reaches memory by address: register it with gio_ctx_register() or "
+		       "gio_ctx_register_device()";
+	if (!c->be.dma_map_fd)
+		return "this context uses the VFIO type1 container, which maps only process memory; files and dma-bufs "
+		       "need iommufd (URI iommu=iommufd; Linux 6.6+ with CONFIG_IOMMUFD and CONFIG_VFIO_DEVICE_CDEV, "
+		       "IOMMU_IOAS_MAP_FILE since 6.13)";
+	return NULL;
+}
+
+int gio_ctx_register_fd(struct gio_ctx *c, int fd, uint64_t offset, size_t len, void *ptr, uint64_t *addr)
+{
+	const char *why;
+	int rc;
+	if (!c)
+		return gio__fail(-EINVAL, "giouring: gio_ctx_register_fd: no context");
+	if ((why = no_fd_mapping(c)))
+		return gio__fail(-EOPNOTSUPP, "giouring: gio_ctx_register_fd: %s", why);
+	if (fd < 0)
+		return gio__fail(-EBADF, "giouring: gio_ctx_register_fd: fd %d", fd);
+	pthread_mutex_lock(&c->lock);
+	rc = add_region_locked(c, ptr, len, fd, offset, addr);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+const char *gio_ctx_iommu(const struct gio_ctx *c)
+{
+	return c && c->be.iommu ? c->be.iommu : "none";
 }
 
 int gio_ctx_register(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
@@ -569,25 +625,104 @@ int gio_ctx_register(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
 	return rc;
 }
 
-/* Zeroed, page-aligned memory the controller can reach; *addr receives its bus address. */
 /* DMA-address providers: who turns memory of a kind into a bus address. Host memory goes through
- * the backend (identity for the software target, VFIO_IOMMU_MAP_DMA for nvme-pci). GPU memory
- * (HBM) needs a provider that can pin it and give its bus address: a dma-buf of the range
- * (cuMemGetHandleForAddressRange) imported through iommufd (IOMMU_IOAS_MAP_FILE), or an
- * nvidia_p2p helper module. Neither is in this release; the refusal names what is missing. */
+ * the backend (identity for the software target, an IOMMU mapping for nvme-pci). GPU memory
+ * (HBM) on nvme-pci goes through a dma-buf of the range from the CUDA driver
+ * (cuMemGetHandleForAddressRange), imported into the context's IOAS with IOMMU_IOAS_MAP_FILE
+ * (gio_ctx_register_fd). Each step is probed at run time and a refusal names the step: no
+ * iommufd backend, no CUDA driver, a driver that exports no dma-buf, a kernel that cannot pin
+ * the GPU driver's dma-buf (Linux 7.3 pins only VFIO-exported BARs). */
+struct cudrv {
+	int (*init)(unsigned);
+	int (*pointer_get_attribute)(void *, int, unsigned long long);
+	int (*ctx_push)(void *);
+	int (*ctx_pop)(void **);
+	int (*get_handle)(void *, unsigned long long, size_t, int, unsigned long long);
+	int (*error_string)(int, const char **);
+};
+
+static pthread_once_t cudrv_once = PTHREAD_ONCE_INIT;
+static struct cudrv cudrv;
+static char cudrv_error[256];
+
+enum { CU_POINTER_ATTRIBUTE_CONTEXT_ = 1, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD_ = 1 };
+#define CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE_ 1ull /* a BAR1 (PCIe) mapping, not C2C */
+
+static void cudrv_load(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	int e;
+	if (!h) {
+		snprintf(cudrv_error, sizeof(cudrv_error), "the CUDA driver (libcuda.so.1) cannot be loaded: %s", dlerror());
+		return;
+	}
+	*(void **)&cudrv.init = dlsym(h, "cuInit");
+	*(void **)&cudrv.pointer_get_attribute = dlsym(h, "cuPointerGetAttribute");
+	*(void **)&cudrv.ctx_push = dlsym(h, "cuCtxPushCurrent_v2");
+	*(void **)&cudrv.ctx_pop = dlsym(h, "cuCtxPopCurrent_v2");
+	*(void **)&cudrv.get_handle = dlsym(h, "cuMemGetHandleForAddressRange");
+	*(void **)&cudrv.error_string = dlsym(h, "cuGetErrorString");
+	if (!cudrv.init || !cudrv.pointer_get_attribute || !cudrv.ctx_push || !cudrv.ctx_pop || !cudrv.get_handle) {
+		snprintf(cudrv_error, sizeof(cudrv_error),
+			 "the CUDA driver lacks cuMemGetHandleForAddressRange (CUDA 11.7 or later) or the context calls");
+		cudrv.get_handle = NULL;
+		return;
+	}
+	if ((e = cudrv.init(0))) {
+		snprintf(cudrv_error, sizeof(cudrv_error), "cuInit: CUresult %d (no GPU or driver)", e);
+		cudrv.get_handle = NULL;
+	}
+}
+
+static const char *cu_err(int e)
+{
+	const char *s = NULL;
+	if (cudrv.error_string)
+		cudrv.error_string(e, &s);
+	return s ? s : "unknown CUresult";
+}
+
 static int hbm_provider(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
 {
-	struct utsname u;
-	(void)c;
-	(void)addr;
-	if (uname(&u))
-		snprintf(u.release, sizeof(u.release), "unknown");
-	return gio__fail(-EOPNOTSUPP,
-			 "giouring: GPU memory at %p + %zu: no DMA-address provider for HBM in this release. It needs a "
-			 "dma-buf of the range (cuMemGetHandleForAddressRange) imported through iommufd "
-			 "(IOMMU_IOAS_MAP_FILE, Linux 6.13 or later; this kernel is %s, /dev/iommu %s), or an nvidia_p2p "
-			 "helper module. Register host memory (pinned) instead.",
-			 ptr, len, u.release, access("/dev/iommu", F_OK) == 0 ? "present" : "absent");
+	const long pg = sysconf(_SC_PAGESIZE);
+	const char *why = no_fd_mapping(c);
+	char msg[512];
+	void *cuctx = NULL, *popped;
+	int e, fd = -1, rc;
+	if (why)
+		return gio__fail(-EOPNOTSUPP,
+				 "giouring: GPU memory at %p + %zu: a controller reaches GPU memory only through a dma-buf of the "
+				 "range imported with iommufd, but %s. Register pinned host memory instead.",
+				 ptr, len, why);
+	if (!ptr || len == 0 || (((uintptr_t)ptr | len) & (uintptr_t)(pg - 1)))
+		return gio__fail(-EINVAL, "giouring: GPU memory at %p + %zu: start and length must be multiples of the %ld-byte "
+				 "page (a dma-buf of a range covers whole pages)", ptr, len, pg);
+	pthread_once(&cudrv_once, cudrv_load);
+	if (!cudrv.get_handle)
+		return gio__fail(-EOPNOTSUPP, "giouring: GPU memory at %p + %zu: no dma-buf from the GPU: %s", ptr, len,
+				 cudrv_error);
+	e = cudrv.pointer_get_attribute(&cuctx, CU_POINTER_ATTRIBUTE_CONTEXT_, (unsigned long long)(uintptr_t)ptr);
+	if (e || !cuctx)
+		return gio__fail(-EINVAL, "giouring: %p is not GPU memory (cuPointerGetAttribute: %s)", ptr, cu_err(e));
+	if ((e = cudrv.ctx_push(cuctx)))
+		return gio__fail(-EINVAL, "giouring: GPU memory at %p: cuCtxPushCurrent: %s", ptr, cu_err(e));
+	e = cudrv.get_handle(&fd, (unsigned long long)(uintptr_t)ptr, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD_,
+			     CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE_);
+	if (e) /* drivers before CUDA 12.8 know no flags */
+		e = cudrv.get_handle(&fd, (unsigned long long)(uintptr_t)ptr, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD_, 0);
+	(void)cudrv.ctx_pop(&popped);
+	if (e)
+		return gio__fail(-EOPNOTSUPP,
+				 "giouring: GPU memory at %p + %zu: the GPU driver exports no dma-buf for it "
+				 "(cuMemGetHandleForAddressRange: %s; needs CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, i.e. the open "
+				 "kernel modules on Linux 5.12+)", ptr, len, cu_err(e));
+	rc = gio_ctx_register_fd(c, fd, 0, len, ptr, addr);
+	close(fd); /* on success the IOAS holds its own reference to the dma-buf */
+	if (rc) {
+		snprintf(msg, sizeof(msg), "%s", gio_last_error());
+		return gio__fail(rc, "giouring: GPU memory at %p + %zu: %s", ptr, len, msg);
+	}
+	return 0;
 }
 
 /* Fills the CUDA copy engine, checking that ptr is device memory; c->lock held. */
@@ -700,7 +835,6 @@ int gio__ctx_set_devcopy(struct gio_ctx *c, const struct gio__devcopy *dc)
 
 int gio_ctx_register_ex(struct gio_ctx *c, void *ptr, size_t len, uint32_t kind, uint64_t *addr)
 {
-	int rc;
 	if (!c)
 		return gio__fail(-EINVAL, "giouring: gio_ctx_register_ex: no context");
 	switch (kind) {
@@ -709,15 +843,13 @@ int gio_ctx_register_ex(struct gio_ctx *c, void *ptr, size_t len, uint32_t kind,
 	case GIO_MEM_HBM:
 		if (!c->be.mmio)
 			return gio_ctx_register_device(c, ptr, len, addr);
-		pthread_mutex_lock(&c->lock);
-		rc = hbm_provider(c, ptr, len, addr);
-		pthread_mutex_unlock(&c->lock);
-		return rc;
+		return hbm_provider(c, ptr, len, addr);
 	default:
 		return gio__fail(-EINVAL, "giouring: gio_ctx_register_ex: unknown memory kind %u (GIO_MEM_HOST, GIO_MEM_HBM)", kind);
 	}
 }
 
+/* Zeroed, page-aligned memory the controller can reach; *addr receives its bus address. */
 static void *alloc_dma(struct gio_ctx *c, size_t len, uint64_t *addr)
 {
 	void *p = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
@@ -819,7 +951,7 @@ static int bring_up(struct gio_ctx *c, uint32_t nsid, int dptr)
 
 int gio_ctx_open(const char *uri, struct gio_ctx **out)
 {
-	struct params p = {0, 4096, 1, 7, 16, 2, 4095, GIO_TGT_NSID, 0, -1, GIO__DPTR_AUTO};
+	struct params p = {0, 4096, 1, 7, 16, 2, 4095, GIO_TGT_NSID, 0, -1, GIO__DPTR_AUTO, GIO__IOMMU_AUTO};
 	struct gio_tgt_config cfg;
 	struct gio_ctx *c;
 	char buf[4096];
@@ -883,7 +1015,7 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 		rc = 0;
 	} else if (!strncmp(buf, "nvme-pci://", 11)) {
 		/* A real controller: no software target, no executor; the rest is the same path. */
-		if ((rc = gio__vfio_open(buf + 11, &c->be)))
+		if ((rc = gio__vfio_open(buf + 11, p.iommu, &c->be)))
 			goto fail;
 		pthread_mutex_lock(&c->lock);
 		rc = bring_up(c, p.ns, p.dptr);

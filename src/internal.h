@@ -59,11 +59,20 @@ struct gio__backend {
 	void *priv;
 	/* Maps [ptr, ptr + len) for device DMA; *iova receives the bus address of ptr. */
 	int (*dma_map)(void *priv, void *ptr, size_t len, uint64_t *iova);
+	/* Maps bytes [off, off + len) of a file or dma-buf (page multiples); NULL where the backend
+	 * cannot (the software target, VFIO type1). */
+	int (*dma_map_fd)(void *priv, int fd, uint64_t off, size_t len, uint64_t *iova);
+	const char *iommu; /* "iommufd", "type1", or NULL for the software target */
 	void (*close)(void *priv);
 };
 
-/* Opens the PCI function `bdf` (dddd:bb:dd.f) through VFIO: container, group, TYPE1v2 IOMMU,
- * BAR0 mapped, bus mastering on. Fills *be; gio__fail() message on error. */
-int gio__vfio_open(const char *bdf, struct gio__backend *be);
+/* How nvme-pci reaches the IOMMU (URI iommu=): iommufd where /dev/iommu and the device's VFIO
+ * cdev exist, else the legacy type1 container; or either one demanded. */
+enum { GIO__IOMMU_AUTO, GIO__IOMMU_IOMMUFD, GIO__IOMMU_TYPE1 };
+
+/* Opens the PCI function `bdf` (dddd:bb:dd.f) through VFIO (iommufd or container and group with
+ * the TYPE1v2 IOMMU, see GIO__IOMMU_*), BAR0 mapped, bus mastering on. Fills *be; gio__fail()
+ * message on error. */
+int gio__vfio_open(const char *bdf, int iommu, struct gio__backend *be);
 
 #endif

@@ -76,8 +76,10 @@ TEST_CASE("bad URIs get -EINVAL with a message naming the problem", "[ctx]")
 		{"mem://host?size=1M&ns=2", -ENODEV, "namespace 2"},
 		{"nvme-pci://01:00.0", -EINVAL, "dddd:bb:dd.f"},
 		{"nvme-pci://0000:01:00.0x", -EINVAL, "dddd:bb:dd.f"},
+		{"nvme-pci://0000:01:00.0?iommu=vfio", -EINVAL, "iommu=vfio"},
 		// A PCI address with no device behind it (function 7 of device 31 on a made-up bus).
 		{"nvme-pci://0000:fe:1f.7", -ENODEV, "0000:fe:1f.7"},
+		{"nvme-pci://0000:fe:1f.7?iommu=iommufd", -ENODEV, "0000:fe:1f.7"},
 	};
 	for (auto &c : cases) {
 		INFO(c.uri);
@@ -421,6 +423,13 @@ TEST_CASE("GPU placement where it is unsupported: documented errors, no crash", 
 	CHECK(std::string(gio_last_error()).find("device memory") != std::string::npos);
 	CHECK(addr == 7);
 	CHECK(gio_ctx_register_ex(ctx, hbm, sizeof(hbm), 9, &addr) == -EINVAL);
+	// Files and dma-bufs need an IOMMU to map them: the software target has none.
+	CHECK(gio_ctx_register_fd(ctx, 0, 0, 4096, hbm, &addr) == -EOPNOTSUPP);
+	CHECK(std::string(gio_last_error()).find("software target") != std::string::npos);
+	CHECK(addr == 7);
+	CHECK(std::string(gio_ctx_iommu(ctx)) == "none");
+	CHECK(std::string(gio_ctx_iommu(nullptr)) == "none");
+	CHECK(gio_ctx_register_fd(nullptr, 0, 0, 4096, hbm, &addr) == -EINVAL);
 	CHECK(gio_ctx_register_ex(ctx, hbm, sizeof(hbm), GIO_MEM_HOST, &addr) == 0);
 	CHECK(addr == reinterpret_cast<uint64_t>(hbm));
 	gio_qp *qp = nullptr;

@@ -17,12 +17,18 @@
  * default 16), `threads` (executor threads, default 2), `mqes` (largest queue size minus one,
  * default 4095), `exec` (`cpu`; `gpu` gives `-EOPNOTSUPP` in this release), `ns` (the namespace
  * to address, default 1), `dptr` (`auto`: SGLs where Identify Controller SGLS allows them, PRPs
- * otherwise; `prp`: gio_ctx_dptr_caps() reports no SGL support, so builders make PRPs). The
+ * otherwise; `prp`: gio_ctx_dptr_caps() reports no SGL support, so builders make PRPs), `iommu`
+ * (`nvme-pci` only: `auto`, the default, takes iommufd where /dev/iommu and the device's VFIO cdev
+ * exist and the legacy container otherwise; `iommufd` or `type1` demand one, and `iommufd` fails
+ * with `-EOPNOTSUPP` where the kernel lacks it; gio_ctx_iommu() tells which was taken). The
  * software target's parameters (size, lba, sgls, mdts, queues, threads, mqes) are ignored for
  * `nvme-pci`: the controller reports its own.
  *
- * `nvme-pci` opens the device through VFIO (container and group, TYPE1v2 IOMMU; the device and
- * every device of its IOMMU group bound to vfio-pci, `giouring-info` prints the steps), maps
+ * `nvme-pci` opens the device through VFIO, either the device cdev bound to iommufd (/dev/iommu,
+ * one IO address space per context; Linux 6.6+ built with CONFIG_IOMMUFD and
+ * CONFIG_VFIO_DEVICE_CDEV, which Debian's kernels leave off) or the legacy container and group
+ * with the TYPE1v2 IOMMU (the device and every device of its IOMMU group bound to vfio-pci;
+ * `giouring-info` prints the steps). It maps
  * BAR0, and polls: no interrupts are used. Memory the controller reaches (queues, Identify data,
  * registered buffers) is pinned and mapped through the IOMMU at IOVAs the library allocates, so
  * bus addresses differ from pointers: use the address gio_ctx_register() returns. Needs root or
@@ -128,8 +134,8 @@ const struct gio_dptr_caps *gio_ctx_dptr_caps(const struct gio_ctx *ctx);
  * @param len   its length, at least 1.
  * @param addr  receives the bus address of @p ptr (use it in data pointers), or NULL.
  * @return 0, `-EINVAL` (NULL, empty, or overlapping a registered region), `-ENOSPC` (the region
- *         table or the IOVA space is full), or for `nvme-pci` `-errno` of VFIO_IOMMU_MAP_DMA
- *         (`-ENOMEM` often means the locked-memory limit).
+ *         table or the IOVA space is full), or for `nvme-pci` `-errno` of VFIO_IOMMU_MAP_DMA or
+ *         IOMMU_IOAS_MAP (`-ENOMEM` often means the locked-memory limit).
  *
  * Any thread. Registration lasts until the context closes.
  */
@@ -145,7 +151,8 @@ int gio_ctx_register(struct gio_ctx *ctx, void *ptr, size_t len, uint64_t *addr)
  * @return 0, `-EINVAL` (NULL, empty, wrapping, overlapping a registered region, not device
  *         memory, or on another GPU than earlier device regions), `-ENOSPC` (region table full),
  *         `-ENODEV` (the CUDA runtime cannot be loaded or reports no GPU; the message says which),
- *         `-EOPNOTSUPP` for `nvme-pci` (as gio_ctx_register_ex() with GIO_MEM_HBM).
+ *         and for `nvme-pci` as gio_ctx_register_ex() with GIO_MEM_HBM (a dma-buf of the range
+ *         through iommufd; the address is then an IOVA, not @p dev_ptr).
  *
  * The CPU executor never dereferences this memory. Commands whose data segments lie in it move
  * their data with cudaMemcpyAsync on a stream of the executor thread: a file target reads (or
@@ -174,15 +181,48 @@ int gio_ctx_register_device(struct gio_ctx *ctx, void *dev_ptr, size_t len, uint
  * @param kind  GIO_MEM_HOST or GIO_MEM_HBM.
  * @param addr  receives the bus address of @p ptr, or NULL.
  * @return as gio_ctx_register() for GIO_MEM_HOST; as gio_ctx_register_device() for GIO_MEM_HBM
- *         on a software target; `-EINVAL` for an unknown @p kind; `-EOPNOTSUPP` for GIO_MEM_HBM
- *         on `nvme-pci` in this release: a bus address for GPU memory needs a dma-buf of the range
- *         imported through iommufd (IOMMU_IOAS_MAP_FILE, Linux 6.13+) or an nvidia_p2p helper,
- *         and gio_last_error() names what this machine lacks.
+ *         on a software target. GIO_MEM_HBM on `nvme-pci` needs the bus address of GPU memory:
+ *         the library asks the CUDA driver for a dma-buf of the range
+ *         (cuMemGetHandleForAddressRange, BAR1 mapping) and imports it with gio_ctx_register_fd().
+ *         `-EINVAL` for an unknown @p kind, for @p ptr or @p len not multiples of the page, or for
+ *         memory the CUDA driver does not know; `-EOPNOTSUPP` where any step is missing, with
+ *         gio_last_error() naming it: the context uses the type1 container (no iommufd), no CUDA
+ *         driver, a driver that exports no dma-buf (proprietary kernel modules), or a kernel
+ *         whose iommufd cannot pin the GPU driver's dma-buf (Linux 7.3 pins only VFIO-exported
+ *         BARs); other `-errno` as gio_ctx_register_fd().
  *
- * Any thread. The provider interface is where HBM support will plug in; nothing is mapped on
- * failure.
+ * Any thread. Nothing is mapped on failure. The GPU path is built and its refusals are tested;
+ * no machine this project runs on can import a GPU dma-buf yet, so the success path has only
+ * been exercised with a peer PCI BAR (tests/qemu: a VFIO-exported BAR of a second controller).
  */
 int gio_ctx_register_ex(struct gio_ctx *ctx, void *ptr, size_t len, uint32_t kind, uint64_t *addr);
+
+/**
+ * @brief Registers the memory behind a file or dma-buf descriptor (`nvme-pci` with iommufd).
+ * @param ctx     the context.
+ * @param fd      a dma-buf (a GPU driver's, a VFIO-exported PCI BAR) or a memfd; the caller keeps
+ *                it and may close it after the call (the mapping holds its own reference).
+ * @param offset  first byte of @p fd to map, a multiple of the page.
+ * @param len     bytes to map, a multiple of the page.
+ * @param ptr     the address the program knows this memory by (a GPU pointer, an mmap of @p fd,
+ *                the BAR mapping): recorded for the overlap check, never dereferenced.
+ * @param addr    receives the bus address of byte @p offset, or NULL.
+ * @return 0; `-EOPNOTSUPP` on a software target, on a type1 context (only iommufd maps files), on
+ *         a kernel without IOMMU_IOAS_MAP_FILE (before 6.13) or whose iommufd cannot pin this
+ *         dma-buf's exporter; `-EINVAL` (misaligned, empty, overlapping a registered region, or a
+ *         file that is neither a memfd nor on hugetlbfs), `-EBADF`, `-ENOSPC`; the message names
+ *         the kernel release and its errno.
+ *
+ * Any thread. The mapping lasts until the context closes: keep the memory and its exporter
+ * (the GPU allocation, the VFIO device) alive until then.
+ */
+int gio_ctx_register_fd(struct gio_ctx *ctx, int fd, uint64_t offset, size_t len, void *ptr, uint64_t *addr);
+
+/**
+ * @brief How the context reaches the IOMMU.
+ * @return "iommufd" or "type1" for `nvme-pci`, "none" for software targets (and a NULL context).
+ */
+const char *gio_ctx_iommu(const struct gio_ctx *ctx);
 
 /** @brief gio_ctx_qp_create_ex() flag: queue memory in pinned host memory mapped into the GPU
  *  (cudaHostAlloc with cudaHostAllocMapped), for rings that GPU threads fill. On a software

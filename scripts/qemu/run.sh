@@ -7,6 +7,11 @@
 #                                  canary DMA to an unmapped IOVA that must show up as a fault
 #   run.sh info BUILD_DIR          giouring-info with no kernel-bound controller (must fail), then
 #                                  with the nvme driver loaded and a namespace mounted
+#   run.sh iommufd BUILD_DIR       the suite again through iommufd (device cdev, /dev/iommu) on a
+#                                  kernel built from Debian's source (scripts/qemu/build-kernel.sh:
+#                                  Debian's own kernels lack IOMMUFD), files mapped with
+#                                  IOMMU_IOAS_MAP_FILE, and a peer controller's BAR imported as a
+#                                  VFIO-exported dma-buf; then the canary
 #   run.sh bench BUILD_DIR [SECONDS]  commands/s at QD1 and QD32 (TCG: for regressions only)
 #
 # Exit 0 pass, 1 fail, 77 skipped (QEMU or busybox-static missing: scripts/deps.sh installs them,
@@ -15,7 +20,7 @@
 # GIO_QEMU_KEEP=1 keeps the work directory, GIO_QEMU_REQUIRED=1 turns skips into failures.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-mode=${1:?usage: run.sh conformance|info|bench BUILD_DIR}
+mode=${1:?usage: run.sh conformance|iommufd|info|bench BUILD_DIR}
 build=$(cd "${2:?usage: run.sh MODE BUILD_DIR}" && pwd)
 bench_seconds=${3:-5}
 
@@ -37,7 +42,15 @@ bios=()
 [[ -f /usr/share/qemu/qboot.rom ]] && bios=(-bios /usr/share/qemu/qboot.rom) # ~1 s faster than SeaBIOS
 
 cache=${GIO_QEMU_CACHE:-$build/qemu-cache}
-bash "$here/fetch-kernel.sh" "$cache"
+if [[ "$mode" == iommufd ]]; then
+  bash "$here/build-kernel.sh" "$cache/iommufd" || { log "FAIL: the iommufd guest kernel could not be built"; exit 1; }
+  kernel=$cache/iommufd/bzImage
+  kernel_version=$(cat "$cache/iommufd/version")
+else
+  bash "$here/fetch-kernel.sh" "$cache"
+  kernel=$cache/vmlinuz
+  kernel_version=$(cat "$cache/version")
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gio-qemu-$mode.XXXXXX")
 cleanup() { [[ "${GIO_QEMU_KEEP:-0}" == 1 ]] && log "kept $work" || rm -rf "$work"; }
@@ -47,9 +60,10 @@ trap cleanup EXIT
 root=$work/root
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,mnt,modules,lib64,lib/x86_64-linux-gnu}
 cp "$busybox" "$root/bin/busybox"
-cp "$cache"/modules/*.ko "$cache/modules/order" "$root/modules/"
+# The iommufd kernel has everything built in: no modules.
+[[ "$mode" == iommufd ]] || cp "$cache"/modules/*.ko "$cache/modules/order" "$root/modules/"
 case "$mode" in
-  conformance|bench)
+  conformance|iommufd|bench)
     cp "$build/tests/gio-qemu-conformance" "$root/bin/" ;;
   info)
     cp "$build/tools/giouring-info" "$root/bin/"
@@ -68,7 +82,8 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-load() { # modules named in order up to and including $1
+load() { # modules named in order up to and including $1 (none where the kernel has them built in)
+  [ -f /modules/order ] || return 0
   for m in $(cat /modules/order); do
     insmod /modules/$m 2>/dev/null || grep -q "^$(echo ${m%.ko} | tr - _) " /proc/modules || echo "note: insmod $m failed"
     [ "$m" = "$1" ] && break
@@ -107,6 +122,19 @@ gio-qemu-conformance canary 0000:00:04.0
 dump_faults canary
 M
   ;;
+  iommufd) cat > "$root/mode.sh" <<'M'
+dump_faults boot
+for b in $(nvme_bdfs); do to_vfio $b; done
+echo "iommufd: /dev/iommu $( [ -c /dev/iommu ] && echo present || echo absent), cdevs: $(ls /dev/vfio/devices 2>/dev/null | tr '\n' ' ')"
+gio-qemu-conformance test 0000:00:04.0 512 524288 iommufd
+gio-qemu-conformance test 0000:00:05.0 4096 4194304 auto
+gio-qemu-conformance p2p 0000:00:04.0 0000:00:05.0
+dump_faults tests
+echo "==CANARY=="
+gio-qemu-conformance canary 0000:00:04.0 iommufd
+dump_faults canary
+M
+  ;;
   bench) cat > "$root/mode.sh" <<M
 load vfio-pci.ko
 for b in \$(nvme_bdfs); do to_vfio \$b; done
@@ -132,17 +160,21 @@ esac
 truncate -s 64M "$work/nvme1.img" "$work/nvme2.img"
 qlog=$work/qemu.log
 timeout_s=${GIO_QEMU_TIMEOUT:-240}
-log "booting $(cat "$cache/version") under TCG (timeout ${timeout_s} s)"
+# The second controller has a 1 MiB controller memory buffer (BAR2): the peer memory the iommufd
+# run imports as a dma-buf.
+ctrl2_extra=""
+[[ "$mode" == iommufd ]] && ctrl2_extra=",cmb_size_mb=1"
+log "booting $kernel_version under TCG (timeout ${timeout_s} s)"
 start=$(date +%s)
 set +e
 timeout --kill-after=10 "$timeout_s" "$qemu" -M q35 -accel tcg -cpu max -smp 2 -m 1024 "${bios[@]}" \
   -device intel-iommu,intremap=on \
-  -kernel "$cache/vmlinuz" -initrd "$work/initrd.gz" \
+  -kernel "$kernel" -initrd "$work/initrd.gz" \
   -append "console=ttyS0 intel_iommu=on iommu=nopt quiet panic=-1" \
   -drive file="$work/nvme1.img",if=none,id=d1,format=raw \
   -device nvme,serial=gio-ctrl-1,drive=d1,bus=pcie.0,addr=0x4 \
   -drive file="$work/nvme2.img",if=none,id=d2,format=raw \
-  -device nvme,serial=gio-ctrl-2,drive=d2,bus=pcie.0,addr=0x5,mdts=10,logical_block_size=4096,physical_block_size=4096 \
+  -device nvme,serial=gio-ctrl-2,drive=d2,bus=pcie.0,addr=0x5,mdts=10,logical_block_size=4096,physical_block_size=4096$ctrl2_extra \
   -display none -serial stdio -monitor none -no-reboot >"$qlog" 2>&1
 qrc=$?
 set -e
@@ -160,7 +192,7 @@ grep -q '^==GUEST-DONE==' "$qlog.txt" || die "the guest did not reach the end of
 # DMA with SUCCESS, so the logs are the only place a fault shows).
 fault_re='DMAR:.*([Ff]ault|DMA (Read|Write))|vtd_|detected translation failure'
 before=$qlog.txt
-if [[ "$mode" == conformance ]]; then
+if [[ "$mode" == conformance || "$mode" == iommufd ]]; then
   before=$work/before-canary
   sed '/^==CANARY==/,$d' "$qlog.txt" > "$before"
   after=$(sed -n '/^==CANARY==/,$p' "$qlog.txt" | grep -cE "$fault_re" || true)
@@ -175,6 +207,19 @@ case "$mode" in
   conformance)
     n=$(grep -c '^RESULT .* fail=0$' "$qlog.txt" || true)
     ((n == 2)) || die "want RESULT ... fail=0 for both controllers, got $n"
+    # Debian's kernel has no iommufd: iommu=auto must have taken the legacy container.
+    n=$(grep -c '^  IOMMU interface: type1 (asked: auto)$' "$qlog.txt" || true)
+    ((n == 2)) || die "iommu=auto took another interface than type1 on a kernel without iommufd"
+    grep -E '^(RESULT|COMMANDS)' "$qlog.txt" >&2 ;;
+  iommufd)
+    n=$(grep -c '^RESULT .* fail=0$' "$qlog.txt" || true)
+    ((n == 3)) || die "want RESULT ... fail=0 for both controllers and p2p, got $n"
+    for want in 'PASS bringup.iommu' 'PASS fd-map.memfd-io-both-ways' 'PASS fd-map.foreign-dmabuf-refused' \
+                'PASS p2p.import-peer-bar' 'PASS p2p.io-both-ways'; do
+      grep -q "^$want\$" "$qlog.txt" || die "no '$want' line"
+    done
+    # The second controller ran with iommu=auto, which must take iommufd where it exists.
+    grep -q '^  IOMMU interface: iommufd (asked: auto)$' "$qlog.txt" || die "iommu=auto did not take iommufd"
     grep -E '^(RESULT|COMMANDS)' "$qlog.txt" >&2 ;;
   bench)
     grep -q '^BENCH QD32' "$qlog.txt" || die "no bench figures"

@@ -3,18 +3,31 @@
  * the SGL/PRP builders). Prints one PASS or FAIL line per check and a RESULT line; the host-side
  * ctest test (scripts/qemu/run.sh) judges from the serial log.
  *
- *   gio-qemu-conformance test BDF LBA_BYTES MDTS_BYTES   the suite on one controller
- *   gio-qemu-conformance canary BDF                      one read to an unmapped IOVA (must fault)
- *   gio-qemu-conformance bench BDF SECONDS               commands/s at QD1 and QD32
+ *   gio-qemu-conformance test BDF LBA_BYTES MDTS_BYTES [IOMMU]   the suite on one controller
+ *   gio-qemu-conformance canary BDF [IOMMU]                      one read to an unmapped IOVA (must fault)
+ *   gio-qemu-conformance bench BDF SECONDS                       commands/s at QD1 and QD32
+ *   gio-qemu-conformance p2p BDF PEER_BDF                        a VFIO-exported BAR of PEER (its CMB)
+ *                                                                imported as a dma-buf, data moved through it
+ * IOMMU is the URI's iommu= value (auto, iommufd, type1), checked against gio_ctx_iommu().
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <linux/pci_regs.h>
+#include <linux/udmabuf.h>
+#include <linux/vfio.h>
 
 #include <giouring/clock.h>
 #include <giouring/ctx.h>
@@ -22,7 +35,12 @@
 #include <giouring/prep.h>
 #include <giouring/status.h>
 
+#include "iommufd_uapi.h" /* the project's own ABI declarations (src/), for the p2p exporter */
+
 #define IO_TIMEOUT_NS (10ull * 1000000000ull)
+
+/* iommu= of every context this run opens ("auto" when not given). */
+static const char *iommu_opt = "auto";
 
 static int npass, nfail;
 /* Commands by kind, for the log: I/O by direction and data pointer form, and expected errors. */
@@ -467,9 +485,133 @@ static void test_proxy(struct gio_ctx *ctx, const struct gio_ns_info *info)
 	CHECK("gpu.pinned-without-gpu", rc == -ENODEV && strstr(gio_last_error(), "CUDA"), "rc %d: %s", rc, gio_last_error());
 	rc = gio_ctx_qp_create_ex(ctx, 32, GIO_CTX_QP_DB_PROXY | GIO_CTX_QP_DB_DIRECT, &qp);
 	CHECK("gpu.doorbell-flags-exclusive", rc == -EINVAL, "rc %d", rc);
-	rc = gio_ctx_register_ex(ctx, &addr, sizeof(addr), GIO_MEM_HBM, &addr);
-	CHECK("gpu.hbm-provider-refuses", rc == -EOPNOTSUPP && strstr(gio_last_error(), "iommufd"), "rc %d", rc);
+	/* GPU data memory: refused with the missing step named. Under type1 that is iommufd; under
+	 * iommufd it is the CUDA driver (the guest has none; a static program cannot load it). */
+	{
+		void *page = aligned_alloc(4096, 4096);
+		const int fd_capable = !strcmp(gio_ctx_iommu(ctx), "iommufd");
+		rc = gio_ctx_register_ex(ctx, page, 4096, GIO_MEM_HBM, &addr);
+		CHECK("gpu.hbm-provider-refuses", rc == -EOPNOTSUPP && strstr(gio_last_error(), fd_capable ? "CUDA" : "iommufd"),
+		      "rc %d", rc);
+		free(page);
+	}
 	printf("  %s\n", gio_last_error());
+}
+
+/* ---- iommufd: files and dma-bufs ------------------------------------------------------------ */
+
+/* A memfd of len bytes mapped shared, or NULL. */
+static unsigned char *memfd_buf(size_t len, int *fd)
+{
+	unsigned char *p;
+	*fd = memfd_create("gio-conformance", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (*fd < 0 || ftruncate(*fd, (off_t)len))
+		return NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Moves data both ways through a region at bus address `addr` whose bytes the program sees at
+ * `view`: the controller reads it (write command), then writes it (read command). `view` may be
+ * MMIO (a peer BAR), so it is only touched with memcpy. */
+static int both_ways(struct gio_ctx *ctx, struct gio_qp *qp, const struct gio_ns_info *info, unsigned char *view,
+		     uint64_t addr, size_t len, uint64_t slba, uint64_t seed)
+{
+	const struct gio_dptr_caps *caps = gio_ctx_dptr_caps(ctx);
+	const uint32_t nb = (uint32_t)(len / info->lba_bytes);
+	struct buf host;
+	unsigned char *want = malloc(len), *got = malloc(len);
+	int rc = -ENOMEM;
+	if (!want || !got || dma_buf(ctx, len, &host))
+		goto out;
+	/* Controller reads the region: its bytes land on the namespace, read back to host memory. */
+	fill(want, len, seed);
+	memcpy(view, want, len);
+	if ((rc = rw1(qp, info, caps, GIO_NVM_OPC_WRITE, slba, nb, addr, NULL)) ||
+	    (rc = rw1(qp, info, caps, GIO_NVM_OPC_READ, slba, nb, host.addr, NULL)))
+		goto out;
+	if (memcmp(host.p, want, len)) {
+		printf("  the controller read other bytes from the region than were put there\n");
+		rc = -EILSEQ;
+		goto out;
+	}
+	/* Controller writes the region: host bytes to the namespace, read into the region. */
+	fill(host.p, len, seed + 1);
+	memcpy(want, host.p, len);
+	if ((rc = rw1(qp, info, caps, GIO_NVM_OPC_WRITE, slba + nb, nb, host.addr, NULL)) ||
+	    (rc = rw1(qp, info, caps, GIO_NVM_OPC_READ, slba + nb, nb, addr, NULL)))
+		goto out;
+	memcpy(got, view, len);
+	if (memcmp(got, want, len)) {
+		printf("  the region holds other bytes than the controller was asked to write\n");
+		rc = -EILSEQ;
+	}
+out:
+	free(want);
+	free(got);
+	return rc;
+}
+
+/* gio_ctx_register_fd: memfd pages mapped with IOMMU_IOAS_MAP_FILE carry I/O both ways; a dma-buf
+ * whose exporter iommufd cannot pin (udmabuf) is refused with -EOPNOTSUPP; the type1 container
+ * refuses every fd. */
+static void test_fd_mapping(struct gio_ctx *ctx, struct gio_qp *qp, const struct gio_ns_info *info)
+{
+	const size_t len = 64 * 1024;
+	const uint64_t slba = info->nblocks - 2 * (len / info->lba_bytes);
+	int mfd = -1, ufd = -1, dfd = -1, rc;
+	unsigned char *m = memfd_buf(len, &mfd), *u = NULL;
+	uint64_t addr = 0;
+	CHECK("fd-map.memfd-made", m != NULL, "memfd: %s", strerror(errno));
+	if (!m)
+		return;
+	if (strcmp(gio_ctx_iommu(ctx), "iommufd")) {
+		rc = gio_ctx_register_fd(ctx, mfd, 0, len, m, &addr);
+		CHECK("fd-map.type1-refuses", rc == -EOPNOTSUPP && strstr(gio_last_error(), "iommufd"), "rc %d", rc);
+		printf("  %s\n", gio_last_error());
+		goto out;
+	}
+	rc = gio_ctx_register_fd(ctx, mfd, 512, len - 4096, m, &addr);
+	CHECK("fd-map.misaligned", rc == -EINVAL, "rc %d", rc);
+	rc = gio_ctx_register_fd(ctx, 1000, 0, len, m, &addr);
+	CHECK("fd-map.bad-fd", rc == -EBADF, "rc %d", rc);
+	rc = gio_ctx_register_fd(ctx, mfd, 0, len, m, &addr);
+	CHECK("fd-map.memfd", rc == 0, "rc %d", rc);
+	if (rc)
+		goto out;
+	printf("  memfd of %zu bytes at IOVA 0x%" PRIx64 "\n", len, addr);
+	rc = both_ways(ctx, qp, info, m, addr, len, slba, 4242);
+	CHECK("fd-map.memfd-io-both-ways", rc == 0, "rc %d", rc);
+	rc = gio_ctx_register_fd(ctx, mfd, 0, len, m, &addr);
+	CHECK("fd-map.overlap", rc == -EINVAL, "rc %d", rc);
+
+	/* udmabuf: a dma-buf of ordinary pages, from an exporter that gives iommufd no physical
+	 * range; the same refusal a GPU driver's dma-buf gets from these kernels. */
+	u = memfd_buf(len, &ufd);
+	dfd = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+	CHECK("fd-map.udmabuf-present", u && dfd >= 0, "/dev/udmabuf: %s", strerror(errno));
+	if (u && dfd >= 0 && fcntl(ufd, F_ADD_SEALS, F_SEAL_SHRINK) == 0) {
+		struct udmabuf_create cr = {.memfd = (uint32_t)ufd, .flags = UDMABUF_FLAGS_CLOEXEC, .offset = 0, .size = len};
+		const int buf = ioctl(dfd, UDMABUF_CREATE, &cr);
+		CHECK("fd-map.udmabuf-made", buf >= 0, "UDMABUF_CREATE: %s", strerror(errno));
+		if (buf >= 0) {
+			rc = gio_ctx_register_fd(ctx, buf, 0, len, u, &addr);
+			CHECK("fd-map.foreign-dmabuf-refused", rc == -EOPNOTSUPP && strstr(gio_last_error(), "dma-buf"), "rc %d",
+			      rc);
+			printf("  %s\n", gio_last_error());
+			close(buf);
+		}
+	}
+out:
+	if (dfd >= 0)
+		close(dfd);
+	/* The context's mappings hold the memfd's pages; the mappings here may go. */
+	if (u)
+		munmap(u, len);
+	if (ufd >= 0)
+		close(ufd);
+	munmap(m, len);
+	close(mfd);
 }
 
 /* ---- driver --------------------------------------------------------------------------------- */
@@ -477,7 +619,7 @@ static void test_proxy(struct gio_ctx *ctx, const struct gio_ns_info *info)
 static int open_ctx(const char *bdf, struct gio_ctx **ctx)
 {
 	char uri[128];
-	snprintf(uri, sizeof(uri), "nvme-pci://%s", bdf);
+	snprintf(uri, sizeof(uri), "nvme-pci://%s?iommu=%s", bdf, iommu_opt);
 	return gio_ctx_open(uri, ctx);
 }
 
@@ -495,6 +637,9 @@ static int run_tests(const char *bdf, uint32_t want_lba, uint64_t want_mdts)
 	if (rc)
 		return 1;
 	gio_ctx_info(ctx, &info);
+	printf("  IOMMU interface: %s (asked: %s)\n", gio_ctx_iommu(ctx), iommu_opt);
+	CHECK("bringup.iommu", !strcmp(iommu_opt, "auto") || !strcmp(gio_ctx_iommu(ctx), iommu_opt), "%s, asked %s",
+	      gio_ctx_iommu(ctx), iommu_opt);
 	printf("  nsid %u, %" PRIu64 " blocks of %u bytes, SGLS 0x%08x, MDTS %" PRIu64 " bytes, page %u, MQES+1 %u, %u I/O queues\n",
 	       info.nsid, info.nblocks, info.lba_bytes, info.sgls, info.max_xfer_bytes, info.page_bytes,
 	       info.max_queue_entries, info.io_queues);
@@ -512,6 +657,7 @@ static int run_tests(const char *bdf, uint32_t want_lba, uint64_t want_mdts)
 		test_prp(ctx, qp, &info);
 		test_random(ctx, qp, &info);
 		test_errors(ctx, qp, &info);
+		test_fd_mapping(ctx, qp, &info);
 	}
 	test_threads(ctx, &info);
 	test_proxy(ctx, &info);
@@ -558,6 +704,109 @@ static int run_canary(const char *bdf)
 	printf("CANARY read to unmapped IOVA 0x1000: rc %d status 0x%04x (%s)\n", rc, st, gio_status_str(st));
 	gio_ctx_close(ctx);
 	return 0;
+}
+
+/* ---- peer BAR through a VFIO-exported dma-buf ------------------------------------------------ */
+
+/* The stand-in for GPU memory: QEMU's NVMe controller memory buffer (BAR2) of a second
+ * controller, exported by vfio-pci as a dma-buf (VFIO_DEVICE_FEATURE_DMA_BUF, Linux 6.19+) and
+ * imported into the first controller's IOAS through gio_ctx_register_fd. The first controller
+ * then reads and writes the peer's BAR: the path a GPU's BAR1 takes where a kernel can pin it. */
+static int run_p2p(const char *bdf, const char *peer)
+{
+	const size_t len = 64 * 1024;
+	struct vfio_region_info bar = {.argsz = sizeof(bar), .index = VFIO_PCI_BAR2_REGION_INDEX};
+	struct vfio_region_info cfg = {.argsz = sizeof(cfg), .index = VFIO_PCI_CONFIG_REGION_INDEX};
+	struct gio__vfio_device_bind_iommufd bind = {.argsz = sizeof(bind)};
+	union {
+		struct vfio_device_feature f;
+		unsigned char bytes[sizeof(struct vfio_device_feature) + sizeof(struct gio__vfio_device_feature_dma_buf)];
+	} feat;
+	struct gio__vfio_device_feature_dma_buf *db = (void *)(feat.bytes + sizeof(struct vfio_device_feature));
+	char path[PATH_MAX], cdev[PATH_MAX] = "";
+	struct gio_ctx *ctx = NULL;
+	struct gio_qp *qp = NULL;
+	struct gio_ns_info info;
+	unsigned char *view = NULL;
+	int ifd = -1, dev = -1, buf = -1, rc;
+	uint16_t cmd;
+	uint64_t addr = 0;
+	struct dirent *e;
+	DIR *d;
+
+	printf("== p2p: %s moves data through a BAR of %s\n", bdf, peer);
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vfio-dev", peer);
+	if ((d = opendir(path))) {
+		while ((e = readdir(d)))
+			if (!strncmp(e->d_name, "vfio", 4))
+				snprintf(cdev, sizeof(cdev), "/dev/vfio/devices/%s", e->d_name);
+		closedir(d);
+	}
+	ifd = open("/dev/iommu", O_RDWR | O_CLOEXEC);
+	dev = cdev[0] ? open(cdev, O_RDWR | O_CLOEXEC) : -1;
+	bind.iommufd = ifd;
+	rc = ifd >= 0 && dev >= 0 ? ioctl(dev, GIO__VFIO_DEVICE_BIND_IOMMUFD, &bind) : -1;
+	CHECK("p2p.peer-open", rc == 0, "peer cdev '%s': %s", cdev, strerror(errno));
+	if (rc)
+		goto out;
+	/* The peer's BAR must decode memory for the first controller's DMA to reach it. */
+	rc = ioctl(dev, VFIO_DEVICE_GET_REGION_INFO, &cfg) || pread(dev, &cmd, 2, (off_t)(cfg.offset + PCI_COMMAND)) != 2;
+	cmd |= PCI_COMMAND_MEMORY;
+	rc = rc || pwrite(dev, &cmd, 2, (off_t)(cfg.offset + PCI_COMMAND)) != 2;
+	rc = rc || ioctl(dev, VFIO_DEVICE_GET_REGION_INFO, &bar) || bar.size < len || !(bar.flags & VFIO_REGION_INFO_FLAG_MMAP);
+	CHECK("p2p.peer-bar", rc == 0, "BAR2 size %" PRIu64 " flags 0x%x: %s", (uint64_t)bar.size, bar.flags, strerror(errno));
+	if (rc)
+		goto out;
+	view = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, dev, (off_t)bar.offset);
+	if (view == MAP_FAILED)
+		view = NULL;
+	memset(&feat, 0, sizeof(feat));
+	feat.f.argsz = sizeof(feat);
+	feat.f.flags = VFIO_DEVICE_FEATURE_GET | GIO__VFIO_DEVICE_FEATURE_DMA_BUF;
+	db->region_index = VFIO_PCI_BAR2_REGION_INDEX;
+	db->open_flags = O_RDWR | O_CLOEXEC;
+	db->nr_ranges = 1;
+	db->ranges[0].offset = 0;
+	db->ranges[0].length = len;
+	buf = view ? ioctl(dev, VFIO_DEVICE_FEATURE, &feat) : -1;
+	CHECK("p2p.peer-dmabuf-exported", buf >= 0, "mmap %p, VFIO_DEVICE_FEATURE DMA_BUF: %s", (void *)view, strerror(errno));
+	if (buf < 0)
+		goto out;
+
+	rc = open_ctx(bdf, &ctx);
+	if (!rc)
+		rc = gio_ctx_qp_create(ctx, 32, &qp);
+	CHECK("p2p.open", rc == 0, "rc %d", rc);
+	if (rc)
+		goto out;
+	gio_ctx_info(ctx, &info);
+	rc = gio_ctx_register_fd(ctx, buf, 0, len, view, &addr);
+	CHECK("p2p.import-peer-bar", rc == 0, "rc %d", rc);
+	if (rc)
+		goto out;
+	printf("  peer BAR2 (%zu bytes) at IOVA 0x%" PRIx64 "\n", len, addr);
+	/* The mapping holds the dma-buf: the descriptor may close now. */
+	close(buf);
+	buf = -1;
+	rc = both_ways(ctx, qp, &info, view, addr, len, info.nblocks - 2 * (len / info.lba_bytes), 9090);
+	CHECK("p2p.io-both-ways", rc == 0, "rc %d", rc);
+	printf("COMMANDS write-sgl=%" PRIu64 " write-prp=%" PRIu64 " read-sgl=%" PRIu64 " read-prp=%" PRIu64 "\n", n_write_sgl,
+	       n_write_prp, n_read_sgl, n_read_prp);
+out:
+	if (ctx) {
+		rc = gio_ctx_close(ctx);
+		CHECK("p2p.close", rc == 0, "rc %d", rc);
+	}
+	if (buf >= 0)
+		close(buf);
+	if (view)
+		munmap(view, len);
+	if (dev >= 0)
+		close(dev);
+	if (ifd >= 0)
+		close(ifd);
+	printf("RESULT p2p pass=%d fail=%d\n", npass, nfail);
+	return nfail != 0 || npass == 0;
 }
 
 static double now_s(void)
@@ -614,7 +863,9 @@ static int run_bench(const char *bdf, double seconds)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 5 && !strcmp(argv[1], "test")) {
+	if ((argc == 6 && !strcmp(argv[1], "test")) || (argc == 4 && !strcmp(argv[1], "canary")))
+		iommu_opt = argv[argc - 1];
+	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "test")) {
 		run_tests(argv[2], (uint32_t)strtoul(argv[3], NULL, 0), strtoull(argv[4], NULL, 0));
 		printf("COMMANDS write-sgl=%" PRIu64 " write-prp=%" PRIu64 " read-sgl=%" PRIu64 " read-prp=%" PRIu64
 		       " expected-errors=%" PRIu64 "\n",
@@ -622,10 +873,14 @@ int main(int argc, char **argv)
 		printf("RESULT %s pass=%d fail=%d\n", argv[2], npass, nfail);
 		return nfail != 0 || npass == 0;
 	}
-	if (argc == 3 && !strcmp(argv[1], "canary"))
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "canary"))
 		return run_canary(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "p2p")) {
+		iommu_opt = "iommufd";
+		return run_p2p(argv[2], argv[3]);
+	}
 	if (argc == 4 && !strcmp(argv[1], "bench"))
 		return run_bench(argv[2], strtod(argv[3], NULL));
-	fprintf(stderr, "usage: %s test BDF LBA_BYTES MDTS_BYTES | canary BDF | bench BDF SECONDS\n", argv[0]);
+	fprintf(stderr, "usage: %s test BDF LBA_BYTES MDTS_BYTES [IOMMU] | canary BDF [IOMMU] | bench BDF SECONDS | p2p BDF PEER_BDF\n", argv[0]);
 	return 2;
 }
