@@ -14,6 +14,7 @@
 #   restore   bench_kv_restore at 32K and 128K tokens: giouring beside every baseline
 #   file      bench_gpu_file: the file target's CPU executor fed by GPU warps (needs .gpu-deps/)
 #   quick     smoke runs of both benches (instead of cmdrate/restore when debugging)
+# GIO_GPU_SANITIZE names the tests the sanitize stage runs (default: every tests/gpu/test_*.cu).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:-${OUT:-gpu-out}}
@@ -84,7 +85,7 @@ links=("$lib" -ldl -lpthread)
 say "host library: $([[ $full == 1 ]] && echo 'all of src/ (liburing from .gpu-deps)' || echo 'error.c and clock.c only')"
 
 build() { # source, binary name
-	if [[ $full == 0 ]] && grep -q 'gio_ctx_open' "$1"; then
+	if [[ $full == 0 ]] && grep -qE 'gio_ctx_open|gio__gpu_dmabuf' "$1"; then
 		skip=$((skip + 1))
 		say "SKIP $2 (needs the CPU executor: carry .gpu-deps/ with liburing)"
 		return 1
@@ -103,7 +104,7 @@ if want tests || want sanitize; then
 		name=$(basename "$src" .cu)
 		build "$src" "$name" || continue
 		want tests && run "$name" timeout 60 "$out/bin/$name"
-		if want sanitize; then
+		if want sanitize && [[ -z "${GIO_GPU_SANITIZE:-}" || " $GIO_GPU_SANITIZE " == *" $name "* ]]; then
 			# compute-sanitizer serializes kernels: persistent executors share one launch with
 			# their producers there (GIO_GPU_FUSED=1), at small sizes (GIO_GPU_QUICK=1).
 			run "$name.memcheck" env GIO_GPU_QUICK=1 GIO_GPU_FUSED=1 timeout 120 \

@@ -682,18 +682,12 @@ static const char *cu_err(int e)
 	return s ? s : "unknown CUresult";
 }
 
-static int hbm_provider(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
+int gio__gpu_dmabuf(void *ptr, size_t len, int *fd)
 {
 	const long pg = sysconf(_SC_PAGESIZE);
-	const char *why = no_fd_mapping(c);
-	char msg[512];
 	void *cuctx = NULL, *popped;
-	int e, fd = -1, rc;
-	if (why)
-		return gio__fail(-EOPNOTSUPP,
-				 "giouring: GPU memory at %p + %zu: a controller reaches GPU memory only through a dma-buf of the "
-				 "range imported with iommufd, but %s. Register pinned host memory instead.",
-				 ptr, len, why);
+	int e;
+	*fd = -1;
 	if (!ptr || len == 0 || (((uintptr_t)ptr | len) & (uintptr_t)(pg - 1)))
 		return gio__fail(-EINVAL, "giouring: GPU memory at %p + %zu: start and length must be multiples of the %ld-byte "
 				 "page (a dma-buf of a range covers whole pages)", ptr, len, pg);
@@ -706,16 +700,33 @@ static int hbm_provider(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr
 		return gio__fail(-EINVAL, "giouring: %p is not GPU memory (cuPointerGetAttribute: %s)", ptr, cu_err(e));
 	if ((e = cudrv.ctx_push(cuctx)))
 		return gio__fail(-EINVAL, "giouring: GPU memory at %p: cuCtxPushCurrent: %s", ptr, cu_err(e));
-	e = cudrv.get_handle(&fd, (unsigned long long)(uintptr_t)ptr, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD_,
+	e = cudrv.get_handle(fd, (unsigned long long)(uintptr_t)ptr, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD_,
 			     CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE_);
 	if (e) /* drivers before CUDA 12.8 know no flags */
-		e = cudrv.get_handle(&fd, (unsigned long long)(uintptr_t)ptr, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD_, 0);
+		e = cudrv.get_handle(fd, (unsigned long long)(uintptr_t)ptr, len, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD_, 0);
 	(void)cudrv.ctx_pop(&popped);
-	if (e)
+	if (e) {
+		*fd = -1;
 		return gio__fail(-EOPNOTSUPP,
 				 "giouring: GPU memory at %p + %zu: the GPU driver exports no dma-buf for it "
 				 "(cuMemGetHandleForAddressRange: %s; needs CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, i.e. the open "
 				 "kernel modules on Linux 5.12+)", ptr, len, cu_err(e));
+	}
+	return 0;
+}
+
+static int hbm_provider(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
+{
+	const char *why = no_fd_mapping(c);
+	char msg[512];
+	int fd, rc;
+	if (why)
+		return gio__fail(-EOPNOTSUPP,
+				 "giouring: GPU memory at %p + %zu: a controller reaches GPU memory only through a dma-buf of the "
+				 "range imported with iommufd, but %s. Register pinned host memory instead.",
+				 ptr, len, why);
+	if ((rc = gio__gpu_dmabuf(ptr, len, &fd)))
+		return rc;
 	rc = gio_ctx_register_fd(c, fd, 0, len, ptr, addr);
 	close(fd); /* on success the IOAS holds its own reference to the dma-buf */
 	if (rc) {

@@ -75,4 +75,10 @@ enum { GIO__IOMMU_AUTO, GIO__IOMMU_IOMMUFD, GIO__IOMMU_TYPE1 };
  * message on error. */
 int gio__vfio_open(const char *bdf, int iommu, struct gio__backend *be);
 
+/* A dma-buf of GPU memory [ptr, ptr + len) from the CUDA driver (cuMemGetHandleForAddressRange,
+ * BAR1 mapping where the driver knows the flag): 0 and *fd, or -EINVAL (misaligned, not GPU
+ * memory) / -EOPNOTSUPP (no driver, no export) with a message. The GPU half of the HBM provider,
+ * on its own so that a GPU test can check it where no VFIO device exists. */
+int gio__gpu_dmabuf(void *ptr, size_t len, int *fd);
+
 #endif
