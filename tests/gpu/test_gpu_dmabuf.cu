@@ -3,6 +3,9 @@
 // into the controller's IOAS. The import needs VFIO and iommufd, which the GPU machine lacks (the
 // QEMU run tests it with a peer BAR); this checks what the driver hands over, where the driver
 // says it can: a dma-buf of exactly the range, and the documented errors for bad ranges.
+//
+// gpu-check: expected-api-errors (host memory is handed to cuPointerGetAttribute on purpose, and
+// drivers that do not know the BAR1 mapping flag refuse the first export call: both handled).
 #include <fcntl.h>
 #include <unistd.h>
 
