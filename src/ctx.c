@@ -35,6 +35,7 @@ struct qp_mem {
 	uint64_t sq_addr, cq_addr; /* bus addresses */
 	int pinned, live;          /* live: the controller has both queues */
 	void *pinned_base;         /* pinned: the one allocation holding sq, cq and slots */
+	void *hbm_base;            /* GIO_CTX_QP_HBM: the GPU allocation holding sq and cq */
 	/* GIO_CTX_QP_DB_PROXY: the ring writes these shadow words; the proxy thread mirrors them to
 	 * the controller's doorbells (hw_db), the SQ tail in [0], the CQ head in [1]. */
 	uint32_t *shadow; /* shadow_host, or after the slots in pinned memory (GPU producers) */
@@ -61,6 +62,10 @@ struct cudart {
 	int (*host_register)(void *, size_t, unsigned int);
 	int (*host_unregister)(void *);
 	int (*host_get_device_pointer)(void **, void *, unsigned int);
+	/* Queue memory in GPU memory (GIO_CTX_QP_HBM). */
+	int (*dev_malloc)(void **, size_t);
+	int (*dev_free)(void *);
+	int (*memset_async)(void *, int, size_t, void *);
 };
 
 static pthread_once_t cudart_once = PTHREAD_ONCE_INIT;
@@ -93,6 +98,9 @@ static void cudart_load(void)
 	*(void **)&cudart.host_register = dlsym(h, "cudaHostRegister");
 	*(void **)&cudart.host_unregister = dlsym(h, "cudaHostUnregister");
 	*(void **)&cudart.host_get_device_pointer = dlsym(h, "cudaHostGetDevicePointer");
+	*(void **)&cudart.dev_malloc = dlsym(h, "cudaMalloc");
+	*(void **)&cudart.dev_free = dlsym(h, "cudaFree");
+	*(void **)&cudart.memset_async = dlsym(h, "cudaMemsetAsync");
 	if (!cudart.get_device_count || !cudart.host_alloc || !cudart.free_host) {
 		snprintf(cudart_error, sizeof(cudart_error), "libcudart.so lacks cudaHostAlloc/cudaFreeHost");
 		cudart.host_alloc = NULL;
@@ -715,6 +723,48 @@ int gio__gpu_dmabuf(void *ptr, size_t len, int *fd)
 	return 0;
 }
 
+/* GIO_CTX_QP_HBM: the SQ and CQ in one GPU allocation (on the calling thread's current GPU),
+ * zeroed on a non-blocking stream (a persistent kernel already running must not hold this up),
+ * and mapped for the controller through the HBM provider; c->lock held. */
+static int hbm_queues(struct gio_ctx *c, struct qp_mem *m, size_t sq_bytes, size_t cq_bytes)
+{
+	const size_t len = sq_bytes + cq_bytes;
+	void *stream = NULL;
+	uint64_t addr, deadline;
+	int e, fd, rc;
+	if (!cudart.dev_malloc || !cudart.dev_free || !cudart.memset_async || !cudart.stream_create ||
+	    !cudart.stream_query || !cudart.stream_destroy)
+		return gio__fail(-ENODEV, "giouring: GIO_CTX_QP_HBM: libcudart.so lacks cudaMalloc, cudaFree, cudaMemsetAsync "
+				 "or the stream calls");
+	if ((e = cudart.dev_malloc(&m->hbm_base, len + 4095))) {
+		m->hbm_base = NULL;
+		return gio__fail(-ENOMEM, "giouring: GIO_CTX_QP_HBM: cudaMalloc of %zu bytes: %s", len + 4095, cuda_err(e));
+	}
+	/* Queues start on 4 KiB (Create I/O SQ/CQ) and a dma-buf covers whole pages. */
+	m->sq = (void *)(((uintptr_t)m->hbm_base + 4095) & ~(uintptr_t)4095);
+	m->cq = (char *)m->sq + sq_bytes;
+	if ((e = cudart.stream_create(&stream, CUDA_STREAM_NON_BLOCKING)))
+		return gio__fail(-EIO, "giouring: GIO_CTX_QP_HBM: cudaStreamCreateWithFlags: %s", cuda_err(e));
+	e = cudart.memset_async(m->sq, 0, len, stream);
+	deadline = gio_deadline_in(DEVCOPY_TIMEOUT_NS);
+	while (!e && (e = cudart.stream_query(stream)) == CUDA_NOT_READY && !gio_deadline_passed(deadline))
+		gio_host_sleep_ns(100000);
+	(void)cudart.stream_destroy(stream);
+	if (e == CUDA_NOT_READY)
+		return gio__fail(-ETIME, "giouring: GIO_CTX_QP_HBM: zeroing the queues did not finish within 10 s");
+	if (e)
+		return gio__fail(-EIO, "giouring: GIO_CTX_QP_HBM: cudaMemsetAsync: %s", cuda_err(e));
+	if ((rc = gio__gpu_dmabuf(m->sq, len, &fd)))
+		return rc;
+	rc = add_region_locked(c, m->sq, len, fd, 0, &addr);
+	close(fd); /* on success the IOAS holds its own reference */
+	if (rc)
+		return rc;
+	m->sq_addr = addr;
+	m->cq_addr = addr + sq_bytes;
+	return 0;
+}
+
 static int hbm_provider(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
 {
 	const char *why = no_fd_mapping(c);
@@ -1259,8 +1309,17 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 	int rc;
 	if (!c || !out)
 		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_create: NULL argument");
-	if (flags & ~(GIO_CTX_QP_PINNED | GIO_CTX_QP_DB_PROXY | GIO_CTX_QP_DB_DIRECT))
+	if (flags & ~(GIO_CTX_QP_PINNED | GIO_CTX_QP_DB_PROXY | GIO_CTX_QP_DB_DIRECT | GIO_CTX_QP_HBM))
 		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_create_ex: unknown flags 0x%x", flags);
+	if ((flags & GIO_CTX_QP_HBM) && !c->be.mmio)
+		return gio__fail(-EOPNOTSUPP, "giouring: GIO_CTX_QP_HBM: the CPU executor cannot read rings in GPU memory; the "
+				 "GPU-executed target serves them (gio_gpu_target_open() with rings=hbm, giouring/gpu_target.cuh)");
+	if (flags & GIO_CTX_QP_HBM) {
+		const char *why = no_fd_mapping(c);
+		if (why)
+			return gio__fail(-EOPNOTSUPP, "giouring: GIO_CTX_QP_HBM: the controller reaches GPU memory only through "
+					 "a dma-buf imported with iommufd, but %s", why);
+	}
 	if ((flags & GIO_CTX_QP_DB_PROXY) && (flags & GIO_CTX_QP_DB_DIRECT))
 		return gio__fail(-EINVAL, "giouring: GIO_CTX_QP_DB_PROXY and GIO_CTX_QP_DB_DIRECT: choose one");
 	if ((flags & (GIO_CTX_QP_DB_PROXY | GIO_CTX_QP_DB_DIRECT)) && !c->be.mmio)
@@ -1280,17 +1339,22 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 		pthread_mutex_unlock(&c->lock);
 		return gio__fail(-ENOMEM, "giouring: no memory for a queue pair");
 	}
-	if (flags & GIO_CTX_QP_PINNED) {
+	if (flags & (GIO_CTX_QP_PINNED | GIO_CTX_QP_HBM)) {
 		const size_t sq_bytes = (depth * sizeof(struct gio_sqe) + 4095) & ~(size_t)4095;
 		const size_t cq_bytes = (depth * sizeof(struct gio_cqe) + 4095) & ~(size_t)4095;
 		const size_t slot_bytes = depth * sizeof(struct gio_cmd_slot) + 2 * sizeof(uint32_t);
+		const int hbm = (flags & GIO_CTX_QP_HBM) != 0;
 		m->pinned = 1;
 		/* One allocation, aligned here: queues must start on 4 KiB (Create I/O SQ/CQ), and
 		 * cudaHostAlloc suballocates small sizes below page alignment (seen on the H200: the
 		 * second queue pair's CQ was refused). SQ, CQ, then the slots and the two shadow
-		 * doorbells of GIO_CTX_QP_DB_PROXY (both written by GPU threads). */
-		m->pinned_base = pinned_alloc(sq_bytes + cq_bytes + slot_bytes + 4095);
-		if (m->pinned_base) {
+		 * doorbells of GIO_CTX_QP_DB_PROXY (both written by GPU threads). With GIO_CTX_QP_HBM
+		 * the queues are in GPU memory and this holds the slots and shadows alone: the library
+		 * initialises the slots and the proxy thread reads the shadows, from the CPU. */
+		m->pinned_base = pinned_alloc((hbm ? 0 : sq_bytes + cq_bytes) + slot_bytes + 4095);
+		if (m->pinned_base && hbm) {
+			m->slots = m->pinned_base;
+		} else if (m->pinned_base) {
 			m->sq = (void *)(((uintptr_t)m->pinned_base + 4095) & ~(uintptr_t)4095);
 			m->cq = (char *)m->sq + sq_bytes;
 			m->slots = (char *)m->cq + cq_bytes;
@@ -1301,8 +1365,13 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 			return gio__fail(-ENODEV, "giouring: no pinned queue memory: %s",
 					 cudart_error[0] ? cudart_error : "cudaHostAlloc failed");
 		}
-		if ((rc = register_locked(c, m->sq, sq_bytes, &m->sq_addr)) ||
-		    (rc = register_locked(c, m->cq, cq_bytes, &m->cq_addr)) || (!c->be.mmio && (rc = bar_map_for_gpu(c))))
+		if (hbm)
+			rc = hbm_queues(c, m, sq_bytes, cq_bytes);
+		else if (!(rc = register_locked(c, m->sq, sq_bytes, &m->sq_addr)))
+			rc = register_locked(c, m->cq, cq_bytes, &m->cq_addr);
+		if (!rc && !c->be.mmio)
+			rc = bar_map_for_gpu(c);
+		if (rc)
 			goto fail;
 	} else {
 		m->sq = alloc_dma(c, depth * sizeof(struct gio_sqe), &m->sq_addr);
@@ -1428,6 +1497,8 @@ int gio_ctx_close(struct gio_ctx *c)
 		if (m->pinned) {
 			if (m->pinned_base)
 				cudart.free_host(m->pinned_base);
+			if (m->hbm_base)
+				(void)cudart.dev_free(m->hbm_base);
 		} else {
 			free(m->sq);
 			free(m->cq);

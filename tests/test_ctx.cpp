@@ -433,13 +433,16 @@ TEST_CASE("GPU placement where it is unsupported: documented errors, no crash", 
 	CHECK(gio_ctx_register_ex(ctx, hbm, sizeof(hbm), GIO_MEM_HOST, &addr) == 0);
 	CHECK(addr == reinterpret_cast<uint64_t>(hbm));
 	gio_qp *qp = nullptr;
+	CHECK(gio_ctx_qp_create_ex(ctx, 8, GIO_CTX_QP_HBM, &qp) == -EOPNOTSUPP); // CPU executor, HBM rings
+	CHECK(std::string(gio_last_error()).find("gio_gpu_target_open") != std::string::npos);
+	CHECK(qp == nullptr);
 	CHECK(gio_ctx_qp_create_ex(ctx, 8, GIO_CTX_QP_DB_PROXY, &qp) == -EOPNOTSUPP);
 	CHECK(std::string(gio_last_error()).find("GIO_CTX_QP_DB_PROXY") != std::string::npos);
 	CHECK(qp == nullptr);
 	CHECK(gio_ctx_qp_create_ex(ctx, 8, GIO_CTX_QP_DB_DIRECT, &qp) == -EOPNOTSUPP);
 	CHECK(std::string(gio_last_error()).find("GIO_CTX_QP_DB_DIRECT") != std::string::npos);
 	CHECK(gio_ctx_qp_create_ex(ctx, 8, GIO_CTX_QP_DB_PROXY | GIO_CTX_QP_DB_DIRECT, &qp) == -EINVAL);
-	CHECK(gio_ctx_qp_create_ex(ctx, 8, 8u, &qp) == -EINVAL);
+	CHECK(gio_ctx_qp_create_ex(ctx, 8, 16u, &qp) == -EINVAL);
 	REQUIRE(gio_ctx_qp_create_ex(ctx, 8, 0, &qp) == 0);
 	CHECK(gio_ctx_qp_doorbells(ctx, qp) == 0); // a software target's doorbells are memory
 	CHECK(gio_ctx_qp_doorbells(ctx, nullptr) == 0);

@@ -220,6 +220,7 @@ int gio_ctx_register_fd(struct gio_ctx *ctx, int fd, uint64_t offset, size_t len
 
 /**
  * @brief How the context reaches the IOMMU.
+ * @param ctx  the context, or NULL.
  * @return "iommufd" or "type1" for `nvme-pci`, "none" for software targets (and a NULL context).
  */
 const char *gio_ctx_iommu(const struct gio_ctx *ctx);
@@ -257,6 +258,23 @@ const char *gio_ctx_iommu(const struct gio_ctx *ctx);
 #define GIO_CTX_QP_DB_DIRECT 4u
 
 /**
+ * @brief gio_ctx_qp_create_ex() flag (`nvme-pci` with iommufd only): the SQ and CQ in GPU memory.
+ *
+ * The queues are allocated with cudaMalloc on the calling thread's current GPU, zeroed, and
+ * mapped for the controller like GIO_MEM_HBM data (a dma-buf of the range from the CUDA driver,
+ * imported with IOMMU_IOAS_MAP_FILE): GPU producers then write SQEs and read CQEs in HBM, and the
+ * controller reaches both across PCIe. The command slots and the proxy's shadow doorbells stay
+ * in pinned host memory, as with GIO_CTX_QP_PINNED, whose doorbell rules apply. Use the queue
+ * pair from the GPU alone (take a device copy of the struct first): the CPU cannot read its rings.
+ * Refused with `-EOPNOTSUPP` on a software target (the GPU-executed target serves HBM rings), on a
+ * type1 context and wherever the dma-buf cannot be imported (the message names the step), and
+ * with `-ENODEV` where the CUDA runtime is missing. Built and its refusals tested; the success
+ * path needs a GPU, VFIO and a kernel that imports the GPU driver's dma-bufs, which no machine
+ * here has.
+ */
+#define GIO_CTX_QP_HBM 8u
+
+/**
  * @brief Creates an I/O queue pair (Create I/O CQ, then Create I/O SQ).
  * @param ctx    the context.
  * @param depth  entries of the SQ and CQ, a power of two from 2 to CAP.MQES + 1.
@@ -272,14 +290,14 @@ int gio_ctx_qp_create(struct gio_ctx *ctx, uint32_t depth, struct gio_qp **qp);
  * @brief Creates an I/O queue pair with a choice of queue memory.
  * @param ctx    the context.
  * @param depth  entries of the SQ and CQ, a power of two from 2 to CAP.MQES + 1.
- * @param flags  0 for plain host memory and direct doorbells, or GIO_CTX_QP_PINNED, and at most
- *               one of GIO_CTX_QP_DB_PROXY and GIO_CTX_QP_DB_DIRECT.
+ * @param flags  0 for plain host memory and direct doorbells, or GIO_CTX_QP_PINNED or
+ *               GIO_CTX_QP_HBM, and at most one of GIO_CTX_QP_DB_PROXY and GIO_CTX_QP_DB_DIRECT.
  * @param qp     receives the queue pair, owned by the context.
  * @return as gio_ctx_qp_create(), plus `-ENODEV` for GIO_CTX_QP_PINNED where the CUDA runtime
  *         cannot be loaded or reports no GPU (the message says which), `-EINVAL` for an
  *         unknown flag or both doorbell flags, and `-EOPNOTSUPP` for a doorbell flag on a
  *         software target (its doorbells are memory) or GIO_CTX_QP_DB_DIRECT where GPU threads
- *         cannot write BAR0 (the message says why).
+ *         cannot write BAR0 (the message says why); GIO_CTX_QP_HBM as documented there.
  *
  * Any thread. The CUDA runtime is loaded at run time only when pinned memory is asked for, so the
  * host library has no link-time dependency on CUDA.

@@ -483,6 +483,16 @@ static void test_proxy(struct gio_ctx *ctx, const struct gio_ns_info *info)
 	 * the reason, whatever the doorbell mode asked for. */
 	rc = gio_ctx_qp_create_ex(ctx, 32, GIO_CTX_QP_PINNED, &qp);
 	CHECK("gpu.pinned-without-gpu", rc == -ENODEV && strstr(gio_last_error(), "CUDA"), "rc %d: %s", rc, gio_last_error());
+	/* GPU queue memory in HBM: under type1 the missing step is iommufd; under iommufd, the CUDA
+	 * runtime (no GPU in the guest). */
+	rc = gio_ctx_qp_create_ex(ctx, 32, GIO_CTX_QP_HBM, &qp);
+	if (!strcmp(gio_ctx_iommu(ctx), "iommufd"))
+		CHECK("gpu.hbm-queues-refused", rc == -ENODEV && strstr(gio_last_error(), "CUDA"), "rc %d: %s", rc,
+		      gio_last_error());
+	else
+		CHECK("gpu.hbm-queues-refused", rc == -EOPNOTSUPP && strstr(gio_last_error(), "iommufd"), "rc %d: %s", rc,
+		      gio_last_error());
+	printf("  %s\n", gio_last_error());
 	rc = gio_ctx_qp_create_ex(ctx, 32, GIO_CTX_QP_DB_PROXY | GIO_CTX_QP_DB_DIRECT, &qp);
 	CHECK("gpu.doorbell-flags-exclusive", rc == -EINVAL, "rc %d", rc);
 	/* GPU data memory: refused with the missing step named. Under type1 that is iommufd; under
