@@ -521,8 +521,8 @@ int gio_qp_submit_wait(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t ti
 	uint32_t idx;
 	int rc = gio_qp_reserve_wait(qp, 1, deadline, &idx);
 	if (rc == 0) {
-		*gio_qp_sqe(qp, idx) = *sqe;
-		rc = gio_qp_commit(qp, idx, 1, deadline);
+		gio__qp_put(qp, idx, sqe);
+		rc = gio__qp_publish(qp, idx, 1, deadline);
 	}
 	if (rc == 0)
 		rc = gio_qp_wait(qp, idx & (qp->sq_depth - 1), deadline, status, dw0);

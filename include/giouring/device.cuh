@@ -56,9 +56,9 @@ GIO_DEV int gio_submit(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t de
 	int rc = gio_qp_reserve_wait(qp, 1, deadline, &idx);
 	if (rc)
 		return rc;
-	*gio_qp_sqe(qp, idx) = *sqe;
+	gio__qp_put(qp, idx, sqe);
 	*cid = idx & (qp->sq_depth - 1);
-	return gio_qp_commit(qp, idx, 1, deadline);
+	return gio__qp_publish(qp, idx, 1, deadline);
 }
 
 /* The warp form of gio_qp_reserve(): lane i checks slot first + i (one acquire load per lane
@@ -142,8 +142,7 @@ GIO_DEV int gio_submit_warp(struct gio_qp *qp, const struct gio_sqe *sqe, int ac
 		return rc;
 	if (active) {
 		const uint32_t idx = first + (uint32_t)__popc(mask & ((1u << lane) - 1u));
-		*gio_qp_sqe(qp, idx) = *sqe;
-		gio__qp_mark(qp, idx);
+		gio__qp_put(qp, idx, sqe);
 		*cid = idx & (qp->sq_depth - 1);
 	}
 	__syncwarp(); /* every lane's SQE and slot before the leader's release (see the file comment) */
@@ -181,12 +180,14 @@ __device__ int gio_submit_block(struct gio_qp *qp, const struct gio_sqe *sqe, in
 		rc = gio_qp_reserve_wait(qp, total, deadline, &first);
 	__syncthreads();
 	if (rc == 0 && active) {
-		*gio_qp_sqe(qp, first + rank) = *sqe;
+		/* Each thread marks its own slot: thread 0 publishes only (no serial pass over up to
+		 * a block's worth of entries). */
+		gio__qp_put(qp, first + rank, sqe);
 		*cid = (first + rank) & (qp->sq_depth - 1);
 	}
-	__syncthreads(); /* every thread's SQE before thread 0's release */
+	__syncthreads(); /* every thread's SQE and slot before thread 0's release */
 	if (rc == 0 && threadIdx.x == 0)
-		rc = gio_qp_commit(qp, first, total, deadline);
+		rc = gio__qp_publish(qp, first, total, deadline);
 	__syncthreads();
 	return rc;
 }

@@ -268,6 +268,18 @@ GIO_HD void gio__qp_mark(struct gio_qp *qp, uint32_t idx)
 	gio_store_relaxed(&qp->slots[slot].state, GIO_CMD_INFLIGHT);
 }
 
+/* Copies `sqe` into reserved index `idx` with the CID already set to the slot, and marks the
+ * slot in flight: gio__qp_mark() without the second store of the CID into the ring, which in
+ * host memory is a second write across PCIe. gio__qp_publish() of the reservation follows. */
+GIO_HD void gio__qp_put(struct gio_qp *qp, uint32_t idx, const struct gio_sqe *sqe)
+{
+	const uint32_t slot = idx & (qp->sq_depth - 1);
+	struct gio_sqe e = *sqe;
+	e.cid = (uint16_t)slot;
+	qp->sq[slot] = e;
+	gio_store_relaxed(&qp->slots[slot].state, GIO_CMD_INFLIGHT);
+}
+
 /**
  * @brief Publishes reserved and filled entries, in index order, and rings the doorbell.
  * @param qp        the queue pair.
