@@ -164,10 +164,11 @@ __device__ inline void gio__gpu_copy_warp(unsigned char *dst, const unsigned cha
 	}
 }
 
-/* Serves up to 32 commands of SQ `qid` with the calling warp; returns how many (on every lane). */
-__device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, uint16_t qid, unsigned char *backing, uint32_t flags,
-					       const struct gio_ssd_model *model, uint32_t nwarps, uint64_t *busy_until,
-					       uint64_t *prof)
+/* Serves up to 32 commands of SQ `qid` with the calling warp, its tail doorbell read as `tail`
+ * (by a lane of this warp, with an acquire load); returns how many (on every lane). */
+__device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, uint16_t qid, uint32_t tail, unsigned char *backing,
+					       uint32_t flags, const struct gio_ssd_model *model, uint32_t nwarps,
+					       uint64_t *busy_until, uint64_t *prof)
 {
 	const unsigned lane = threadIdx.x & 31u;
 	uint64_t t0 = prof && lane == 0 ? gio_now_ns() : 0, t1 = 0;
@@ -183,7 +184,7 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, uint16_t qid, 
 	int n = 0;
 	uint16_t st = 0;
 	if (lane == 0)
-		n = gio_tgt_fetch_batch(t, qid, 32, &slot);
+		n = gio_tgt_fetch_batch_at(t, qid, 32, tail, &slot);
 	n = __shfl_sync(0xffffffffu, n, 0);
 	if (n <= 0)
 		return 0;
@@ -195,7 +196,7 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, uint16_t qid, 
 	}
 	if (lane < (unsigned)n) {
 		/* The entry in 16-byte pieces; the host wrote it before its release of the doorbell,
-		 * which lane 0 acquired, and the warp barrier passed that on. */
+		 * which a lane of this warp acquired, and the warp barrier passed that on. */
 		const uint4 *src = (const uint4 *)gio_tgt_sqe(t, qid, slot + lane);
 		uint4 *dst = (uint4 *)&sqe;
 		dst[0] = src[0];
@@ -311,23 +312,46 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 	unsigned long long batches = 0;
 	uint64_t prof[6] = {0, 0, 0, 0, 0, 0};
 	uint64_t *pr = (flags & GIO_GPU_PROFILE) ? prof : (uint64_t *)0;
-	for (uint32_t pass = 0;; pass++) {
+	/* The queues are fixed while the executor runs (created before the start): list once the
+	 * SQs whose CQ this warp owns (posting to a CQ is not atomic, so one warp serves each CQ),
+	 * owned queue k in mine[k / 32] of lane k % 32. */
+	uint16_t mine[(GIO_TGT_MAX_IO_QUEUES + 31) / 32];
+	for (uint32_t base = 1; base <= GIO_TGT_MAX_IO_QUEUES; base += 32) {
+		const uint32_t q = base + lane;
+		int m = 0;
+		if (q <= GIO_TGT_MAX_IO_QUEUES) {
+			const struct gio_tgt_queue *sq = &t->sq[q];
+			m = gio_load_acquire_in(t->scope, &sq->live) && (sq->cqid - 1u) % nwarps == warp;
+		}
+		for (unsigned bal = __ballot_sync(0xffffffffu, m); bal; bal &= bal - 1, owned++) {
+			const uint32_t one = __shfl_sync(0xffffffffu, q, __ffs(bal) - 1);
+			if (owned % 32 == lane)
+				mine[owned / 32] = (uint16_t)one;
+		}
+	}
+	for (;;) {
 		uint32_t did = 0;
 		const uint64_t pass_start = pr && lane == 0 ? gio_now_ns() : 0;
-		/* The queues are fixed while the executor runs (created before the start), so a warp
-		 * knows after its first pass whether it owns any. */
-		for (uint32_t q = 1 + warp; q <= GIO_TGT_MAX_IO_QUEUES && (pass == 0 || owned); q += nwarps) {
-			/* Only queues whose CQ this warp owns: posting to a CQ is not atomic. */
-			const struct gio_tgt_queue *sq = &t->sq[q];
-			int mine = 0;
-			if (lane == 0)
-				mine = gio_load_acquire_in(t->scope, &sq->live) && (sq->cqid - 1u) % nwarps == warp;
-			if (!__shfl_sync(0xffffffffu, mine, 0))
-				continue;
-			owned += pass == 0;
-			const uint32_t n = gio__gpu_serve_warp(t, (uint16_t)q, backing, flags, model, nwarps, &busy_until, pr);
-			did += n;
-			batches += n ? 1 : 0;
+		/* Each lane reads the tail doorbell of one owned queue: with rings in host memory one
+		 * round trip across PCIe per 32 queues, where a queue at a time paid one each. */
+		for (uint32_t c = 0; c * 32 < owned; c++) {
+			uint32_t q = 0, tail = 0;
+			int pending = 0;
+			if (c * 32 + lane < owned) {
+				q = mine[c];
+				if (gio_load_acquire_in(t->scope, &t->sq[q].live)) {
+					tail = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, (uint16_t)q, 0));
+					pending = tail != t->sq[q].idx;
+				}
+			}
+			for (unsigned todo = __ballot_sync(0xffffffffu, pending); todo; todo &= todo - 1) {
+				const int k = __ffs(todo) - 1;
+				const uint32_t n = gio__gpu_serve_warp(t, (uint16_t)__shfl_sync(0xffffffffu, q, k),
+								       __shfl_sync(0xffffffffu, tail, k), backing, flags, model,
+								       nwarps, &busy_until, pr);
+				did += n;
+				batches += n ? 1 : 0;
+			}
 		}
 		if (did) {
 			idle = 0;

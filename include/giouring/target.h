@@ -100,7 +100,7 @@ struct gio_tgt_queue {
 	uint64_t commands;      /**< SQ: commands completed. */
 	uint64_t errors;        /**< SQ: of which with an error status. */
 	uint32_t bad_doorbells; /**< SQ: fetches that found its tail, or its CQ's head, outside the queue. */
-	uint32_t rsvd;          /**< Zero. */
+	uint32_t head_seen;     /**< CQ: its head doorbell as last read (entries below it are consumed). */
 };
 
 /** @brief Controller state kept by the target. */
@@ -216,6 +216,7 @@ GIO_HD int gio__tgt_queue_setup(struct gio_tgt *t, struct gio_tgt_queue *q, uint
 	q->phase = 1;
 	q->inflight = 0;
 	q->nsq = 0;
+	q->head_seen = 0;
 	q->entries = p;
 	return 0;
 }
@@ -311,6 +312,45 @@ GIO_HD uint32_t *gio__tgt_doorbell(struct gio_tgt *t, uint16_t qid, int cq)
 	return (uint32_t *)((char *)t->bar + off);
 }
 
+/* The fetch after the SQ tail is known. With head_always the CQ head doorbell is read every
+ * time (the exact check); without, only when the CQ may be full by the head read last time. */
+GIO_HD int gio__tgt_fetch_core(struct gio_tgt *t, uint16_t qid, uint32_t max, uint32_t tail, uint32_t *slot,
+				int head_always)
+{
+	struct gio_tgt_queue *sq = &t->sq[qid], *cq = &t->cq[sq->cqid];
+	uint32_t head, used, avail, room;
+	if (tail >= sq->depth) {
+		gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
+		return 0;
+	}
+	if (tail == sq->idx)
+		return 0;
+	used = (cq->idx + cq->depth - cq->head_seen) % cq->depth;
+	if (head_always || used + cq->inflight + 1 >= cq->depth) {
+		/* Room check: consumed CQ head (pairs with the host's release of the CQ head doorbell:
+		 * the entries below it are consumed and may be overwritten). */
+		head = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, sq->cqid, 1));
+		if (head >= cq->depth) { /* a head doorbell outside the queue: treat the CQ as full */
+			gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
+			return 0;
+		}
+		cq->head_seen = head;
+		used = (cq->idx + cq->depth - head) % cq->depth;
+		if (used + cq->inflight + 1 >= cq->depth)
+			return 0;
+	}
+	room = cq->depth - 1 - used - cq->inflight;
+	avail = (tail + sq->depth - sq->idx) % sq->depth;
+	if (avail > room)
+		avail = room;
+	if (avail > max)
+		avail = max;
+	*slot = sq->idx;
+	sq->idx = (sq->idx + avail) % sq->depth;
+	cq->inflight += avail;
+	return (int)avail;
+}
+
 /**
  * @brief Fetches up to @p max commands of submission queue @p qid at once, as far as its CQ has
  * room for their results (the batch form of gio_tgt_fetch(), for a warp of a GPU executor).
@@ -328,41 +368,35 @@ GIO_HD uint32_t *gio__tgt_doorbell(struct gio_tgt *t, uint16_t qid, int cq)
  */
 GIO_HD int gio_tgt_fetch_batch(struct gio_tgt *t, uint16_t qid, uint32_t max, uint32_t *slot)
 {
-	struct gio_tgt_queue *sq, *cq;
-	uint32_t tail, head, used, avail, room;
 	if (qid > GIO_TGT_MAX_IO_QUEUES)
 		return -ENODEV;
-	sq = &t->sq[qid];
-	if (!gio_load_acquire_in(t->scope, &sq->live))
+	if (!gio_load_acquire_in(t->scope, &t->sq[qid].live))
 		return -ENODEV;
-	cq = &t->cq[sq->cqid];
 	/* Pairs with the host's release of the SQ tail: the entries before it are written. */
-	tail = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, qid, 0));
-	if (tail >= sq->depth) {
-		gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
-		return 0;
-	}
-	if (tail == sq->idx)
-		return 0;
-	/* Room check: consumed CQ head (pairs with the host's release of the CQ head doorbell). */
-	head = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, sq->cqid, 1));
-	if (head >= cq->depth) { /* a head doorbell outside the queue: treat the CQ as full */
-		gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
-		return 0;
-	}
-	used = (cq->idx + cq->depth - head) % cq->depth;
-	if (used + cq->inflight + 1 >= cq->depth)
-		return 0;
-	room = cq->depth - 1 - used - cq->inflight;
-	avail = (tail + sq->depth - sq->idx) % sq->depth;
-	if (avail > room)
-		avail = room;
-	if (avail > max)
-		avail = max;
-	*slot = sq->idx;
-	sq->idx = (sq->idx + avail) % sq->depth;
-	cq->inflight += avail;
-	return (int)avail;
+	return gio__tgt_fetch_core(t, qid, max, gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, qid, 0)), slot, 1);
+}
+
+/**
+ * @brief gio_tgt_fetch_batch() with the SQ tail doorbell already read, and the CQ head doorbell
+ * read only when needed.
+ * @param t     the target.
+ * @param qid   a live I/O queue (the caller checked).
+ * @param max   at most this many commands.
+ * @param tail  the SQ tail doorbell, read with an acquire load by the caller (or by another
+ *              thread the caller is ordered after, such as a lane of its warp before a warp
+ *              barrier).
+ * @param slot  receives the slot of the first command.
+ * @return as gio_tgt_fetch_batch().
+ *
+ * For executors that pay for every doorbell read (a GPU warp serving rings in host memory reads
+ * one tail per lane, one round trip across PCIe for 32 queues). The CQ head doorbell is read
+ * only when the CQ may be full by the head read last time: a host only moves it forward, so an
+ * older value under-states the room, never over-states it. The cost: a head doorbell written
+ * outside the queue, or moved backwards (both host bugs), is seen only at that next read.
+ */
+GIO_HD int gio_tgt_fetch_batch_at(struct gio_tgt *t, uint16_t qid, uint32_t max, uint32_t tail, uint32_t *slot)
+{
+	return gio__tgt_fetch_core(t, qid, max, tail, slot, 0);
 }
 
 /**
