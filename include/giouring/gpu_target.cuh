@@ -13,7 +13,7 @@
  * Query parameters: `size` (bytes, K M G T suffixes; required), `lba` (512 to 65536, default
  * 4096), `sgls` (0, 1, 2; default 1), `mdts` (0 to 20, default 7), `queues` (1 to 64, default 16),
  * `depth` (entries per SQ and CQ, a power of two from 2 to 4096, default 1024), `sms` (executor
- * blocks, one per SM, default 4), `warps` (warps per executor block, 1 to 32, default 8), `rings`
+ * blocks, one per SM, default 4), `warps` (warps per executor block, 1 to 16, default 8), `rings`
  * (`hbm` or `host`), `data` (`1`, or `0`: commands are checked, walked and completed but no byte
  * moves: for command-rate measurements), and the SSD timing model (DESIGN.md section 3):
  * `model_read_gbps`, `model_write_gbps`, `model_mixed_gbps` (device bandwidth, the mixed figure
@@ -25,9 +25,10 @@
  *
  * The executor kernel serves the I/O queues only: the controller is brought up and its queues are
  * created on the host (the same target core, giouring/target.h, executes the admin commands), then
- * gio_gpu_target_start() launches the executor. Every queue pair is served by one warp (queue q by
- * warp (q - 1) % warps): it fetches up to 32 commands at once (gio_tgt_fetch_batch()), a lane checks
- * and walks each, the warp moves each command's data cooperatively (16 bytes a lane), and each lane
+ * gio_gpu_target_start() launches the executor. Every queue pair is served by one warp, the one
+ * owning its CQ (CQ c by warp (c - 1) % warps): the warp reads the SQ tail doorbells of its queues
+ * a lane each, fetches up to 32 commands of a queue at once (gio_tgt_fetch_batch_at()), a lane
+ * checks and walks each, the warp moves each command's data cooperatively (16 bytes a lane), and each lane
  * posts its completion (gio_tgt_post_at()). The executor's SMs stand in for the SSD's controller:
  * count them apart from the SMs of the I/O (submission) kernel.
  *
@@ -72,6 +73,10 @@ extern "C" int gio__fail(int rc, const char *fmt, ...);
 #define GIO_GPU_SCOPE_SYS 16u   /**< Order ring accesses at system scope (URI scope=sys; default GPU scope). */
 #define GIO_GPU_PROFILE 32u     /**< Time the executor's steps into gio_gpu_ctl::prof (URI profile=1). */
 /** @} */
+
+/** @brief Most executor warps per SM (URI `warps`): the executor kernel is compiled for blocks of
+ *  at most this many warps (__launch_bounds__), so that every allowed launch fits the registers. */
+#define GIO_GPU_EXEC_MAX_WARPS 16u
 
 /** @brief Largest data segments of one command on the GPU executor (more: Invalid Field). */
 #define GIO_GPU_EXEC_MAX_SEGS 16u
@@ -194,15 +199,47 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, uint16_t qid, 
 		t1 = gio_now_ns();
 		prof[0] += t1 - t0;
 	}
-	if (lane < (unsigned)n) {
-		/* The entry in 16-byte pieces; the host wrote it before its release of the doorbell,
-		 * which a lane of this warp acquired, and the warp barrier passed that on. */
+	/* The host wrote the entries before its release of the doorbell, which a lane of this warp
+	 * acquired, and the warp barrier passed that on. */
+	if (flags & GIO_GPU_RINGS_HOST) {
+		/* In 16-byte pieces, read so that each load instruction of the warp covers 512
+		 * contiguous bytes (piece c = 32 j + lane is piece c % 4 of entry c / 4), which asks
+		 * PCIe for whole lines where a lane per entry asked for a sector of each; then a
+		 * transpose by shuffles gives lane e entry e. +9% at the best host-ring point, but -9%
+		 * with rings in HBM, where the shuffles cost more than the loads they save
+		 * (bench/results/2026-11-29-gpu-sqe-coalesce-ab-h200.md). */
+		uint4 piece[4];
+		uint4 *dst = (uint4 *)&sqe;
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			const uint32_t c = 32u * (uint32_t)j + lane;
+			piece[j] = make_uint4(0, 0, 0, 0);
+			if (c / 4u < (uint32_t)n)
+				piece[j] = ((const uint4 *)gio_tgt_sqe(t, qid, slot + c / 4u))[c % 4u];
+		}
+		/* Entry e, piece p sits in piece[e / 8] of lane 4 (e % 8) + p. */
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+#pragma unroll
+			for (int p = 0; p < 4; p++) {
+				const int src = (int)(4u * (lane % 8u)) + p;
+				uint4 v;
+				v.x = __shfl_sync(0xffffffffu, piece[j].x, src);
+				v.y = __shfl_sync(0xffffffffu, piece[j].y, src);
+				v.z = __shfl_sync(0xffffffffu, piece[j].z, src);
+				v.w = __shfl_sync(0xffffffffu, piece[j].w, src);
+				if (lane / 8u == (unsigned)j)
+					dst[p] = v;
+			}
+	} else if (lane < (unsigned)n) {
 		const uint4 *src = (const uint4 *)gio_tgt_sqe(t, qid, slot + lane);
 		uint4 *dst = (uint4 *)&sqe;
 		dst[0] = src[0];
 		dst[1] = src[1];
 		dst[2] = src[2];
 		dst[3] = src[3];
+	}
+	if (lane < (unsigned)n) {
 		io.xfer.segs = segs;
 		io.xfer.cap = GIO_GPU_EXEC_MAX_SEGS;
 		st = gio_tgt_io_prepare(t, &sqe, &io);
@@ -390,7 +427,7 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
  *
  * Launched by gio_gpu_target_start(): exec_blocks blocks of exec_warps warps.
  */
-__global__ void gio_gpu_exec_kernel(struct gio_tgt *t, unsigned char *backing, struct gio_gpu_ctl *ctl, uint32_t flags,
+__global__ void __launch_bounds__(GIO_GPU_EXEC_MAX_WARPS * 32) gio_gpu_exec_kernel(struct gio_tgt *t, unsigned char *backing, struct gio_gpu_ctl *ctl, uint32_t flags,
 				    struct gio_ssd_model model)
 {
 	gio_gpu_exec_loop(t, backing, ctl, flags, &model, (blockIdx.x * blockDim.x + threadIdx.x) / 32u,
@@ -493,7 +530,7 @@ static inline int gio_gpu_target_parse(const char *uri, struct gio_gpu_target_co
 			rc = gio__gpu_param(kv, eq, 1, 1024, &v);
 			cfg->exec_blocks = (uint32_t)v;
 		} else if (!strcmp(kv, "warps")) {
-			rc = gio__gpu_param(kv, eq, 1, 32, &v);
+			rc = gio__gpu_param(kv, eq, 1, GIO_GPU_EXEC_MAX_WARPS, &v);
 			cfg->exec_warps = (uint32_t)v;
 		} else if (!strcmp(kv, "scope")) {
 			if (!strcmp(eq, "sys"))
