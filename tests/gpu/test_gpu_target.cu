@@ -274,6 +274,7 @@ void bad_uris()
 		{"mem://hbm?size=1M&rings=disk", "rings=disk"},
 		{"file:///tmp/x", "mem://hbm"},
 		{"mem://hbm?size=10000", "not a multiple"},
+		{"mem://hbm?size=1M&warps=17", "warps=17"}, // above GIO_GPU_EXEC_MAX_WARPS: the kernel would not launch
 	};
 	for (const Case &c : cases) {
 		gio_gpu_target *g = reinterpret_cast<gio_gpu_target *>(0x1);
