@@ -187,8 +187,14 @@ static void list_vfio(void)
 		l = readlink(path, drv, sizeof(drv) - 1);
 		if (l > 0) {
 			drv[l] = 0;
-			if (!strcmp(basename(drv), "vfio-pci"))
-				printf("%s: bound to vfio-pci, ready as nvme-pci://%s\n", e->d_name, e->d_name);
+			if (!strcmp(basename(drv), "vfio-pci")) {
+				/* A VFIO device cdev means nvme-pci's iommu=auto takes iommufd for it. */
+				snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vfio-dev", e->d_name);
+				printf("%s: bound to vfio-pci, ready as nvme-pci://%s (%s)\n", e->d_name, e->d_name,
+				       access(path, F_OK) == 0 && access("/dev/iommu", F_OK) == 0
+					       ? "iommufd: VFIO device cdev and /dev/iommu present"
+					       : "VFIO type1 container: no device cdev or no /dev/iommu");
+			}
 		}
 	}
 	closedir(d);
@@ -216,6 +222,12 @@ int main(int argc, char **argv)
 	nvme_for_each_host(r, h) nvme_for_each_subsystem(h, s) nvme_subsystem_for_each_ctrl(s, c) if (is_pcie(c)) found +=
 		print_ctrl(c);
 	nvme_free_tree(r);
+	/* Which IOMMU interface nvme-pci gets here: only iommufd imports dma-bufs (GPU memory). */
+	printf("IOMMU interface for nvme-pci: %s\n",
+	       access("/dev/iommu", F_OK) == 0
+		       ? "iommufd (/dev/iommu present): files and dma-bufs can be mapped (gio_ctx_register_fd)"
+		       : "VFIO type1 container (/dev/iommu absent: a kernel without CONFIG_IOMMUFD); GPU memory "
+			 "and other dma-bufs cannot be mapped for the controller");
 	list_vfio();
 	if (!found) {
 		fprintf(stderr, "giouring-info: no NVMe controller is bound to the kernel's nvme driver "
