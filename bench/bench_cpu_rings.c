@@ -66,6 +66,7 @@ struct opts {
 	int nthreads, nqd, nio;
 	uint32_t threads[MAX_LIST], qd[MAX_LIST], io[MAX_LIST];
 	int exec_threads;
+	int idle_us; /* the target's idle_us URI parameter */
 	int paths[NPATHS];
 	int spin;
 	int buffered;
@@ -144,6 +145,7 @@ static void usage(FILE *f)
 		"  --qd LIST          commands in flight per producer thread (default 8,32,128)\n"
 		"  --io LIST          I/O sizes, multiples of 4K (default 4K,32K)\n"
 		"  --exec-threads N   the target's executor threads (default 2)\n"
+		"  --idle-us N        the target's idle_us: longest sleep of an idle executor thread (default 200)\n"
 		"  --paths LIST       of liburing,giouring-file,memcpy,giouring-mem (default all)\n"
 		"  --spin             giouring producers poll without ever yielding the CPU\n"
 		"  --buffered         the liburing baseline reads without O_DIRECT (the target still\n"
@@ -168,6 +170,7 @@ static void parse_args(int argc, char **argv)
 	O.seconds = 0.5;
 	O.reps = 3;
 	O.exec_threads = 2;
+	O.idle_us = 200;
 	O.quiet = 0.25;
 	O.time_limit = 540;
 	for (i = 0; i < NPATHS; i++)
@@ -219,6 +222,11 @@ static void parse_args(int argc, char **argv)
 			O.exec_threads = atoi(v);
 			if (O.exec_threads < 1 || O.exec_threads > 16)
 				die("--exec-threads %s: 1 to 16", v);
+		} else if (!strcmp(a, "--idle-us")) {
+			NEEDV();
+			O.idle_us = atoi(v);
+			if (O.idle_us < 20 || O.idle_us > 100000)
+				die("--idle-us %s: 20 to 100000", v);
 		} else if (!strcmp(a, "--paths")) {
 			char buf[256], *save = NULL, *tok;
 			int p;
@@ -1019,11 +1027,11 @@ static void run_path(enum path path)
 		while (depth < 2 * qmax)
 			depth *= 2;
 		if (path == P_GIO_FILE)
-			snprintf(uri, sizeof(uri), "file://%s?size=%" PRIu64 "&threads=%d&queues=%u", O.file, O.size,
-				 O.exec_threads, tmax);
+			snprintf(uri, sizeof(uri), "file://%s?size=%" PRIu64 "&threads=%d&queues=%u&idle_us=%d", O.file, O.size,
+				 O.exec_threads, tmax, O.idle_us);
 		else
-			snprintf(uri, sizeof(uri), "mem://host?size=%" PRIu64 "&threads=%d&queues=%u", O.size,
-				 O.exec_threads, tmax);
+			snprintf(uri, sizeof(uri), "mem://host?size=%" PRIu64 "&threads=%d&queues=%u&idle_us=%d", O.size,
+				 O.exec_threads, tmax, O.idle_us);
 		if (gio_ctx_open(uri, &ctx))
 			die("gio_ctx_open(%s): %s", uri, gio_last_error());
 		gio_ctx_info(ctx, &info);
@@ -1139,7 +1147,8 @@ static void print_table(void)
 	       "giouring rows the rest is the target's %d executor threads, which stand in for the SSD controller",
 	       O.exec_threads);
 	if (O.paths[P_GIO_FILE] || O.paths[P_GIO_MEM])
-		printf(" (idle, they use %.3f cores: file target, %.3f cores: memory target)", idle_exec_cores[P_GIO_FILE],
+		printf(" (idle, with idle_us=%d, they use %.3f cores: file target, %.3f cores: memory target)", O.idle_us,
+		       idle_exec_cores[P_GIO_FILE],
 		       idle_exec_cores[P_GIO_MEM]);
 	printf("; giouring producers %s. In the liburing rows the rest is io_uring's io-wq workers (reads the kernel "
 	       "could not complete inline); block-device completion work in interrupt context is not attributed to the "

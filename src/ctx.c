@@ -239,7 +239,7 @@ struct gio_ctx {
 
 struct params {
 	uint64_t size;
-	uint32_t lba, sgls, mdts, queues, threads, mqes, ns;
+	uint32_t lba, sgls, mdts, queues, threads, mqes, ns, idle_us;
 	int have_size;
 	int direct; /* -1 auto, 0 buffered, 1 O_DIRECT required */
 	int dptr; /* GIO__DPTR_* */
@@ -306,8 +306,9 @@ static int parse_query(char *q, struct params *p)
 			continue;
 		}
 		if (strcmp(kv, "size") && strcmp(kv, "lba") && strcmp(kv, "sgls") && strcmp(kv, "mdts") &&
-		    strcmp(kv, "queues") && strcmp(kv, "threads") && strcmp(kv, "mqes") && strcmp(kv, "ns"))
-			return gio__fail(-EINVAL, "giouring: unknown URI parameter '%s' (size, lba, sgls, mdts, queues, threads, mqes, ns, dptr, direct, exec, iommu)", kv);
+		    strcmp(kv, "queues") && strcmp(kv, "threads") && strcmp(kv, "mqes") && strcmp(kv, "ns") &&
+		    strcmp(kv, "idle_us"))
+			return gio__fail(-EINVAL, "giouring: unknown URI parameter '%s' (size, lba, sgls, mdts, queues, threads, mqes, ns, dptr, direct, exec, iommu, idle_us)", kv);
 		rc = parse_u64(kv, eq + 1, &v);
 		if (rc)
 			return rc;
@@ -334,6 +335,10 @@ static int parse_query(char *q, struct params *p)
 			if (v < 1 || v > GIO_TGT_MAX_IO_QUEUES)
 				return gio__fail(-EINVAL, "giouring: queues=%" PRIu64 ": 1 to %u", v, GIO_TGT_MAX_IO_QUEUES);
 			p->queues = (uint32_t)v;
+		} else if (!strcmp(kv, "idle_us")) {
+			if (v < 20 || v > 100000)
+				return gio__fail(-EINVAL, "giouring: idle_us=%" PRIu64 ": 20 to 100000 (microseconds)", v);
+			p->idle_us = (uint32_t)v;
 		} else if (!strcmp(kv, "threads")) {
 			if (v < 1 || v > GIO__EXEC_MAX_THREADS)
 				return gio__fail(-EINVAL, "giouring: threads=%" PRIu64 ": 1 to %d", v, GIO__EXEC_MAX_THREADS);
@@ -1012,7 +1017,9 @@ static int bring_up(struct gio_ctx *c, uint32_t nsid, int dptr)
 
 int gio_ctx_open(const char *uri, struct gio_ctx **out)
 {
-	struct params p = {0, 4096, 1, 7, 16, 2, 4095, GIO_TGT_NSID, 0, -1, GIO__DPTR_AUTO, GIO__IOMMU_AUTO};
+	struct params p = {.size = 0, .lba = 4096, .sgls = 1, .mdts = 7, .queues = 16, .threads = 2, .mqes = 4095,
+			   .ns = GIO_TGT_NSID, .idle_us = 200, .have_size = 0, .direct = -1, .dptr = GIO__DPTR_AUTO,
+			   .iommu = GIO__IOMMU_AUTO};
 	struct gio_tgt_config cfg;
 	struct gio_ctx *c;
 	char buf[4096];
@@ -1120,6 +1127,7 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 	}
 	c->tgt.copy_map = &c->dev_map; /* after gio_tgt_init, which clears the target */
 	c->exec.tgt = &c->tgt;
+	c->exec.idle_us = p.idle_us;
 	rc = gio__exec_start(&c->exec, (int)p.threads);
 	if (rc)
 		goto fail;

@@ -686,7 +686,10 @@ static void *worker_main(void *arg)
 			}
 			pthread_rwlock_unlock(&e->quiesce);
 		}
-		/* Back off when idle: CI machines have two cores and producers need them. */
+		/* Back off when idle: CI machines have two cores and producers need them. Past the
+		 * yields, sleeps of 20 us, doubling every 64 idle passes up to idle_us: a longer
+		 * ceiling costs less CPU while nothing comes, and up to idle_us of latency for the
+		 * first command after a quiet spell. */
 		if (did) {
 			idle = 0;
 		} else if (++idle < 64) {
@@ -694,7 +697,12 @@ static void *worker_main(void *arg)
 		} else if (idle < 256) {
 			sched_yield();
 		} else {
-			sleep_us(20);
+			uint32_t us = 20, k = (idle - 256) / 64;
+			while (k-- && us < e->idle_us)
+				us *= 2;
+			sleep_us(us < e->idle_us ? us : e->idle_us);
+			if (idle > (1u << 30)) /* stay in range over months of idleness */
+				idle = 1u << 29;
 		}
 	}
 	/* A broken worker's pend may still be the target of io_uring requests: io_uring_queue_exit

@@ -26,6 +26,7 @@ struct gio__exec {
 	int direct;         /* fd is O_DIRECT: offsets and lengths are whole blocks */
 	uint32_t mem_align; /* O_DIRECT: memory alignment it needs (address and length) */
 	int nthreads;
+	uint32_t idle_us; /* longest sleep of an idle thread between polls (URI idle_us, default 200) */
 	pthread_t threads[GIO__EXEC_MAX_THREADS];
 	uint32_t stop;
 	pthread_rwlock_t quiesce; /* I/O serving holds it shared; CC changes and admin, exclusive */

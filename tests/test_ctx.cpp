@@ -65,6 +65,7 @@ TEST_CASE("bad URIs get -EINVAL with a message naming the problem", "[ctx]")
 		{"mem://host?size=1M&lba=1000", -EINVAL, "lba=1000"},
 		{"mem://host?size=1M&color=red", -EINVAL, "unknown URI parameter 'color'"},
 		{"mem://host?size=1M&sgls=7", -EINVAL, "sgls=7"},
+		{"mem://host?size=1M&idle_us=10", -EINVAL, "idle_us=10"},
 		{"mem://host?size=1000", -EINVAL, "not a multiple"},
 		{"file://relative/path", -EINVAL, "absolute path"},
 		{"mem://host?size=1M&exec=gpu", -EOPNOTSUPP, "exec=gpu"},

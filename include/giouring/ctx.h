@@ -15,13 +15,17 @@
  * memory), `lba` (block size, 512 to 65536, default 4096), `sgls` (0 PRP only, 1 SGLs, 2 SGLs with
  * the dword rule; default 1), `mdts` (default 7: 512 KiB), `queues` (I/O queue pairs offered,
  * default 16), `threads` (executor threads, default 2), `mqes` (largest queue size minus one,
- * default 4095), `exec` (`cpu`; `gpu` gives `-EOPNOTSUPP` in this release), `ns` (the namespace
- * to address, default 1), `dptr` (`auto`: SGLs where Identify Controller SGLS allows them, PRPs
+ * default 4095), `idle_us` (software target: the longest sleep of an idle executor thread between
+ * polls, 20 to 100000 microseconds, default 200; sleeps start at 20 us and double every 64 idle
+ * passes up to it, about 20 ms into a quiet spell for 200: a higher ceiling spends less CPU while
+ * nothing comes and adds up to that much latency to the first command after a quiet spell; 20
+ * keeps the threads at 20 us sleeps, about 0.4 cores for 2 threads on a 2-core machine), `exec` (`cpu`; `gpu` gives `-EOPNOTSUPP` in
+ * this release), `ns` (the namespace to address, default 1), `dptr` (`auto`: SGLs where Identify Controller SGLS allows them, PRPs
  * otherwise; `prp`: gio_ctx_dptr_caps() reports no SGL support, so builders make PRPs), `iommu`
  * (`nvme-pci` only: `auto`, the default, takes iommufd where /dev/iommu and the device's VFIO cdev
  * exist and the legacy container otherwise; `iommufd` or `type1` demand one, and `iommufd` fails
  * with `-EOPNOTSUPP` where the kernel lacks it; gio_ctx_iommu() tells which was taken). The
- * software target's parameters (size, lba, sgls, mdts, queues, threads, mqes) are ignored for
+ * software target's parameters (size, lba, sgls, mdts, queues, threads, mqes, idle_us) are ignored for
  * `nvme-pci`: the controller reports its own.
  *
  * `nvme-pci` opens the device through VFIO, either the device cdev bound to iommufd (/dev/iommu,
