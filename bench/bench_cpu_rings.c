@@ -40,10 +40,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <giouring/ctx.h>
-#include <giouring/prep.h>
-#include <giouring/sgl_build.h>
-#include <giouring/status.h>
+#include <giouring/host/ctx.h>
+#include <giouring/proto/prep.h>
+#include <giouring/proto/sgl_build.h>
+#include <giouring/proto/status.h>
 
 #define BLOCK 4096u
 #define MAGIC 0x2167726e69756f69ull /* "iouring!" */

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include <giouring/gpu_target.cuh>
-#include <giouring/sgl_build.h>
+#include <giouring/target/gpu_target.cuh>
+#include <giouring/proto/sgl_build.h>
 
 namespace {
 

@@ -19,10 +19,10 @@
 
 #include <string>
 
-#include <giouring/ctx.h>
-#include <giouring/device.cuh>
-#include <giouring/prep.h>
-#include <giouring/sgl_build.h>
+#include <giouring/host/ctx.h>
+#include <giouring/device/verbs.cuh>
+#include <giouring/proto/prep.h>
+#include <giouring/proto/sgl_build.h>
 
 namespace {
 

@@ -19,9 +19,9 @@
 // progress on stderr, JSON with --json. Exits 77 (skipped) without a GPU. Run with --help.
 #include <string>
 
-#include <giouring/gpu_target.cuh>
-#include <giouring/prp_build.h>
-#include <giouring/sgl_build.h>
+#include <giouring/target/gpu_target.cuh>
+#include <giouring/proto/prp_build.h>
+#include <giouring/proto/sgl_build.h>
 
 #include "kv_workload.cuh"
 

@@ -5,7 +5,7 @@
 // CUDA call checked (KV_CK prints file:line and exits 1), every wait bounded by a deadline.
 //
 // ## The workload
-// A prefix of `tokens` tokens of a model with geometry g (giouring/kv.h): L layers, KV blocks of
+// A prefix of `tokens` tokens of a model with geometry g (giouring/kv/layout.h): L layers, KV blocks of
 // g.block_tokens tokens, n_blocks = ceil(tokens / block_tokens). One *object* is the K or the V
 // half of one block of one layer: block_tokens x kv_heads x head_dim x 2 bytes (32 KiB for
 // Llama3-8B with block 16). Objects are numbered inside a layer by i = kv * n_blocks + b (all K
@@ -19,7 +19,7 @@
 //
 // so each layer's 2 * n_blocks objects are one contiguous range of layer_bytes (a layer is
 // restored with one contiguous read), and the whole store is L * layer_bytes. This is not the
-// SSD layout of giouring/kv.h (one GPU file per block, block-major): it is the layout that makes
+// SSD layout of giouring/kv/layout.h (one GPU file per block, block-major): it is the layout that makes
 // the CPU baselines as easy as possible, which is the fair choice for a baseline.
 //
 // Pool (the destination; HBM): per layer, a vLLM FlashAttention tensor
@@ -72,7 +72,7 @@
 #include <cstring>
 #include <vector>
 
-#include <giouring/kv.h>
+#include <giouring/kv/layout.h>
 
 // ---- errors, time ---------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <giouring/giouring.h>
+#include <giouring/target/sgl_walk.h> /* the controller's view, to check each planned command */
 
 struct options {
 	uint64_t tokens;

@@ -1,10 +1,10 @@
-/* The host side of giouring/clock.h: CLOCK_MONOTONIC needs POSIX, which the headers avoid so
+/* The host side of giouring/ring/clock.h: CLOCK_MONOTONIC needs POSIX, which the headers avoid so
  * that they compile as strict C11 everywhere. */
 #define _POSIX_C_SOURCE 200809L
 #include <sched.h>
 #include <time.h>
 
-#include <giouring/clock.h>
+#include <giouring/ring/clock.h>
 
 uint64_t gio_host_now_ns(void)
 {

@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <giouring/clock.h>
-#include <giouring/ctx.h>
-#include <giouring/prep.h>
-#include <giouring/status.h>
-#include <giouring/uri.h>
+#include <giouring/ring/clock.h>
+#include <giouring/host/ctx.h>
+#include <giouring/proto/prep.h>
+#include <giouring/proto/status.h>
+#include <giouring/host/uri.h>
 
 #include "internal.h"
 
@@ -271,7 +271,7 @@ static int parse_query(char *q, struct params *p)
 		*eq = 0;
 		if (!strcmp(kv, "exec")) {
 			if (!strcmp(eq + 1, "gpu"))
-				return gio__fail(-EOPNOTSUPP, "giouring: exec=gpu: the GPU executor runs from CUDA code: gio_gpu_target_open() in giouring/gpu_target.cuh");
+				return gio__fail(-EOPNOTSUPP, "giouring: exec=gpu: the GPU executor runs from CUDA code: gio_gpu_target_open() in giouring/target/gpu_target.cuh");
 			if (strcmp(eq + 1, "cpu"))
 				return gio__fail(-EINVAL, "giouring: exec=%s: cpu or gpu", eq + 1);
 			continue;
@@ -1094,7 +1094,7 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 		return 0;
 	} else if (!strncmp(buf, "mem://hbm", 9)) {
 		rc = gio__fail(-EOPNOTSUPP, "giouring: '%s': gio_ctx_open() serves file:// and mem://host; GPU-executed targets "
-				 "open with gio_gpu_target_open() (giouring/gpu_target.cuh, CUDA)", buf);
+				 "open with gio_gpu_target_open() (giouring/target/gpu_target.cuh, CUDA)", buf);
 		goto fail;
 	} else {
 		rc = gio__fail(-EINVAL, "giouring: '%s': unknown target (file:///path, mem://host, or none)", buf);
@@ -1321,7 +1321,7 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_create_ex: unknown flags 0x%x", flags);
 	if ((flags & GIO_CTX_QP_HBM) && !c->be.mmio)
 		return gio__fail(-EOPNOTSUPP, "giouring: GIO_CTX_QP_HBM: the CPU executor cannot read rings in GPU memory; the "
-				 "GPU-executed target serves them (gio_gpu_target_open() with rings=hbm, giouring/gpu_target.cuh)");
+				 "GPU-executed target serves them (gio_gpu_target_open() with rings=hbm, giouring/target/gpu_target.cuh)");
 	if (flags & GIO_CTX_QP_HBM) {
 		const char *why = no_fd_mapping(c);
 		if (why)

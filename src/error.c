@@ -1,11 +1,11 @@
 /* The host library's error channel: the calling thread's last message (gio_last_error()). Its own
- * object file, so that programs using only the CUDA headers' host helpers (giouring/gpu_target.cuh)
+ * object file, so that programs using only the CUDA headers' host helpers (giouring/target/gpu_target.cuh)
  * link it without the CPU executor and liburing. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
 
-#include <giouring/ctx.h>
+#include <giouring/host/ctx.h>
 
 #include "internal.h"
 

@@ -1,5 +1,5 @@
 /* The CPU executor of the software NVMe target: threads that watch the emulated controller's
- * registers and doorbells, run commands through the target core (giouring/target.h) and move
+ * registers and doorbells, run commands through the target core (giouring/target/core.h) and move
  * data between registered host memory and the backing store: memory, or a file through io_uring.
  *
  * Thread 0 also serves the registers and the admin queue, with the I/O servers quiesced (a
@@ -31,8 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <giouring/clock.h>
-#include <giouring/status.h>
+#include <giouring/ring/clock.h>
+#include <giouring/proto/status.h>
 
 #include "internal.h"
 

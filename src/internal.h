@@ -5,8 +5,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include <giouring/ctx.h>
-#include <giouring/target.h>
+#include <giouring/host/ctx.h>
+#include <giouring/target/core.h>
 
 /* Sets the calling thread's error message (gio_last_error) and returns rc. */
 int gio__fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

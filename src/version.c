@@ -1,6 +1,6 @@
 /* Version query of the host library: lets an embedding engine check at run time that the
  * library it linked matches the headers it compiled against. */
-#include <giouring/host.h>
+#include <giouring/host/version.h>
 
 #define GIO__STR2(x) #x
 #define GIO__STR(x) GIO__STR2(x)

@@ -2,12 +2,12 @@
 // admin queue, queue pairs, registered memory, NVMe statuses and deadlines, persistence.
 #include <catch2/catch.hpp>
 
-#include <giouring/ctx.h>
-#include <giouring/prep.h>
-#include <giouring/prp_build.h>
-#include <giouring/sgl_build.h>
-#include <giouring/status.h>
-#include <giouring/uri.h>
+#include <giouring/host/ctx.h>
+#include <giouring/proto/prep.h>
+#include <giouring/proto/prp_build.h>
+#include <giouring/proto/sgl_build.h>
+#include <giouring/proto/status.h>
+#include <giouring/host/uri.h>
 
 #include <atomic>
 #include <chrono>

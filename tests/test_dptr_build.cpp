@@ -4,8 +4,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include <giouring/dptr_build.h>
-#include <giouring/prep.h>
+#include <giouring/proto/dptr_build.h>
+#include <giouring/proto/prep.h>
 
 namespace {
 gio_dptr_caps caps_with(uint32_t sgls, uint64_t max_xfer)

@@ -2,9 +2,9 @@
 // the KV object layout the demo and the store use.
 #include <catch2/catch.hpp>
 
-#include <giouring/kv.h>
-#include <giouring/prp_build.h>
-#include <giouring/sgl_build.h>
+#include <giouring/kv/layout.h>
+#include <giouring/proto/prp_build.h>
+#include <giouring/proto/sgl_build.h>
 
 #include <cstdio>
 

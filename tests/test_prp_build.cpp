@@ -2,10 +2,10 @@
 // express, and no partial output on failure. Every result is read back through the PRP walker.
 #include <catch2/catch.hpp>
 
-#include <giouring/prep.h>
-#include <giouring/prp_build.h>
-#include <giouring/prp_walk.h>
-#include <giouring/status.h>
+#include <giouring/proto/prep.h>
+#include <giouring/proto/prp_build.h>
+#include <giouring/target/prp_walk.h>
+#include <giouring/proto/status.h>
 
 #include <cstring>
 #include <vector>

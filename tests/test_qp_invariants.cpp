@@ -12,7 +12,7 @@
 //   8. an expired deadline reports the ring's indices.
 #include <catch2/catch.hpp>
 
-#include <giouring/qp.h>
+#include <giouring/ring/qp.h>
 
 #include <atomic>
 #include <cstring>

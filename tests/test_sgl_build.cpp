@@ -2,10 +2,10 @@
 // no partial output. Every built SGL is read back through the walker, the controller's view.
 #include <catch2/catch.hpp>
 
-#include <giouring/prep.h>
-#include <giouring/sgl_build.h>
-#include <giouring/sgl_walk.h>
-#include <giouring/status.h>
+#include <giouring/proto/prep.h>
+#include <giouring/proto/sgl_build.h>
+#include <giouring/target/sgl_walk.h>
+#include <giouring/proto/status.h>
 
 #include <cstring>
 #include <vector>

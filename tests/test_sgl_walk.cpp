@@ -3,10 +3,10 @@
 // choices the specification leaves open follow QEMU 7.2's hw/nvme, see sgl_walk.h).
 #include <catch2/catch.hpp>
 
-#include <giouring/prep.h>
-#include <giouring/sgl_build.h>
-#include <giouring/sgl_walk.h>
-#include <giouring/status.h>
+#include <giouring/proto/prep.h>
+#include <giouring/proto/sgl_build.h>
+#include <giouring/target/sgl_walk.h>
+#include <giouring/proto/status.h>
 
 #include <cstring>
 

@@ -42,11 +42,11 @@
 // One section at a time: test_stress "[sgl]", "[prp]", "[full]", "[tiny]", "[mem]".
 #include <catch2/catch.hpp>
 
-#include <giouring/ctx.h>
-#include <giouring/prep.h>
-#include <giouring/prp_build.h>
-#include <giouring/sgl_build.h>
-#include <giouring/status.h>
+#include <giouring/host/ctx.h>
+#include <giouring/proto/prep.h>
+#include <giouring/proto/prp_build.h>
+#include <giouring/proto/sgl_build.h>
+#include <giouring/proto/status.h>
 
 #include <algorithm>
 #include <atomic>

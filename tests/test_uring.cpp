@@ -2,10 +2,10 @@
 // with its NVMe status, deadlines, and the IOCB ring.
 #include <catch2/catch.hpp>
 
-#include <giouring/ctx.h>
-#include <giouring/sgl_build.h>
-#include <giouring/status.h>
-#include <giouring/uring.h>
+#include <giouring/host/ctx.h>
+#include <giouring/proto/sgl_build.h>
+#include <giouring/proto/status.h>
+#include <giouring/ring/uring.h>
 
 #include <cstdlib>
 #include <cstring>

@@ -28,9 +28,9 @@
 #include <giouring/nvme/regs.h>
 #include <giouring/nvme/sgl.h>
 #include <giouring/nvme/sqe.h>
-#include <giouring/prep.h>
-#include <giouring/sgl_build.h>
-#include <giouring/status.h>
+#include <giouring/proto/prep.h>
+#include <giouring/proto/sgl_build.h>
+#include <giouring/proto/status.h>
 
 namespace {
 

@@ -33,8 +33,8 @@ extern "C" {
 #include <giouring/nvme/regs.h>
 #include <giouring/nvme/sgl.h>
 #include <giouring/nvme/sqe.h>
-#include <giouring/prep.h>
-#include <giouring/status.h>
+#include <giouring/proto/prep.h>
+#include <giouring/proto/status.h>
 
 namespace {
 

@@ -1,16 +1,18 @@
 /**
  * @file giouring/giouring.h
- * @brief Umbrella header: everything in giouring that plain C11, C++ and CUDA code can include.
+ * @brief Umbrella header: everything an engine embeds from plain C11, C++ or CUDA code.
  *
- * Layers (DESIGN.md section 3), each in its own headers and never pointing upward:
- * 1. wire formats, `giouring/nvme/`: registers, SQE, CQE, SGL, PRP, Identify;
- * 2. pure protocol logic, `GIO_HD`: encoders (prep.h), status decoding (status.h), data pointer
- *    builders (sgl_build.h, prp_build.h) and walkers (sgl_walk.h, prp_walk.h), the KV layout (kv.h),
- *    memory ordering (ordering.h), deadlines (clock.h), NVMe queue pairs (qp.h), IOCB rings (uring.h)
- *    and the software target's command core (target.h);
- * 3. the host library's API (ctx.h, host.h), linked from `giouring::host`.
+ * The folders are the layers (docs/design.md, "Layers"); each includes only the layers below it:
+ * 1. `giouring/nvme/`: wire formats (registers, SQE, CQE, SGL, PRP, Identify);
+ * 2. `giouring/proto/`: pure protocol logic (`GIO_HD`): command encoders (prep.h), status
+ *    decoding (status.h), data pointer builders (sgl_build.h, prp_build.h, dptr_build.h);
+ *    `giouring/kv/`: the KV object layout;
+ * 3. `giouring/ring/`: memory ordering (ordering.h), deadlines (clock.h), NVMe queue pairs (qp.h)
+ *    and IOCB rings (uring.h), for host and device alike;
+ * 4. `giouring/host/`: the host library's API (ctx.h, version.h), linked from `giouring::host`.
  *
- * Device-only headers (`.cuh`) are included separately, from CUDA code only.
+ * Not included here: the device verbs (`giouring/device/verbs.cuh`, CUDA only) and the software
+ * NVMe target (`giouring/target/`), which an engine needs only to emulate a controller.
  */
 #ifndef GIOURING_GIOURING_H
 #define GIOURING_GIOURING_H
@@ -24,25 +26,22 @@
 #include "nvme/sgl.h"
 #include "nvme/sqe.h"
 
-#include "clock.h"
-#include "dma_map.h"
-#include "dptr.h"
-#include "dptr_build.h"
-#include "kv.h"
-#include "ordering.h"
-#include "prep.h"
-#include "prp_build.h"
-#include "prp_walk.h"
-#include "qp.h"
-#include "sgl_build.h"
-#include "sgl_walk.h"
-#include "status.h"
-#include "target.h"
-#include "uring.h"
-#include "xfer.h"
+#include "proto/dptr.h"
+#include "proto/dptr_build.h"
+#include "proto/prep.h"
+#include "proto/prp_build.h"
+#include "proto/sgl_build.h"
+#include "proto/status.h"
 
-#include "ctx.h"
-#include "uri.h"
-#include "host.h"
+#include "kv/layout.h"
+
+#include "ring/clock.h"
+#include "ring/ordering.h"
+#include "ring/qp.h"
+#include "ring/uring.h"
+
+#include "host/ctx.h"
+#include "host/uri.h"
+#include "host/version.h"
 
 #endif /* GIOURING_GIOURING_H */

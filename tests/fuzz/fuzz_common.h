@@ -16,13 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <giouring/dma_map.h>
-#include <giouring/dptr.h>
+#include <giouring/target/dma_map.h>
+#include <giouring/proto/dptr.h>
 #include <giouring/nvme/cqe.h>
 #include <giouring/nvme/identify.h>
 #include <giouring/nvme/sgl.h>
 #include <giouring/nvme/sqe.h>
-#include <giouring/xfer.h>
+#include <giouring/target/xfer.h>
 
 /* ------------------------------------------------------------------------- */
 /* Invariant checks                                                          */
@@ -348,7 +348,7 @@ static inline int fz_lists_equal(const struct gio_xfer_seg *a, uint32_t na, cons
 	return 1;
 }
 
-/* Status field decoding, independent of giouring/status.h. */
+/* Status field decoding, independent of giouring/proto/status.h. */
 #define FZ_SF_SC(sf) ((uint32_t)(sf) & 0xffu)
 #define FZ_SF_SCT(sf) (((uint32_t)(sf) >> 8) & 7u)
 #define FZ_SF_CRD_M(sf) (((uint32_t)(sf) >> 11) & 7u)

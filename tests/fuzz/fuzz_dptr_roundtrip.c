@@ -1,7 +1,7 @@
 /*
  * libFuzzer target: the builders against the walkers.
- *   gio_sgl_plan() / gio_sgl_build() (include/giouring/sgl_build.h) then gio_sgl_walk(), and
- *   gio_prp_plan() / gio_prp_build() (include/giouring/prp_build.h) then gio_prp_walk(),
+ *   gio_sgl_plan() / gio_sgl_build() (include/giouring/proto/sgl_build.h) then gio_sgl_walk(), and
+ *   gio_prp_plan() / gio_prp_build() (include/giouring/proto/prp_build.h) then gio_prp_walk(),
  * on the same list of ranges and controller rules.
  *
  * Input (constants in fuzz_common.h):
@@ -46,10 +46,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <giouring/prp_build.h>
-#include <giouring/prp_walk.h>
-#include <giouring/sgl_build.h>
-#include <giouring/sgl_walk.h>
+#include <giouring/proto/prp_build.h>
+#include <giouring/target/prp_walk.h>
+#include <giouring/proto/sgl_build.h>
+#include <giouring/target/sgl_walk.h>
 
 #include "fuzz_common.h"
 

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: gio_sgl_walk() (include/giouring/sgl_walk.h).
+ * libFuzzer target: gio_sgl_walk() (include/giouring/target/sgl_walk.h).
  *
  * Input (see fuzz_common.h for the helpers):
  *   bytes 0..11   header
@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <giouring/sgl_walk.h>
+#include <giouring/target/sgl_walk.h>
 
 #include "fuzz_common.h"
 

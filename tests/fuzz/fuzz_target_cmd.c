@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: the software NVMe target's command core (include/giouring/target.h):
+ * libFuzzer target: the software NVMe target's command core (include/giouring/target/core.h):
  * gio_tgt_init, gio_tgt_poll_regs, gio_tgt_fetch, gio_tgt_admin, gio_tgt_io_prepare,
  * gio_tgt_io_copy_mem and gio_tgt_post, driven the way an executor and a host drive them.
  *
@@ -88,7 +88,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <giouring/target.h>
+#include <giouring/target/core.h>
 
 #include "fuzz_common.h"
 

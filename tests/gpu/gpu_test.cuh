@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include <giouring/clock.h>
+#include <giouring/ring/clock.h>
 
 // Exit code ctest reports as skipped (SKIP_RETURN_CODE): no GPU here.
 #define GIO_TEST_SKIP 77

@@ -15,7 +15,7 @@
 
 #include "gpu_test.cuh"
 
-#include <giouring/ctx.h>
+#include <giouring/host/ctx.h>
 
 extern "C" int gio__gpu_dmabuf(void *ptr, size_t len, int *fd); // src/internal.h
 

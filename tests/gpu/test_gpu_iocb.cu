@@ -14,8 +14,8 @@
 #include <cstring>
 
 #include "gpu_test.cuh"
-#include <giouring/gpu_target.cuh>
-#include <giouring/sgl_build.h>
+#include <giouring/target/gpu_target.cuh>
+#include <giouring/proto/sgl_build.h>
 
 namespace {
 

@@ -2,7 +2,7 @@
 //
 // Warps submit writes and reads through giouring's queue pairs with gio_submit_warp (one
 // reservation and one doorbell per warp); a persistent executor kernel runs the software
-// target's command core (giouring/target.h) on other SMs, one block per queue pair, with its
+// target's command core (giouring/target/core.h) on other SMs, one block per queue pair, with its
 // backing store in HBM. Every object is written from a per-object pattern, read back into a
 // poisoned buffer and checked byte for byte; every command must complete exactly once, and an
 // out-of-range read must come back with LBA Out of Range. Exits 77 (skipped) without a GPU.
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "gpu_test.cuh"
-#include <giouring/device.cuh>
-#include <giouring/sgl_build.h>
-#include <giouring/target.h>
+#include <giouring/device/verbs.cuh>
+#include <giouring/proto/sgl_build.h>
+#include <giouring/target/core.h>
 
 namespace {
 

@@ -29,11 +29,11 @@
 #include <linux/udmabuf.h>
 #include <linux/vfio.h>
 
-#include <giouring/clock.h>
-#include <giouring/ctx.h>
-#include <giouring/dptr_build.h>
-#include <giouring/prep.h>
-#include <giouring/status.h>
+#include <giouring/ring/clock.h>
+#include <giouring/host/ctx.h>
+#include <giouring/proto/dptr_build.h>
+#include <giouring/proto/prep.h>
+#include <giouring/proto/status.h>
 
 #include "iommufd_uapi.h" /* the project's own ABI declarations (src/), for the p2p exporter */
 

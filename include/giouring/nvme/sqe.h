@@ -189,8 +189,8 @@ union gio_dptr {
 /**
  * @brief One Submission Queue Entry.
  *
- * Build it with the encoders of giouring/prep.h and a data pointer from giouring/sgl_build.h
- * or giouring/prp_build.h; the ring that submits it stores `cid` last.
+ * Build it with the encoders of giouring/proto/prep.h and a data pointer from giouring/proto/sgl_build.h
+ * or giouring/proto/prp_build.h; the ring that submits it stores `cid` last.
  */
 struct gio_sqe {
 	uint8_t opc;       /**< CDW0 bits 7:0: opcode. */

@@ -1,24 +1,24 @@
 /**
- * @file giouring/prep.h
+ * @file giouring/proto/prep.h
  * @brief Encoders: fill a submission queue entry for one NVM or admin command.
  *
  * Like liburing's `io_uring_prep_*`: each encoder writes a whole SQE (zeroing what it does not
  * set), takes no locks and uses no atomics. Order of use:
  * 1. `gio_prep_*()` on the entry;
- * 2. a data pointer from giouring/sgl_build.h or giouring/prp_build.h (commands that move data);
+ * 2. a data pointer from giouring/proto/sgl_build.h or giouring/proto/prp_build.h (commands that move data);
  * 3. the ring stores the command identifier and publishes the entry (it owns `cid`).
  *
  * Counts are passed as plain counts (1-based) and encoded 0's based here, so callers never do
  * the minus one themselves.
  */
-#ifndef GIOURING_PREP_H
-#define GIOURING_PREP_H
+#ifndef GIOURING_PROTO_PREP_H
+#define GIOURING_PROTO_PREP_H
 
 #include <errno.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "nvme/sqe.h"
+#include "../config.h"
+#include "../nvme/sqe.h"
 
 GIO_EXTERN_C_BEGIN
 
@@ -350,4 +350,4 @@ GIO_HD int gio_prep_dbbuf_config(struct gio_sqe *sqe, uint64_t shadow_addr, uint
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_PREP_H */
+#endif /* GIOURING_PROTO_PREP_H */

@@ -1,9 +1,9 @@
 /**
- * @file giouring/device.cuh
+ * @file giouring/device/verbs.cuh
  * @brief Device verbs: GPU threads, warps and blocks submit NVMe commands and wait for them.
  *
- * CUDA only. The protocol is the one of giouring/qp.h (the same GIO_HD functions run here, with
- * the device half of giouring/ordering.h); these verbs add the cooperative forms:
+ * CUDA only. The protocol is the one of giouring/ring/qp.h (the same GIO_HD functions run here, with
+ * the device half of giouring/ring/ordering.h); these verbs add the cooperative forms:
  *
  * | verb | who calls | what it does |
  * | --- | --- | --- |
@@ -23,22 +23,22 @@
  * controller) is cumulative, so it publishes the writes the barrier made visible to it. The
  * consumer pairs with an acquire load of the doorbell.
  *
- * Deadlines use `%globaltimer` (giouring/clock.h). Persistent kernels: load every kernel before
+ * Deadlines use `%globaltimer` (giouring/ring/clock.h). Persistent kernels: load every kernel before
  * the first persistent launch (BENCH.md, "Trap"); giouring's launch helpers will do it.
  */
-#ifndef GIOURING_DEVICE_CUH
-#define GIOURING_DEVICE_CUH
+#ifndef GIOURING_DEVICE_VERBS_CUH
+#define GIOURING_DEVICE_VERBS_CUH
 
 #if !defined(__CUDACC__)
-#error "giouring/device.cuh is CUDA code: compile it with nvcc"
+#error "giouring/device/verbs.cuh is CUDA code: compile it with nvcc"
 #endif
 
 #include <cub/block/block_scan.cuh>
 
-#include "clock.h"
-#include "qp.h"
-#include "status.h"
-#include "uring.h"
+#include "../ring/clock.h"
+#include "../ring/qp.h"
+#include "../proto/status.h"
+#include "../ring/uring.h"
 
 /**
  * @brief Submits one command from one thread.
@@ -198,7 +198,7 @@ __device__ int gio_submit_block(struct gio_qp *qp, const struct gio_sqe *sqe, in
  * @param cid       from gio_submit() / _warp / _block.
  * @param deadline  absolute deadline.
  * @param status    receives the status field, or NULL.
- * @return 0, `-EIO` (NVMe error, see @p status), `-ETIME` (abandoned; see giouring/qp.h).
+ * @return 0, `-EIO` (NVMe error, see @p status), `-ETIME` (abandoned; see giouring/ring/qp.h).
  *
  * The submitting thread. Any waiter reaps completions for all.
  */
@@ -360,4 +360,4 @@ GIO_DEV void gio_iocb_issue_block(struct gio_iocb *b, const struct gio_iocb_targ
 	}
 }
 
-#endif /* GIOURING_DEVICE_CUH */
+#endif /* GIOURING_DEVICE_VERBS_CUH */

@@ -1,5 +1,5 @@
 /**
- * @file giouring/ctx.h
+ * @file giouring/host/ctx.h
  * @brief Host library: open a target, bring its controller up, create queue pairs, register memory.
  *
  * A context owns one controller behind one target URI:
@@ -46,16 +46,16 @@
  * outside every mapping is refused by the IOMMU (a DMA fault in the kernel log).
  *
  * Thread safety: gio_ctx_register() and gio_ctx_qp_create() may be called from any thread; a
- * queue pair may be used by many threads at once (giouring/qp.h); gio_ctx_close() last, alone.
+ * queue pair may be used by many threads at once (giouring/ring/qp.h); gio_ctx_close() last, alone.
  */
-#ifndef GIOURING_CTX_H
-#define GIOURING_CTX_H
+#ifndef GIOURING_HOST_CTX_H
+#define GIOURING_HOST_CTX_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "qp.h"
+#include "../config.h"
+#include "../ring/qp.h"
 
 GIO_EXTERN_C_BEGIN
 
@@ -338,7 +338,7 @@ int gio_ctx_inject(struct gio_ctx *ctx, const struct gio_fault *fault);
 const char *gio_last_error(void);
 
 /**
- * @brief Submits one prepared command and waits for it (a convenience over giouring/qp.h).
+ * @brief Submits one prepared command and waits for it (a convenience over giouring/ring/qp.h).
  * @param qp          the queue pair.
  * @param sqe         the command (its CID is set here).
  * @param timeout_ns  how long to wait in total.
@@ -354,4 +354,4 @@ int gio_qp_submit_wait(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t ti
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_CTX_H */
+#endif /* GIOURING_HOST_CTX_H */

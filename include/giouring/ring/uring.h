@@ -1,5 +1,5 @@
 /**
- * @file giouring/uring.h
+ * @file giouring/ring/uring.h
  * @brief gio_uring: rings of IOCBs, each a batch of up to 2048 I/O contexts, turned into NVMe
  * commands across queue pairs (Tutti's software-level ring; DESIGN.md section 4).
  *
@@ -17,17 +17,17 @@
  * gio_iocb_run() is the engine's core: it issues the IOCTXs in batches (one doorbell per batch
  * per queue pair), keeps issuing as completions free slots, and writes every IOCTX's result.
  */
-#ifndef GIOURING_URING_H
-#define GIOURING_URING_H
+#ifndef GIOURING_RING_URING_H
+#define GIOURING_RING_URING_H
 
 #include <errno.h>
 #include <stdint.h>
 
 #include "clock.h"
-#include "config.h"
-#include "nvme/sgl.h"
+#include "../config.h"
+#include "../nvme/sgl.h"
 #include "ordering.h"
-#include "prep.h"
+#include "../proto/prep.h"
 #include "qp.h"
 
 GIO_EXTERN_C_BEGIN
@@ -135,7 +135,7 @@ GIO_HD void gio__iocb_result(struct gio_iocb *b, uint32_t i, int32_t rc, uint16_
  * Any thread, host or device; one engine per IOCB. IOCTXs go to queue pairs in runs of
  * `tg->batch`, one doorbell per run; when a ring is full the engine collects the oldest
  * outstanding results, then issues more. On a deadline every IOCTX not yet complete gets `-ETIME`
- * (its command is abandoned; see giouring/qp.h).
+ * (its command is abandoned; see giouring/ring/qp.h).
  */
 GIO_HD int gio_iocb_run(struct gio_iocb *b, const struct gio_iocb_target *tg)
 {
@@ -217,7 +217,7 @@ GIO_HD int gio_iocb_run(struct gio_iocb *b, const struct gio_iocb_target *tg)
 /**
  * @brief Waits until an IOCB is done, up to a deadline.
  * @param b         the IOCB.
- * @param deadline  absolute deadline (giouring/clock.h).
+ * @param deadline  absolute deadline (giouring/ring/clock.h).
  * @return 0 when every IOCTX succeeded, the first error's result otherwise (see gio_iocb_run()),
  *         or `-ETIME` when the IOCB was not done by the deadline (it may still finish: wait again).
  *
@@ -311,4 +311,4 @@ GIO_HD uint32_t gio_uring_process(struct gio_uring *u, const struct gio_iocb_tar
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_URING_H */
+#endif /* GIOURING_RING_URING_H */

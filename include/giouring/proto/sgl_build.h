@@ -1,5 +1,5 @@
 /**
- * @file giouring/sgl_build.h
+ * @file giouring/proto/sgl_build.h
  * @brief SGL builders: the data pointer of a command from one or more memory ranges.
  *
  * - One range (after coalescing): one SGL Data Block descriptor in DPTR, no extra memory.
@@ -12,17 +12,17 @@
  * Every builder validates all input before it writes anything: on failure the SQE and the
  * segment memory are untouched.
  */
-#ifndef GIOURING_SGL_BUILD_H
-#define GIOURING_SGL_BUILD_H
+#ifndef GIOURING_PROTO_SGL_BUILD_H
+#define GIOURING_PROTO_SGL_BUILD_H
 
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "../config.h"
 #include "dptr.h"
-#include "nvme/sgl.h"
-#include "nvme/sqe.h"
+#include "../nvme/sgl.h"
+#include "../nvme/sqe.h"
 
 GIO_EXTERN_C_BEGIN
 
@@ -226,4 +226,4 @@ GIO_HD uint64_t gio_sgl_pool_bytes(uint64_t objects)
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_SGL_BUILD_H */
+#endif /* GIOURING_PROTO_SGL_BUILD_H */

@@ -1,20 +1,20 @@
 /**
- * @file giouring/dptr.h
+ * @file giouring/proto/dptr.h
  * @brief What data pointer builders need to know: memory ranges and a controller's rules.
  *
- * The SGL builder (giouring/sgl_build.h), the PRP builder (giouring/prp_build.h) and the SGL
- * walker (giouring/sgl_walk.h) all check a command against the same record, filled once per
+ * The SGL builder (giouring/proto/sgl_build.h), the PRP builder (giouring/proto/prp_build.h) and the SGL
+ * walker (giouring/target/sgl_walk.h) all check a command against the same record, filled once per
  * controller from its registers and Identify data.
  */
-#ifndef GIOURING_DPTR_H
-#define GIOURING_DPTR_H
+#ifndef GIOURING_PROTO_DPTR_H
+#define GIOURING_PROTO_DPTR_H
 
 #include <errno.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "nvme/identify.h"
-#include "nvme/regs.h"
+#include "../config.h"
+#include "../nvme/identify.h"
+#include "../nvme/regs.h"
 
 GIO_EXTERN_C_BEGIN
 
@@ -108,4 +108,4 @@ GIO_HD int gio_range_adjacent(const struct gio_range *a, const struct gio_range 
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_DPTR_H */
+#endif /* GIOURING_PROTO_DPTR_H */

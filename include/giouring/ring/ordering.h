@@ -1,5 +1,5 @@
 /**
- * @file giouring/ordering.h
+ * @file giouring/ring/ordering.h
  * @brief Every memory-ordering operation giouring performs, in one place.
  *
  * Rings are shared between threads of different kinds: CPU threads, GPU threads, a software
@@ -14,12 +14,12 @@
  * - Complete: gio_load_acquire16() of the CQE status word, phase check -> the other CQE fields
  *   and the data, which the acquire orders after it.
  */
-#ifndef GIOURING_ORDERING_H
-#define GIOURING_ORDERING_H
+#ifndef GIOURING_RING_ORDERING_H
+#define GIOURING_RING_ORDERING_H
 
 #include <stdint.h>
 
-#include "config.h"
+#include "../config.h"
 
 GIO_EXTERN_C_BEGIN
 
@@ -382,4 +382,4 @@ GIO_HD void gio_cpu_relax(void)
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_ORDERING_H */
+#endif /* GIOURING_RING_ORDERING_H */

@@ -1,15 +1,15 @@
 /**
- * @file giouring/uri.h
+ * @file giouring/host/uri.h
  * @brief Numbers in target URIs (`size=64G`), parsed one way for every target.
  */
-#ifndef GIOURING_URI_H
-#define GIOURING_URI_H
+#ifndef GIOURING_HOST_URI_H
+#define GIOURING_HOST_URI_H
 
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "config.h"
+#include "../config.h"
 
 GIO_EXTERN_C_BEGIN
 
@@ -51,4 +51,4 @@ GIO_INLINE int gio_uri_number(const char *v, uint64_t *out)
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_URI_H */
+#endif /* GIOURING_HOST_URI_H */

@@ -1,5 +1,5 @@
 /**
- * @file giouring/clock.h
+ * @file giouring/ring/clock.h
  * @brief Monotonic time for deadlines, on the host and the GPU.
  *
  * Every wait in giouring takes an absolute deadline in nanoseconds of this clock. On the GPU
@@ -7,12 +7,12 @@
  * CLOCK_MONOTONIC, read by the host library (so these headers stay strict C11).
  * The two clocks are unrelated: a deadline is computed on the side that waits.
  */
-#ifndef GIOURING_CLOCK_H
-#define GIOURING_CLOCK_H
+#ifndef GIOURING_RING_CLOCK_H
+#define GIOURING_RING_CLOCK_H
 
 #include <stdint.h>
 
-#include "config.h"
+#include "../config.h"
 
 GIO_EXTERN_C_BEGIN
 
@@ -114,4 +114,4 @@ GIO_HD void gio_backoff(uint32_t *spins)
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_CLOCK_H */
+#endif /* GIOURING_RING_CLOCK_H */

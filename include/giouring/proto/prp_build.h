@@ -1,5 +1,5 @@
 /**
- * @file giouring/prp_build.h
+ * @file giouring/proto/prp_build.h
  * @brief PRP builders: PRP1/PRP2 and chained PRP lists for the same ranges the SGL builder takes.
  *
  * PRPs describe memory in pages of the controller's page size P (CC.MPS): PRP1 may start
@@ -15,17 +15,17 @@
  *
  * Validation precedes every write: on failure neither the SQE nor the list memory is touched.
  */
-#ifndef GIOURING_PRP_BUILD_H
-#define GIOURING_PRP_BUILD_H
+#ifndef GIOURING_PROTO_PRP_BUILD_H
+#define GIOURING_PROTO_PRP_BUILD_H
 
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "../config.h"
 #include "dptr.h"
-#include "nvme/prp.h"
-#include "nvme/sqe.h"
+#include "../nvme/prp.h"
+#include "../nvme/sqe.h"
 
 GIO_EXTERN_C_BEGIN
 
@@ -213,4 +213,4 @@ GIO_HD uint64_t gio_prp_pool_bytes(uint64_t objects, uint64_t obj_bytes, uint32_
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_PRP_BUILD_H */
+#endif /* GIOURING_PROTO_PRP_BUILD_H */

@@ -1,5 +1,5 @@
 /**
- * @file giouring/gpu_target.cuh
+ * @file giouring/target/gpu_target.cuh
  * @brief The software NVMe target run by the GPU: a persistent executor kernel on its own SMs.
  *
  * CUDA only (host and device code). It opens a target from a URI, as gio_ctx_open() does for the
@@ -24,7 +24,7 @@
  * measures what system scope costs. The queue pairs are for producers on this GPU only.
  *
  * The executor kernel serves the I/O queues only: the controller is brought up and its queues are
- * created on the host (the same target core, giouring/target.h, executes the admin commands), then
+ * created on the host (the same target core, giouring/target/core.h, executes the admin commands), then
  * gio_gpu_target_start() launches the executor. Every queue pair is served by one warp, the one
  * owning its CQ (CQ c by warp (c - 1) % warps): the warp reads the SQ tail doorbells of its queues
  * a lane each, fetches up to 32 commands of a queue at once (gio_tgt_fetch_batch_at()), a lane
@@ -32,18 +32,18 @@
  * posts its completion (gio_tgt_post_at()). The executor's SMs stand in for the SSD's controller:
  * count them apart from the SMs of the I/O (submission) kernel.
  *
- * Producers use gio_gpu_target_qp() queue pairs with the verbs of giouring/device.cuh. Bus addresses
+ * Producers use gio_gpu_target_qp() queue pairs with the verbs of giouring/device/verbs.cuh. Bus addresses
  * are device pointers of memory registered with gio_gpu_target_register() (before the start).
  *
  * Launch order (BENCH.md, "Trap"): gio_gpu_target_start() loads the executor kernel, and the kernels
  * you name with gio_gpu_preload(), before its persistent launch; call gio_gpu_preload() for every
  * kernel you will launch while the executor runs, or set CUDA_MODULE_LOADING=EAGER.
  */
-#ifndef GIOURING_GPU_TARGET_CUH
-#define GIOURING_GPU_TARGET_CUH
+#ifndef GIOURING_TARGET_GPU_TARGET_CUH
+#define GIOURING_TARGET_GPU_TARGET_CUH
 
 #if !defined(__CUDACC__)
-#error "giouring/gpu_target.cuh is CUDA code: compile it with nvcc"
+#error "giouring/target/gpu_target.cuh is CUDA code: compile it with nvcc"
 #endif
 
 #include <cuda_runtime.h>
@@ -53,14 +53,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctx.h"
-#include "device.cuh"
-#include "prep.h"
-#include "status.h"
-#include "target.h"
-#include "uri.h"
+#include "../host/ctx.h"
+#include "../device/verbs.cuh"
+#include "../proto/prep.h"
+#include "../proto/status.h"
+#include "core.h"
+#include "../host/uri.h"
 
-/* The host library's error channel (gio_last_error(), giouring/ctx.h): gio__fail() sets the
+/* The host library's error channel (gio_last_error(), giouring/host/ctx.h): gio__fail() sets the
  * message; internal, defined in src/error.c. */
 extern "C" int gio__fail(int rc, const char *fmt, ...);
 
@@ -443,7 +443,7 @@ __global__ void __launch_bounds__(GIO_GPU_EXEC_MAX_WARPS * 32) gio_gpu_exec_kern
 			return gio__fail(-ENOMEM, "giouring: %s: %s (%s)", what, cudaGetErrorString(e_), #call);     \
 	} while (0)
 
-/* One query parameter as a number (giouring/uri.h) within [lo, hi]. */
+/* One query parameter as a number (giouring/host/uri.h) within [lo, hi]. */
 static inline int gio__gpu_param(const char *key, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 {
 	uint64_t x = 0;
@@ -907,4 +907,4 @@ static inline int gio_gpu_target_close(struct gio_gpu_target *g)
 	return 0;
 }
 
-#endif /* GIOURING_GPU_TARGET_CUH */
+#endif /* GIOURING_TARGET_GPU_TARGET_CUH */

@@ -1,14 +1,14 @@
 /**
- * @file giouring/xfer.h
+ * @file giouring/target/xfer.h
  * @brief The data segments a command transfers, as the SGL and PRP walkers report them.
  */
-#ifndef GIOURING_XFER_H
-#define GIOURING_XFER_H
+#ifndef GIOURING_TARGET_XFER_H
+#define GIOURING_TARGET_XFER_H
 
 #include <stdint.h>
 
-#include "config.h"
-#include "nvme/cqe.h"
+#include "../config.h"
+#include "../nvme/cqe.h"
 
 GIO_EXTERN_C_BEGIN
 
@@ -57,4 +57,4 @@ GIO_HD uint16_t gio__xfer_push(struct gio_xfer_list *out, uint64_t addr, uint64_
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_XFER_H */
+#endif /* GIOURING_TARGET_XFER_H */

@@ -1,5 +1,5 @@
 /**
- * @file giouring/target.h
+ * @file giouring/target/core.h
  * @brief The software NVMe target's command core: one controller, written once, run by executors.
  *
  * It behaves like a PCIe NVMe controller whose BAR0 is ordinary shared memory (struct
@@ -18,7 +18,7 @@
  *   phase, SQ head, SQ and command identifiers.
  *
  * Every failure gets the NVMe status a controller returns (see each function). Bus addresses in
- * commands are resolved through the registered-memory map (giouring/dma_map.h): anything outside
+ * commands are resolved through the registered-memory map (giouring/target/dma_map.h): anything outside
  * it is refused with Data Transfer Error before a byte moves.
  *
  * Concurrency contract:
@@ -33,22 +33,22 @@
  *   publishes the queue with a release store that the serving thread acquires.
  * Counters are per submission queue for the same reason; gio_tgt_get_stats() sums them.
  */
-#ifndef GIOURING_TARGET_H
-#define GIOURING_TARGET_H
+#ifndef GIOURING_TARGET_CORE_H
+#define GIOURING_TARGET_CORE_H
 
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "config.h"
+#include "../config.h"
 #include "dma_map.h"
-#include "dptr.h"
-#include "nvme/cqe.h"
-#include "nvme/identify.h"
-#include "nvme/regs.h"
-#include "nvme/sqe.h"
-#include "ordering.h"
+#include "../proto/dptr.h"
+#include "../nvme/cqe.h"
+#include "../nvme/identify.h"
+#include "../nvme/regs.h"
+#include "../nvme/sqe.h"
+#include "../ring/ordering.h"
 #include "prp_walk.h"
 #include "sgl_walk.h"
 #include "xfer.h"
@@ -859,4 +859,4 @@ GIO_HD uint16_t gio_tgt_io_copy_mem(struct gio_tgt *t, const struct gio_tgt_io *
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_TARGET_H */
+#endif /* GIOURING_TARGET_CORE_H */

@@ -1,5 +1,5 @@
 /**
- * @file giouring/status.h
+ * @file giouring/proto/status.h
  * @brief Decoding completion queue entries and NVMe status values.
  *
  * giouring reports an NVMe status as the 15-bit **status field** (see giouring/nvme/cqe.h):
@@ -7,14 +7,14 @@
  * Functions that return `-errno` return `-EIO` for an NVMe error and hand the status field over
  * separately, so nothing of it is lost.
  */
-#ifndef GIOURING_STATUS_H
-#define GIOURING_STATUS_H
+#ifndef GIOURING_PROTO_STATUS_H
+#define GIOURING_PROTO_STATUS_H
 
 #include <errno.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "nvme/cqe.h"
+#include "../config.h"
+#include "../nvme/cqe.h"
 
 GIO_EXTERN_C_BEGIN
 
@@ -256,4 +256,4 @@ GIO_HD const char *gio_status_str(uint16_t sf)
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_STATUS_H */
+#endif /* GIOURING_PROTO_STATUS_H */

@@ -1,21 +1,21 @@
 /**
- * @file giouring/dptr_build.h
+ * @file giouring/proto/dptr_build.h
  * @brief The data pointer of a command, SGL or PRP as the controller allows.
  *
  * One call for code that does not care which form a controller takes: SGLs where Identify
  * Controller SGLS reports support for them (with the dword rule where SGLS value 2 demands it),
- * PRPs otherwise. A context opened with `dptr=prp` (giouring/ctx.h) reports caps without SGL
+ * PRPs otherwise. A context opened with `dptr=prp` (giouring/host/ctx.h) reports caps without SGL
  * support, so the same call then builds PRPs: the choice is per controller and can be overridden.
  *
  * Transfers larger than the controller's MDTS (gio_dptr_caps::max_xfer_bytes) are refused with
  * `-E2BIG` before anything is written: a controller would fail them with Invalid Field.
  */
-#ifndef GIOURING_DPTR_BUILD_H
-#define GIOURING_DPTR_BUILD_H
+#ifndef GIOURING_PROTO_DPTR_BUILD_H
+#define GIOURING_PROTO_DPTR_BUILD_H
 
 #include <stdint.h>
 
-#include "config.h"
+#include "../config.h"
 #include "dptr.h"
 #include "prp_build.h"
 #include "sgl_build.h"
@@ -53,4 +53,4 @@ GIO_HD int gio_dptr_build(struct gio_sqe *sqe, const struct gio_range *ranges, u
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_DPTR_BUILD_H */
+#endif /* GIOURING_PROTO_DPTR_BUILD_H */

@@ -1,8 +1,8 @@
 /**
- * @file giouring/sgl_walk.h
+ * @file giouring/target/sgl_walk.h
  * @brief The SGL walker: what a controller transfers for a command's SGL, or why it refuses it.
  *
- * The controller side of giouring/sgl_build.h: it follows DPTR's SGL1 descriptor through
+ * The controller side of giouring/proto/sgl_build.h: it follows DPTR's SGL1 descriptor through
  * Segment and Last Segment descriptors in registered memory and lists the data segments in
  * transfer order, or returns the NVMe status a controller returns for a malformed chain. The
  * software NVMe target executes commands with it; tests check the builders against it.
@@ -31,19 +31,19 @@
  *   data segments than the output list holds give Invalid Number of SGL Descriptors. So loops
  *   end.
  */
-#ifndef GIOURING_SGL_WALK_H
-#define GIOURING_SGL_WALK_H
+#ifndef GIOURING_TARGET_SGL_WALK_H
+#define GIOURING_TARGET_SGL_WALK_H
 
 #include <stdint.h>
 #include <string.h>
 
-#include "config.h"
+#include "../config.h"
 #include "dma_map.h"
-#include "dptr.h"
-#include "nvme/cqe.h"
-#include "nvme/identify.h"
-#include "nvme/sgl.h"
-#include "nvme/sqe.h"
+#include "../proto/dptr.h"
+#include "../nvme/cqe.h"
+#include "../nvme/identify.h"
+#include "../nvme/sgl.h"
+#include "../nvme/sqe.h"
 #include "xfer.h"
 
 GIO_EXTERN_C_BEGIN
@@ -204,4 +204,4 @@ GIO_HD uint16_t gio_sgl_walk(const struct gio_sqe *sqe, uint64_t xfer_len, int i
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_SGL_WALK_H */
+#endif /* GIOURING_TARGET_SGL_WALK_H */

@@ -1,5 +1,5 @@
 /**
- * @file giouring/dma_map.h
+ * @file giouring/target/dma_map.h
  * @brief Registered DMA regions: how a target turns bus addresses into pointers it can use.
  *
  * A software target (and the walkers that read SGL segments and PRP lists) sees only bus
@@ -7,14 +7,14 @@
  * one lives for the code that serves them (host virtual address or device pointer). An address
  * outside every region is refused: no data moves there.
  */
-#ifndef GIOURING_DMA_MAP_H
-#define GIOURING_DMA_MAP_H
+#ifndef GIOURING_TARGET_DMA_MAP_H
+#define GIOURING_TARGET_DMA_MAP_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "ordering.h"
+#include "../config.h"
+#include "../ring/ordering.h"
 
 GIO_EXTERN_C_BEGIN
 
@@ -64,4 +64,4 @@ GIO_HD void *gio_dma_map_find(const struct gio_dma_map *map, uint64_t addr, uint
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_DMA_MAP_H */
+#endif /* GIOURING_TARGET_DMA_MAP_H */

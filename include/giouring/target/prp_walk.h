@@ -1,8 +1,8 @@
 /**
- * @file giouring/prp_walk.h
+ * @file giouring/target/prp_walk.h
  * @brief The PRP walker: what a controller transfers for a command's PRP1/PRP2, or why it refuses.
  *
- * The controller side of giouring/prp_build.h (NVM Express Base Specification 2.0c, "Physical
+ * The controller side of giouring/proto/prp_build.h (NVM Express Base Specification 2.0c, "Physical
  * Region Page Entry and List"; choices follow QEMU's NVMe controller):
  * - PRP1 may carry an offset into its page, which must be dword aligned; the first page
  *   transfers up to its end.
@@ -15,18 +15,18 @@
  * - More data pages than the output list holds give Invalid Number of SGL Descriptors, as a
  *   target that cannot track the transfer would refuse it; callers size the list from MDTS.
  */
-#ifndef GIOURING_PRP_WALK_H
-#define GIOURING_PRP_WALK_H
+#ifndef GIOURING_TARGET_PRP_WALK_H
+#define GIOURING_TARGET_PRP_WALK_H
 
 #include <stdint.h>
 #include <string.h>
 
-#include "config.h"
+#include "../config.h"
 #include "dma_map.h"
-#include "dptr.h"
-#include "nvme/cqe.h"
-#include "nvme/prp.h"
-#include "nvme/sqe.h"
+#include "../proto/dptr.h"
+#include "../nvme/cqe.h"
+#include "../nvme/prp.h"
+#include "../nvme/sqe.h"
 #include "xfer.h"
 
 GIO_EXTERN_C_BEGIN
@@ -104,4 +104,4 @@ GIO_HD uint16_t gio_prp_walk(const struct gio_sqe *sqe, uint64_t xfer_len,
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_PRP_WALK_H */
+#endif /* GIOURING_TARGET_PRP_WALK_H */

@@ -1,5 +1,5 @@
 /**
- * @file giouring/kv.h
+ * @file giouring/kv/layout.h
  * @brief KV object layout: where each (block, layer, K/V) object lives on the SSDs and in HBM.
  *
  * DESIGN.md section 5. One **GPU file** per KV block holds 2L objects (K and V of each of L
@@ -8,13 +8,13 @@
  * On the GPU side, each layer's cache is a vLLM FlashAttention tensor
  * `[2, num_blocks, block_tokens, kv_heads, head_dim]`: K objects first, then V objects.
  */
-#ifndef GIOURING_KV_H
-#define GIOURING_KV_H
+#ifndef GIOURING_KV_LAYOUT_H
+#define GIOURING_KV_LAYOUT_H
 
 #include <errno.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "../config.h"
 
 GIO_EXTERN_C_BEGIN
 
@@ -110,4 +110,4 @@ GIO_HD uint64_t gio_kv_pool_addr(const struct gio_kv_geometry *g, uint64_t layer
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_KV_H */
+#endif /* GIOURING_KV_LAYOUT_H */

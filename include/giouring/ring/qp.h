@@ -1,5 +1,5 @@
 /**
- * @file giouring/qp.h
+ * @file giouring/ring/qp.h
  * @brief NVMe queue pairs: the submission/completion protocol, written once for host and GPU.
  *
  * One submission queue (SQ) and its completion queue (CQ), shared by many producers. The
@@ -24,7 +24,7 @@
  *   acquire, phase check, then the rest (invariant 6); SQHD advances `sq_head`; the result goes to
  *   the command's slot; one CQ head doorbell per batch covers only consumed entries (invariant 5).
  *   Any waiter reaps on behalf of all.
- * - **Deadlines.** Every wait takes an absolute deadline (giouring/clock.h) and gives `-ETIME`
+ * - **Deadlines.** Every wait takes an absolute deadline (giouring/ring/clock.h) and gives `-ETIME`
  *   when it passes, leaving the ring's indices in gio_qp::last_timeout (invariant 8). A command
  *   whose completion never arrives keeps its slot: once the ring wraps to that slot, reservations
  *   time out rather than reuse its CID; recover by creating a new queue pair.
@@ -32,16 +32,16 @@
  * Doorbells are either MMIO registers of a real controller (fence, then a relaxed MMIO store) or
  * shadow words in memory that a software target or a doorbell proxy watches (release store).
  */
-#ifndef GIOURING_QP_H
-#define GIOURING_QP_H
+#ifndef GIOURING_RING_QP_H
+#define GIOURING_RING_QP_H
 
 #include <errno.h>
 #include <stdint.h>
 
 #include "clock.h"
-#include "config.h"
-#include "nvme/cqe.h"
-#include "nvme/sqe.h"
+#include "../config.h"
+#include "../nvme/cqe.h"
+#include "../nvme/sqe.h"
 #include "ordering.h"
 
 GIO_EXTERN_C_BEGIN
@@ -57,7 +57,7 @@ GIO_EXTERN_C_BEGIN
 /** @brief gio_qp::flags: doorbells are MMIO registers of a real controller. */
 #define GIO_QP_MMIO_DOORBELLS 1u
 /** @brief gio_qp::flags: every party (producers, reapers, the target) runs on one GPU, so the
- * device-side ordering can use GPU scope (giouring/ordering.h, GIO_SCOPE_GPU): several times
+ * device-side ordering can use GPU scope (giouring/ring/ordering.h, GIO_SCOPE_GPU): several times
  * cheaper than system scope. Never with a CPU-executed target, CPU producers or a real controller. */
 #define GIO_QP_GPU_SCOPE 2u
 /* The ordering scope of a queue pair's operations. */
@@ -380,7 +380,7 @@ GIO_HD void gio__qp_reap_end(struct gio_qp *qp, uint32_t head, uint32_t n)
  *
  * Any thread, host or device. Results go to the commands' slots; completions of abandoned
  * commands are dropped and their slots freed. One CQ head doorbell covers the batch.
- * (giouring/device.cuh has the warp form, gio_qp_reap_warp().)
+ * (giouring/device/verbs.cuh has the warp form, gio_qp_reap_warp().)
  */
 GIO_HD uint32_t gio_qp_reap(struct gio_qp *qp)
 {
@@ -437,7 +437,7 @@ GIO_HD int gio_qp_try_result(struct gio_qp *qp, uint32_t cid, uint16_t *status, 
  * @brief Waits for a command's completion, reaping on behalf of all, up to a deadline.
  * @param qp        the queue pair.
  * @param cid       the command (its slot).
- * @param deadline  absolute deadline (giouring/clock.h).
+ * @param deadline  absolute deadline (giouring/ring/clock.h).
  * @param status    receives the status field, or NULL.
  * @param dw0       receives completion Dword 0, or NULL.
  * @return 0, `-EIO` (NVMe error, see @p status), or `-ETIME` at the deadline: the command is then
@@ -500,4 +500,4 @@ GIO_HD int gio_qp_reserve_wait(struct gio_qp *qp, uint32_t n, uint64_t deadline,
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_QP_H */
+#endif /* GIOURING_RING_QP_H */

@@ -1,14 +1,14 @@
 /**
- * @file giouring/host.h
+ * @file giouring/host/version.h
  * @brief The host init library (`giouring::host`): what is linked rather than inlined.
  *
  * For now it answers which library version was linked; queue set-up, targets and DMA
  * registration arrive with later releases (see README.md, "Status").
  */
-#ifndef GIOURING_HOST_H
-#define GIOURING_HOST_H
+#ifndef GIOURING_HOST_VERSION_H
+#define GIOURING_HOST_VERSION_H
 
-#include "config.h"
+#include "../config.h"
 
 GIO_EXTERN_C_BEGIN
 
@@ -30,4 +30,4 @@ const char *gio_version_string(void);
 
 GIO_EXTERN_C_END
 
-#endif /* GIOURING_HOST_H */
+#endif /* GIOURING_HOST_VERSION_H */
