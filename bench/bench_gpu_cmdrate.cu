@@ -21,7 +21,10 @@
 #include <string>
 #include <vector>
 
-#include <giouring/target/gpu_target.cuh>
+#include <giouring/device/verbs.cuh>
+#include <giouring/host/ctx.h>
+#include <giouring/host/launch.h>
+#include <giouring/target/gpu_target.h>
 #include <giouring/proto/sgl_build.h>
 
 namespace {

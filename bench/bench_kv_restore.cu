@@ -19,7 +19,10 @@
 // progress on stderr, JSON with --json. Exits 77 (skipped) without a GPU. Run with --help.
 #include <string>
 
-#include <giouring/target/gpu_target.cuh>
+#include <giouring/device/verbs.cuh>
+#include <giouring/host/ctx.h>
+#include <giouring/host/launch.h>
+#include <giouring/target/gpu_target.h>
 #include <giouring/proto/prp_build.h>
 #include <giouring/proto/sgl_build.h>
 

@@ -6,7 +6,7 @@
 //
 // Integration template: copy restore_layer (the I/O kernel), the layer counters (what a compute
 // kernel waits on) and the launch order (kernels preloaded before the persistent executor).
-// The target is the GPU-executed software NVMe target (giouring/target/gpu_target.cuh): its executor
+// The target is the GPU-executed software NVMe target (giouring/target/gpu_target.h): its executor
 // kernel stands in for the SSDs on SMs of its own; with a real controller the same I/O kernel
 // submits to the controller's queue pairs.
 //
@@ -23,7 +23,11 @@
 #include <string>
 #include <vector>
 
-#include <giouring/target/gpu_target.cuh>
+#include <giouring/device/verbs.cuh>
+#include <giouring/host/ctx.h>
+#include <giouring/host/launch.h>
+#include <giouring/host/uri.h>
+#include <giouring/target/gpu_target.h>
 #include <giouring/kv/layout.h>
 #include <giouring/proto/sgl_build.h>
 

@@ -1,6 +1,7 @@
-/* The host library's error channel: the calling thread's last message (gio_last_error()). Its own
- * object file, so that programs using only the CUDA headers' host helpers (giouring/target/gpu_target.cuh)
- * link it without the CPU executor and liburing. */
+/* The host library's error channel: the calling thread's message about its latest failed call
+ * (gio_last_error()). Every public entry point clears it first (gio__clear_error()), so a message
+ * never outlives the call it describes. Its own object file, so that programs linking only the
+ * CUDA part of the host library's error channel need nothing else. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,11 @@ int gio__fail(int rc, const char *fmt, ...)
 	vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	va_end(ap);
 	return rc;
+}
+
+void gio__clear_error(void)
+{
+	last_error[0] = 0;
 }
 
 const char *gio_last_error(void)

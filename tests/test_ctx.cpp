@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "../src/devcopy.h"
+#include "../src/exec/devcopy.h"
 
 namespace {
 
@@ -60,6 +60,16 @@ TEST_CASE("bad URIs get -EINVAL with a message naming the problem", "[ctx]")
 		const char *says;
 	} cases[] = {
 		{"bogus://x", -EINVAL, "unknown target"},
+		{"bogus://x", -EINVAL, "nvme-pci://"},
+		{"mem://host?size=0", -EINVAL, "size=0"},
+		{"?size=0", -EINVAL, "size=0"},
+		{"mem://host?size=1M&size=2M", -EINVAL, "size is given twice"},
+		{"mem://host?size=1M&lba", -EINVAL, "'lba' has no value"},
+		{"mem://host?size=1M&=4096", -EINVAL, "no name"},
+		{"mem://host?size=1M&direct=1", -EINVAL, "unknown URI parameter 'direct' for mem://host"},
+		{"mem://host?size=1M&iommu=type1", -EINVAL, "unknown URI parameter 'iommu'"},
+		{"nvme-pci://0000:fe:1f.7?size=1M", -EINVAL, "unknown URI parameter 'size' for nvme-pci://"},
+		{"mem://host?size=1M&queues=5000", -EINVAL, "queues=5000: a number from 1 to 1024"},
 		{"mem://host", -EINVAL, "size="},
 		{"mem://host?size=abc", -EINVAL, "not a number"},
 		{"mem://host?size=1M&lba=1000", -EINVAL, "lba=1000"},
@@ -90,6 +100,34 @@ TEST_CASE("bad URIs get -EINVAL with a message naming the problem", "[ctx]")
 		INFO(gio_last_error());
 		CHECK(std::string(gio_last_error()).find(c.says) != std::string::npos);
 	}
+}
+
+TEST_CASE("gio_last_error() names only the latest call's failure", "[ctx][errors]")
+{
+	gio_ctx *ctx = nullptr;
+	REQUIRE(gio_ctx_open("bogus://x", &ctx) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("unknown target") != std::string::npos);
+	// A later success clears it.
+	REQUIRE(gio_ctx_open("mem://host?size=1M", &ctx) == 0);
+	CHECK(std::string(gio_last_error()).empty());
+	gio_qp *qp = nullptr;
+	REQUIRE(gio_ctx_qp_create(ctx, 8, &qp) == 0);
+	CHECK(std::string(gio_last_error()).empty());
+	// An NVMe error gets a message naming the queue and the status, and keeps the status intact.
+	gio_sqe sqe;
+	REQUIRE(gio_prep_read(&sqe, 1, 1ull << 40, 1) == 0); // far past the namespace's end
+	uint16_t st = 0;
+	CHECK(gio_qp_submit_wait(qp, &sqe, 1000000000ull, &st, nullptr) == -EIO);
+	CHECK(gio_status_sc(st) == GIO_SC_LBA_RANGE);
+	const std::string msg = gio_last_error();
+	INFO(msg);
+	CHECK(msg.find("queue 1") != std::string::npos);
+	CHECK(msg.find(gio_status_str(st)) != std::string::npos);
+	// A failure of another kind replaces it; then a success clears it again.
+	CHECK(gio_ctx_qp_create(ctx, 3, &qp) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("queue depth 3") != std::string::npos);
+	CHECK(gio_ctx_close(ctx) == 0);
+	CHECK(std::string(gio_last_error()).empty());
 }
 
 TEST_CASE("URI numbers: digits with K M G T suffixes, overflow refused", "[ctx][uri]")
@@ -450,7 +488,7 @@ TEST_CASE("GPU placement where it is unsupported: documented errors, no crash", 
 	CHECK(gio_ctx_close(ctx) == 0);
 }
 
-// ---- device memory through an injected copy engine (src/devcopy.h) -----------------------------
+// ---- device memory through an injected copy engine (src/exec/devcopy.h) -----------------------------
 //
 // "Device memory" here is an address range mapped PROT_NONE: any load or store by the executor
 // would crash the test. Only the fake copy engine reaches it, by translating its addresses into

@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "../src/iova.h"
+#include "../src/vfio/iova.h"
 
 TEST_CASE("iova: allocations are aligned, disjoint and above the floor")
 {

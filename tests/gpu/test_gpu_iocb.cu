@@ -14,7 +14,10 @@
 #include <cstring>
 
 #include "gpu_test.cuh"
-#include <giouring/target/gpu_target.cuh>
+#include <giouring/device/verbs.cuh>
+#include <giouring/host/ctx.h>
+#include <giouring/host/launch.h>
+#include <giouring/target/gpu_target.h>
 #include <giouring/proto/sgl_build.h>
 
 namespace {

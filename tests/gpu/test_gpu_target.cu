@@ -1,4 +1,4 @@
-// The GPU-executed software target (giouring/target/gpu_target.cuh) driven by GPU warps.
+// The GPU-executed software target (giouring/target/gpu_target.h) driven by GPU warps.
 //
 // For each placement (mem://hbm with rings in HBM; mem://host?exec=gpu with rings in host
 // memory): warps write objects from a per-object pattern with gio_submit_warp, read them back into
@@ -16,7 +16,11 @@
 #include <string>
 
 #include "gpu_test.cuh"
-#include <giouring/target/gpu_target.cuh>
+#include <giouring/device/verbs.cuh>
+#include <giouring/host/ctx.h>
+#include <giouring/host/launch.h>
+#include <giouring/target/gpu_exec.cuh>
+#include <giouring/target/gpu_target.h>
 #include <giouring/proto/sgl_build.h>
 
 namespace {

@@ -4,7 +4,7 @@
  *
  * Every wait in giouring takes an absolute deadline in nanoseconds of this clock. On the GPU
  * the clock is `%globaltimer` (nanoseconds, shared by all SMs); on the host it is
- * CLOCK_MONOTONIC, read by the host library (so these headers stay strict C11).
+ * CLOCK_MONOTONIC. Both halves are inline here: the ring headers need no library on either side.
  * The two clocks are unrelated: a deadline is computed on the side that waits.
  */
 #ifndef GIOURING_RING_CLOCK_H
@@ -14,39 +14,71 @@
 
 #include "../config.h"
 
+/** @cond GIO_INTERNAL */
+#include <sched.h>
+#include <stddef.h>
+#include <time.h>
+#if !(defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE >= 199309L) && !defined(__cplusplus)
+/* Strict ISO C (-std=c11 without a feature macro) hides these two POSIX declarations, although
+ * every Linux C library has the functions; they are declared here as that library declares them
+ * (clockid_t is int). C++ compilers always expose them (g++ and clang++ define _GNU_SOURCE). */
+extern int clock_gettime(int clock_id, struct timespec *tp);
+extern int nanosleep(const struct timespec *req, struct timespec *rem);
+#endif
+#if defined(CLOCK_MONOTONIC)
+#define GIO__CLOCK_MONOTONIC CLOCK_MONOTONIC
+#else
+#define GIO__CLOCK_MONOTONIC 1 /* Linux's number for CLOCK_MONOTONIC */
+#endif
+/** @endcond */
+
 GIO_EXTERN_C_BEGIN
 
 /** @brief A deadline that never expires (use only where something else bounds the wait). */
 #define GIO_DEADLINE_NEVER UINT64_MAX
 
 /**
- * @brief CLOCK_MONOTONIC in nanoseconds (defined in the host library).
+ * @brief CLOCK_MONOTONIC in nanoseconds.
  * @return the time.
  *
  * Any host thread.
  */
-uint64_t gio_host_now_ns(void);
+GIO_INLINE uint64_t gio_host_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(GIO__CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /**
- * @brief Gives the CPU away (sched_yield; defined in the host library).
+ * @brief Gives the CPU away (sched_yield).
  *
  * Any host thread.
  */
-void gio_host_yield(void);
+GIO_INLINE void gio_host_yield(void)
+{
+	(void)sched_yield();
+}
 
 /**
- * @brief Sleeps for about @p ns nanoseconds (nanosleep; defined in the host library).
+ * @brief Sleeps for about @p ns nanoseconds (nanosleep; an interrupted sleep returns early).
  * @param ns  how long.
  *
  * Any host thread.
  */
-void gio_host_sleep_ns(uint64_t ns);
+GIO_INLINE void gio_host_sleep_ns(uint64_t ns)
+{
+	struct timespec ts;
+	ts.tv_sec = (time_t)(ns / 1000000000ull);
+	ts.tv_nsec = (long)(ns % 1000000000ull);
+	(void)nanosleep(&ts, NULL);
+}
 
 /**
  * @brief Monotonic nanoseconds on the calling side (host: CLOCK_MONOTONIC, device: %globaltimer).
  * @return the time.
  *
- * Any thread, host or device; host callers link giouring::host.
+ * Any thread, host or device.
  */
 GIO_HD uint64_t gio_now_ns(void)
 {

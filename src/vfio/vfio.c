@@ -26,7 +26,7 @@
 #include <linux/pci_regs.h>
 #include <linux/vfio.h>
 
-#include "internal.h"
+#include "../internal.h"
 #include "iommufd_uapi.h"
 #include "iova.h"
 

@@ -34,7 +34,8 @@
 #include <giouring/ring/clock.h>
 #include <giouring/proto/status.h>
 
-#include "internal.h"
+#include "../internal.h"
+#include "exec.h"
 
 #define BATCH 32u /* commands fetched from one queue per pass */
 

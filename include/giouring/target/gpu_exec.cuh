@@ -1,0 +1,306 @@
+/**
+ * @file giouring/target/gpu_exec.cuh
+ * @brief The GPU executor's device code: the loop each executor warp runs over its queues.
+ *
+ * CUDA only. gio_gpu_target_start() (giouring/target/gpu_target.h) launches it as a persistent
+ * kernel of its own; include this header to run gio_gpu_exec_loop() from blocks of your own
+ * kernel instead (a fused launch, e.g. under compute-sanitizer, which serializes kernels).
+ *
+ * Each executor warp serves the queue pairs whose CQ it owns (CQ c by warp (c - 1) % warps):
+ * it reads their SQ tail doorbells a lane each, fetches up to 32 commands of a queue at once
+ * (gio_tgt_fetch_batch_at()), a lane checks and walks each, the warp moves each command's data
+ * cooperatively (16 bytes a lane), and each lane posts its completion (gio_tgt_post_at()).
+ */
+#ifndef GIOURING_TARGET_GPU_EXEC_CUH
+#define GIOURING_TARGET_GPU_EXEC_CUH
+
+#if !defined(__CUDACC__)
+#error "giouring/target/gpu_exec.cuh is CUDA code: compile it with nvcc"
+#endif
+
+#include <stdint.h>
+#include <string.h>
+
+#include "../device/verbs.cuh"
+#include "../proto/status.h"
+#include "core.h"
+#include "gpu_target.h"
+
+/* Warp-cooperative copy of one segment; 16 bytes a lane when both ends and the length allow. */
+__device__ inline void gio__gpu_copy_warp(unsigned char *dst, const unsigned char *src, uint64_t len)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	if ((((uintptr_t)dst | (uintptr_t)src | len) & 15u) == 0) {
+		uint4 *d = (uint4 *)dst;
+		const uint4 *s = (const uint4 *)src;
+		const uint64_t n = len / 16;
+		uint64_t k = lane;
+		/* Sixteen loads in flight per lane (8 KiB per warp) before their stores: the source may
+		 * be host memory across PCIe, microseconds away under load, and one warp serves each
+		 * queue: its bandwidth is what it has in flight over that latency. */
+		for (; k + 480 < n; k += 512) {
+			uint4 v[16];
+#pragma unroll
+			for (int u = 0; u < 16; u++)
+				v[u] = s[k + 32 * u];
+#pragma unroll
+			for (int u = 0; u < 16; u++)
+				d[k + 32 * u] = v[u];
+		}
+		for (; k < n; k += 32)
+			d[k] = s[k];
+	} else {
+		for (uint64_t k = lane; k < len; k += 32)
+			dst[k] = src[k];
+	}
+}
+
+/* Serves up to 32 commands of SQ `qid` with the calling warp, its tail doorbell read as `tail`
+ * (by a lane of this warp, with an acquire load); returns how many (on every lane). */
+__device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, uint16_t qid, uint32_t tail, unsigned char *backing,
+					       uint32_t flags, const struct gio_ssd_model *model, uint32_t nwarps,
+					       uint64_t *busy_until, uint64_t *prof)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	uint64_t t0 = prof && lane == 0 ? gio_now_ns() : 0, t1 = 0;
+	struct gio_xfer_seg segs[GIO_GPU_EXEC_MAX_SEGS];
+	struct gio_tgt_io io;
+	struct gio_sqe sqe;
+	uint32_t slot = 0;
+	/* Lanes without a command still take part in the shuffles below. */
+	memset(&io, 0, sizeof(io));
+	segs[0].addr = segs[0].len = 0;
+	segs[0].flags = 0;
+	sqe.cid = 0;
+	int n = 0;
+	uint16_t st = 0;
+	if (lane == 0)
+		n = gio_tgt_fetch_batch_at(t, qid, 32, tail, &slot);
+	n = __shfl_sync(0xffffffffu, n, 0);
+	if (n <= 0)
+		return 0;
+	slot = __shfl_sync(0xffffffffu, slot, 0);
+	__syncwarp(); /* lane 0's new SQ head (the SQHD of the CQEs) before the lanes post */
+	if (prof && lane == 0) {
+		t1 = gio_now_ns();
+		prof[0] += t1 - t0;
+	}
+	/* The host wrote the entries before its release of the doorbell, which a lane of this warp
+	 * acquired, and the warp barrier passed that on. */
+	if (flags & GIO_GPU_RINGS_HOST) {
+		/* In 16-byte pieces, read so that each load instruction of the warp covers 512
+		 * contiguous bytes (piece c = 32 j + lane is piece c % 4 of entry c / 4), which asks
+		 * PCIe for whole lines where a lane per entry asked for a sector of each; then a
+		 * transpose by shuffles gives lane e entry e. +9% at the best host-ring point, but -9%
+		 * with rings in HBM, where the shuffles cost more than the loads they save
+		 * (bench/results/2026-11-29-gpu-sqe-coalesce-ab-h200.md). */
+		uint4 piece[4];
+		uint4 *dst = (uint4 *)&sqe;
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			const uint32_t c = 32u * (uint32_t)j + lane;
+			piece[j] = make_uint4(0, 0, 0, 0);
+			if (c / 4u < (uint32_t)n)
+				piece[j] = ((const uint4 *)gio_tgt_sqe(t, qid, slot + c / 4u))[c % 4u];
+		}
+		/* Entry e, piece p sits in piece[e / 8] of lane 4 (e % 8) + p. */
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+#pragma unroll
+			for (int p = 0; p < 4; p++) {
+				const int src = (int)(4u * (lane % 8u)) + p;
+				uint4 v;
+				v.x = __shfl_sync(0xffffffffu, piece[j].x, src);
+				v.y = __shfl_sync(0xffffffffu, piece[j].y, src);
+				v.z = __shfl_sync(0xffffffffu, piece[j].z, src);
+				v.w = __shfl_sync(0xffffffffu, piece[j].w, src);
+				if (lane / 8u == (unsigned)j)
+					dst[p] = v;
+			}
+	} else if (lane < (unsigned)n) {
+		const uint4 *src = (const uint4 *)gio_tgt_sqe(t, qid, slot + lane);
+		uint4 *dst = (uint4 *)&sqe;
+		dst[0] = src[0];
+		dst[1] = src[1];
+		dst[2] = src[2];
+		dst[3] = src[3];
+	}
+	if (lane < (unsigned)n) {
+		io.xfer.segs = segs;
+		io.xfer.cap = GIO_GPU_EXEC_MAX_SEGS;
+		st = gio_tgt_io_prepare(t, &sqe, &io);
+	}
+	const int moves = lane < (unsigned)n && st == 0 && io.bytes && io.opc != GIO_NVM_OPC_FLUSH;
+	if (prof) {
+		__syncwarp();
+		if (lane == 0) {
+			t0 = gio_now_ns();
+			prof[1] += t0 - t1;
+		}
+	}
+	if (!(flags & GIO_GPU_NO_DATA)) {
+		/* One command at a time, the whole warp copying its segments in order. */
+		unsigned todo = __ballot_sync(0xffffffffu, moves);
+		while (todo) {
+			const int k = __ffs(todo) - 1;
+			const uint32_t nseg = __shfl_sync(0xffffffffu, io.xfer.n, k);
+			const int is_write = __shfl_sync(0xffffffffu, (int)io.is_write, k);
+			const int zeroes = __shfl_sync(0xffffffffu, io.opc == GIO_NVM_OPC_WRITE_ZEROES, k);
+			uint64_t off = __shfl_sync(0xffffffffu, io.offset, k);
+			if (zeroes) {
+				const uint64_t bytes = __shfl_sync(0xffffffffu, io.bytes, k);
+				for (uint64_t b = lane; b < bytes; b += 32)
+					backing[off + b] = 0;
+			}
+			for (uint32_t s = 0; s < nseg && !zeroes; s++) {
+				const uint32_t mine = s < GIO_GPU_EXEC_MAX_SEGS ? s : 0;
+				const uint64_t addr = __shfl_sync(0xffffffffu, segs[mine].addr, k);
+				const uint64_t len = __shfl_sync(0xffffffffu, segs[mine].len, k);
+				const uint32_t fl = __shfl_sync(0xffffffffu, segs[mine].flags, k);
+				if (!(fl & GIO_XFER_BIT_BUCKET)) {
+					unsigned char *host = (unsigned char *)gio_dma_map_find(t->map, addr, len);
+					if (is_write)
+						gio__gpu_copy_warp(backing + off, host, len);
+					else
+						gio__gpu_copy_warp(host, backing + off, len);
+				}
+				off += len;
+			}
+			todo &= todo - 1;
+		}
+	}
+	if (flags & GIO_GPU_MODEL) {
+		/* Each executor warp owns 1/nwarps of the device's bandwidth: the batch completes when
+		 * its bytes have gone through that share, and no earlier than the latency. */
+		const uint64_t bytes = moves ? io.bytes : 0;
+		uint64_t rd = moves && !io.is_write ? bytes : 0, wr = moves && io.is_write ? bytes : 0;
+		for (int o = 16; o; o >>= 1) {
+			rd += __shfl_xor_sync(0xffffffffu, rd, o);
+			wr += __shfl_xor_sync(0xffffffffu, wr, o);
+		}
+		if (lane == 0) {
+			const float gbps = rd && wr ? model->mixed_gbps : wr ? model->write_gbps : model->read_gbps;
+			const uint64_t now = gio_now_ns();
+			const uint64_t start = *busy_until > now ? *busy_until : now;
+			const uint64_t xfer_ns = gbps > 0 ? (uint64_t)((double)(rd + wr) * nwarps / gbps) : 0;
+			const uint64_t lat_ns = (uint64_t)(model->lat_us * 1000.0f);
+			*busy_until = start + xfer_ns;
+			const uint64_t done = *busy_until > now + lat_ns ? *busy_until : now + lat_ns;
+			while (gio_now_ns() < done)
+				__nanosleep(256);
+		}
+		__syncwarp();
+	}
+	/* The data written by every lane before each lane's release of its CQE status (the warp
+	 * barrier orders them at CTA scope; the release at system scope is cumulative). */
+	__syncwarp();
+	if (prof && lane == 0) {
+		t1 = gio_now_ns();
+		prof[2] += t1 - t0;
+	}
+	if (lane < (unsigned)n)
+		gio_tgt_post_at(t, qid, lane, sqe.cid, st, 0);
+	const uint32_t nerr = (uint32_t)__popc(__ballot_sync(0xffffffffu, lane < (unsigned)n && (st & 0x7ffu)));
+	__syncwarp();
+	if (lane == 0)
+		gio_tgt_post_done(t, qid, (uint32_t)n, nerr);
+	__syncwarp();
+	if (prof && lane == 0)
+		prof[3] += gio_now_ns() - t1;
+	return (uint32_t)n;
+}
+
+/**
+ * @brief The executor loop, for the calling warp: serves the I/O queues whose CQ it owns until
+ * gio_gpu_ctl::stop.
+ * @param t        the target (device memory).
+ * @param backing  namespace byte 0 (device pointer).
+ * @param ctl      the control block (device pointer of mapped host memory).
+ * @param flags    GIO_GPU_NO_DATA, GIO_GPU_MODEL.
+ * @param model    the timing model.
+ * @param warp     this warp's index among the executor's warps.
+ * @param nwarps   the executor's warps.
+ *
+ * All 32 lanes of the warp. gio_gpu_exec_kernel() runs it on every warp; a program may instead
+ * call it from blocks of its own kernel (a fused launch: compute-sanitizer serializes separate
+ * kernels, so a persistent executor and its producers must share one launch there), after
+ * gio_gpu_target_prepare().
+ */
+__device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backing, struct gio_gpu_ctl *ctl,
+					 uint32_t flags, const struct gio_ssd_model *model, uint32_t warp, uint32_t nwarps)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	uint64_t busy_until = 0;
+	uint32_t idle = 0, owned = 0;
+	unsigned long long batches = 0;
+	uint64_t prof[6] = {0, 0, 0, 0, 0, 0};
+	uint64_t *pr = (flags & GIO_GPU_PROFILE) ? prof : (uint64_t *)0;
+	/* The queues are fixed while the executor runs (created before the start): list once the
+	 * SQs whose CQ this warp owns (posting to a CQ is not atomic, so one warp serves each CQ),
+	 * owned queue k in mine[k / 32] of lane k % 32. */
+	uint16_t mine[(GIO_TGT_MAX_IO_QUEUES + 31) / 32];
+	for (uint32_t base = 1; base <= GIO_TGT_MAX_IO_QUEUES; base += 32) {
+		const uint32_t q = base + lane;
+		int m = 0;
+		if (q <= GIO_TGT_MAX_IO_QUEUES) {
+			const struct gio_tgt_queue *sq = &t->sq[q];
+			m = gio_load_acquire_in(t->scope, &sq->live) && (sq->cqid - 1u) % nwarps == warp;
+		}
+		for (unsigned bal = __ballot_sync(0xffffffffu, m); bal; bal &= bal - 1, owned++) {
+			const uint32_t one = __shfl_sync(0xffffffffu, q, __ffs(bal) - 1);
+			if (owned % 32 == lane)
+				mine[owned / 32] = (uint16_t)one;
+		}
+	}
+	for (;;) {
+		uint32_t did = 0;
+		const uint64_t pass_start = pr && lane == 0 ? gio_now_ns() : 0;
+		/* Each lane reads the tail doorbell of one owned queue: with rings in host memory one
+		 * round trip across PCIe per 32 queues, where a queue at a time paid one each. */
+		for (uint32_t c = 0; c * 32 < owned; c++) {
+			uint32_t q = 0, tail = 0;
+			int pending = 0;
+			if (c * 32 + lane < owned) {
+				q = mine[c];
+				if (gio_load_acquire_in(t->scope, &t->sq[q].live)) {
+					tail = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, (uint16_t)q, 0));
+					pending = tail != t->sq[q].idx;
+				}
+			}
+			for (unsigned todo = __ballot_sync(0xffffffffu, pending); todo; todo &= todo - 1) {
+				const int k = __ffs(todo) - 1;
+				const uint32_t n = gio__gpu_serve_warp(t, (uint16_t)__shfl_sync(0xffffffffu, q, k),
+								       __shfl_sync(0xffffffffu, tail, k), backing, flags, model,
+								       nwarps, &busy_until, pr);
+				did += n;
+				batches += n ? 1 : 0;
+			}
+		}
+		if (did) {
+			idle = 0;
+			continue;
+		}
+		if (pr && lane == 0 && owned) {
+			prof[4] += gio_now_ns() - pass_start;
+			prof[5]++;
+		}
+		/* Idle: back off up to ~2 us (a warp without queues: 100 us), and look at the host's
+		 * stop flag (across PCIe) only every 64th idle pass. */
+		if (idle % 64 == 63 || !owned) {
+			int stop = 0;
+			if (lane == 0)
+				stop = (int)gio_load_acquire(&ctl->stop);
+			if (__shfl_sync(0xffffffffu, stop, 0))
+				break;
+		}
+		__nanosleep(!owned ? 100000u : idle < 5 ? 64u << idle : 2048u);
+		idle++;
+	}
+	if (lane == 0 && batches)
+		atomicAdd(&ctl->batches, batches);
+	if (lane == 0 && pr)
+		for (int i = 0; i < 6; i++)
+			atomicAdd(&ctl->prof[i], (unsigned long long)prof[i]);
+}
+
+#endif /* GIOURING_TARGET_GPU_EXEC_CUH */

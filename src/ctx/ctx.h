@@ -1,0 +1,103 @@
+/* A host library context (struct gio_ctx) and what its files share: open.c (open and close),
+ * ctrl.c (registers, admin commands, controller bring-up), memory.c (DMA registration and the
+ * memory providers), queues.c (I/O queue pairs), proxy.c (the doorbell proxy thread). */
+#ifndef GIOURING_SRC_CTX_CTX_H
+#define GIOURING_SRC_CTX_CTX_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <giouring/host/ctx.h>
+#include <giouring/target/core.h>
+
+#include "../exec/exec.h"
+#include "../internal.h"
+
+#define GIO__ADMIN_DEPTH 32u
+#define GIO__MAX_REGIONS 1024u
+#define GIO__MAX_QPS GIO_TGT_MAX_IO_QUEUES
+#define GIO__ADMIN_TIMEOUT_NS (5ull * 1000000000ull)
+#define GIO__CLOSE_ADMIN_TIMEOUT_NS (500ull * 1000000ull)
+/* Bound of a copy-engine batch, and of zeroing queues in GPU memory. */
+#define GIO__DEVCOPY_TIMEOUT_NS (10ull * 1000000000ull)
+
+/* One I/O queue pair and its memory. */
+struct gio__qp_mem {
+	struct gio_qp qp;
+	void *sq, *cq, *slots;
+	uint64_t sq_addr, cq_addr; /* bus addresses */
+	int pinned, live;          /* live: the controller has both queues */
+	void *pinned_base;         /* pinned: the one allocation holding sq, cq and slots */
+	void *hbm_base;            /* GIO_CTX_QP_HBM: the GPU allocation holding sq and cq */
+	/* GIO_CTX_QP_DB_PROXY: the ring writes these shadow words; the proxy thread mirrors them to
+	 * the controller's doorbells (hw_db), the SQ tail in [0], the CQ head in [1]. */
+	uint32_t *shadow; /* shadow_host, or after the slots in pinned memory (GPU producers) */
+	uint32_t shadow_host[2], mirrored[2];
+	uint32_t *hw_db[2];
+	int proxied;
+};
+
+struct gio_ctx {
+	struct gio__backend be;
+	struct gio_tgt tgt;
+	struct gio_tgt_bar *bar; /* the software target's registers, or NULL */
+	struct gio_dma_region regions[GIO__MAX_REGIONS];
+	struct gio_dma_map map;
+	/* Device memory (gio_ctx_register_device): the executor reaches it with copies only. */
+	struct gio_dma_region dev_regions[GIO__MAX_REGIONS];
+	struct gio_dma_map dev_map;
+	struct gio__devcopy cuda_dc; /* the CUDA copy engine, filled at the first device region */
+	int dev_ordinal;             /* GPU of every device region */
+	int dc_injected;             /* gio__ctx_set_devcopy() replaced it */
+	int bar_mapped;              /* the software target's BAR0 is registered with CUDA (GPU producers) */
+	int mmio_gpu;                /* nvme-pci BAR0 for GPU threads: 0 untried, 1 registered, -1 refused */
+	int proxy_noticed;           /* the fallback to the proxy was reported once */
+	char mmio_gpu_why[256];      /* why it was refused */
+	pthread_mutex_t lock;        /* registration, queue creation, admin commands */
+	struct gio__exec exec;
+	struct gio_dptr_caps caps;
+	struct gio_ns_info info;
+	struct gio_qp admin;
+	void *admin_sq, *admin_cq, *admin_slots, *idbuf;
+	uint64_t admin_sq_addr, admin_cq_addr, idbuf_addr;
+	uint64_t cap;
+	struct gio__qp_mem *qps[GIO__MAX_QPS + 1];
+	uint32_t nqps; /* written under lock, read by the proxy with acquire */
+	pthread_t proxy;
+	uint32_t proxy_stop;
+	int proxy_started;
+	char path[4096];
+	char tmpdir[4000];
+	int remove_file;
+	uint64_t size;
+	int started, enabled;
+};
+
+/* URI dptr=: which data pointers gio_ctx_dptr_caps() lets the builders use. */
+enum { GIO__DPTR_AUTO, GIO__DPTR_PRP };
+
+/* ctrl.c */
+uint32_t gio__reg_read(struct gio_ctx *c, uint32_t off);
+void gio__reg_write(struct gio_ctx *c, uint32_t off, uint32_t v);
+uint32_t *gio__doorbell(struct gio_ctx *c, uint64_t off);
+uint16_t gio__qp_flags(const struct gio_ctx *c);
+uint64_t gio__cap_timeout_ns(uint64_t cap);
+int gio__wait_csts(struct gio_ctx *c, uint32_t mask, uint32_t want, uint64_t timeout_ns, const char *what);
+/* One admin command, GIO__ADMIN_TIMEOUT_NS; -EIO names the command and its status. */
+int gio__admin(struct gio_ctx *c, const struct gio_sqe *sqe, uint32_t *dw0);
+/* Reset, admin queue, enable, Identify, Number of Queues; c->lock held. */
+int gio__bring_up(struct gio_ctx *c, uint32_t nsid, int dptr);
+
+/* memory.c; c->lock held where named _locked. */
+int gio__register_locked(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr);
+int gio__add_region_locked(struct gio_ctx *c, void *ptr, size_t len, int fd, uint64_t off, uint64_t *addr);
+/* Why this context cannot map files and dma-bufs, or NULL where it can. */
+const char *gio__no_fd_mapping(const struct gio_ctx *c);
+/* Zeroed, page-aligned memory the controller can reach; *addr receives its bus address. */
+void *gio__alloc_dma(struct gio_ctx *c, size_t len, uint64_t *addr);
+
+/* proxy.c */
+int gio__proxy_start(struct gio_ctx *c);
+void gio__proxy_stop(struct gio_ctx *c);
+
+#endif

@@ -1,0 +1,291 @@
+/* I/O queue pairs of a context: memory (host, pinned and GPU-mapped for GPU producers, or GPU
+ * memory for nvme-pci), doorbells (the target's, direct MMIO for GPU threads, or the proxy), and
+ * their creation on the controller (Create I/O CQ, then SQ). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <giouring/proto/prep.h>
+#include <giouring/ring/clock.h>
+
+#include "../cuda/cudart.h"
+#include "ctx.h"
+
+/* GIO_CTX_QP_HBM: the SQ and CQ in one GPU allocation (on the calling thread's current GPU),
+ * zeroed on a non-blocking stream (a persistent kernel already running must not hold this up),
+ * and mapped for the controller through the HBM provider; c->lock held. */
+static int hbm_queues(struct gio_ctx *c, struct gio__qp_mem *m, size_t sq_bytes, size_t cq_bytes)
+{
+	const size_t len = sq_bytes + cq_bytes;
+	void *stream = NULL;
+	uint64_t addr, deadline;
+	const struct gio__cudart *rt = gio__cudart();
+	int e, fd, rc;
+	if (!rt)
+		return gio__fail(-ENODEV, "giouring: GIO_CTX_QP_HBM: %s", gio__cudart_why());
+	if (!rt->dev_malloc || !rt->dev_free || !rt->memset_async || !rt->stream_create ||
+	    !rt->stream_query || !rt->stream_destroy)
+		return gio__fail(-ENODEV, "giouring: GIO_CTX_QP_HBM: libcudart.so lacks cudaMalloc, cudaFree, cudaMemsetAsync "
+				 "or the stream calls");
+	if ((e = rt->dev_malloc(&m->hbm_base, len + 4095))) {
+		m->hbm_base = NULL;
+		return gio__fail(-ENOMEM, "giouring: GIO_CTX_QP_HBM: cudaMalloc of %zu bytes: %s", len + 4095, gio__cuda_err(e));
+	}
+	/* Queues start on 4 KiB (Create I/O SQ/CQ) and a dma-buf covers whole pages. */
+	m->sq = (void *)(((uintptr_t)m->hbm_base + 4095) & ~(uintptr_t)4095);
+	m->cq = (char *)m->sq + sq_bytes;
+	if ((e = rt->stream_create(&stream, GIO__CUDA_STREAM_NON_BLOCKING)))
+		return gio__fail(-EIO, "giouring: GIO_CTX_QP_HBM: cudaStreamCreateWithFlags: %s", gio__cuda_err(e));
+	e = rt->memset_async(m->sq, 0, len, stream);
+	deadline = gio_deadline_in(GIO__DEVCOPY_TIMEOUT_NS);
+	while (!e && (e = rt->stream_query(stream)) == GIO__CUDA_NOT_READY && !gio_deadline_passed(deadline))
+		gio_host_sleep_ns(100000);
+	(void)rt->stream_destroy(stream);
+	if (e == GIO__CUDA_NOT_READY)
+		return gio__fail(-ETIME, "giouring: GIO_CTX_QP_HBM: zeroing the queues did not finish within 10 s");
+	if (e)
+		return gio__fail(-EIO, "giouring: GIO_CTX_QP_HBM: cudaMemsetAsync: %s", gio__cuda_err(e));
+	if ((rc = gio__gpu_dmabuf(m->sq, len, &fd)))
+		return rc;
+	rc = gio__add_region_locked(c, m->sq, len, fd, 0, &addr);
+	close(fd); /* on success the IOAS holds its own reference */
+	if (rc)
+		return rc;
+	m->sq_addr = addr;
+	m->cq_addr = addr + sq_bytes;
+	return 0;
+}
+
+/* Direct GPU doorbells on a real controller: BAR0 registered with the GPU as I/O memory
+ * (cudaHostRegisterIoMemory), at the same address for GPU threads (unified addressing), so the
+ * ring's doorbell pointers serve host and GPU alike. Tried once per context; a refusal is kept
+ * with its reason (recent open GPU kernel modules refuse it; so does a machine without a GPU). */
+static int mmio_map_for_gpu(struct gio_ctx *c)
+{
+	const struct gio__cudart *rt;
+	void *dev = NULL;
+	int e;
+	if (c->mmio_gpu)
+		return c->mmio_gpu > 0 ? 0 : -EOPNOTSUPP;
+	c->mmio_gpu = -1;
+	rt = gio__cudart();
+	if (!rt) {
+		snprintf(c->mmio_gpu_why, sizeof(c->mmio_gpu_why), "%s", gio__cudart_why());
+		return -EOPNOTSUPP;
+	}
+	if (!rt->host_register || !rt->host_unregister || !rt->host_get_device_pointer) {
+		snprintf(c->mmio_gpu_why, sizeof(c->mmio_gpu_why), "libcudart.so lacks cudaHostRegister");
+		return -EOPNOTSUPP;
+	}
+	/* cudaHostRegisterPortable (1) | cudaHostRegisterMapped (2) | cudaHostRegisterIoMemory (4). */
+	e = rt->host_register(c->be.bar, c->be.bar_len, 1u | 2u | 4u);
+	if (e) {
+		snprintf(c->mmio_gpu_why, sizeof(c->mmio_gpu_why), "cudaHostRegister(BAR0, IoMemory): %s", gio__cuda_err(e));
+		return -EOPNOTSUPP;
+	}
+	e = rt->host_get_device_pointer(&dev, c->be.bar, 0);
+	if (e || dev != c->be.bar) {
+		(void)rt->host_unregister(c->be.bar);
+		snprintf(c->mmio_gpu_why, sizeof(c->mmio_gpu_why), "the GPU maps BAR0 at another address (%p, not %p)", dev,
+			 c->be.bar);
+		return -EOPNOTSUPP;
+	}
+	c->mmio_gpu = 1;
+	return 0;
+}
+
+/* GPU producers of a software target's queue pair write its doorbells, which live in the
+ * emulated BAR0 (ordinary host memory): pin it and map it for the GPU, once, at the address the
+ * CPU uses (unified addressing), so that the doorbell pointers in struct gio_qp hold on both
+ * sides. c->lock held. */
+static int bar_map_for_gpu(struct gio_ctx *c)
+{
+	void *dev = NULL;
+	int e;
+	if (c->bar_mapped || !c->bar)
+		return 0;
+	const struct gio__cudart *rt = gio__cudart();
+	if (!rt || !rt->host_register || !rt->host_unregister || !rt->host_get_device_pointer)
+		return gio__fail(-ENODEV, "giouring: cannot map the target's doorbells for the GPU: %s",
+				 rt ? "libcudart.so lacks cudaHostRegister/cudaHostGetDevicePointer" : gio__cudart_why());
+	/* cudaHostRegisterPortable (1) | cudaHostRegisterMapped (2). */
+	e = rt->host_register(c->bar, (sizeof(*c->bar) + 4095) & ~(size_t)4095, 1u | 2u);
+	if (e)
+		return gio__fail(-ENODEV, "giouring: cannot map the target's doorbells for the GPU: cudaHostRegister: %s",
+				 gio__cuda_err(e));
+	e = rt->host_get_device_pointer(&dev, c->bar, 0);
+	if (e || dev != (void *)c->bar) {
+		(void)rt->host_unregister(c->bar);
+		return gio__fail(-EOPNOTSUPP, "giouring: the GPU maps the target's doorbells at another address (%p, not %p): "
+				 "GPU producers need unified addressing", dev, (void *)c->bar);
+	}
+	c->bar_mapped = 1;
+	return 0;
+}
+
+int gio_ctx_qp_create(struct gio_ctx *c, uint32_t depth, struct gio_qp **out)
+{
+	return gio_ctx_qp_create_ex(c, depth, 0, out);
+}
+
+int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, struct gio_qp **out)
+{
+	struct gio__qp_mem *m;
+	struct gio_sqe sqe;
+	uint32_t dw0, qid;
+	int rc;
+	gio__clear_error();
+	if (!c || !out)
+		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_create: NULL argument");
+	if (flags & ~(GIO_CTX_QP_PINNED | GIO_CTX_QP_DB_PROXY | GIO_CTX_QP_DB_DIRECT | GIO_CTX_QP_HBM))
+		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_create_ex: unknown flags 0x%x", flags);
+	if ((flags & GIO_CTX_QP_HBM) && !c->be.mmio)
+		return gio__fail(-EOPNOTSUPP, "giouring: GIO_CTX_QP_HBM: the CPU executor cannot read rings in GPU memory; the "
+				 "GPU-executed target serves them (gio_gpu_target_open() with rings=hbm, giouring/target/gpu_target.h)");
+	if (flags & GIO_CTX_QP_HBM) {
+		const char *why = gio__no_fd_mapping(c);
+		if (why)
+			return gio__fail(-EOPNOTSUPP, "giouring: GIO_CTX_QP_HBM: the controller reaches GPU memory only through "
+					 "a dma-buf imported with iommufd, but %s", why);
+	}
+	if ((flags & GIO_CTX_QP_DB_PROXY) && (flags & GIO_CTX_QP_DB_DIRECT))
+		return gio__fail(-EINVAL, "giouring: GIO_CTX_QP_DB_PROXY and GIO_CTX_QP_DB_DIRECT: choose one");
+	if ((flags & (GIO_CTX_QP_DB_PROXY | GIO_CTX_QP_DB_DIRECT)) && !c->be.mmio)
+		return gio__fail(-EOPNOTSUPP,
+				 "giouring: GIO_CTX_QP_DB_%s: this target's doorbells are memory already (no MMIO doorbell)",
+				 (flags & GIO_CTX_QP_DB_PROXY) ? "PROXY" : "DIRECT");
+	if (depth < 2 || (depth & (depth - 1)) || depth > c->info.max_queue_entries)
+		return gio__fail(-EINVAL, "giouring: queue depth %u: a power of two from 2 to %u", depth, c->info.max_queue_entries);
+	pthread_mutex_lock(&c->lock);
+	if (c->nqps >= c->info.io_queues) {
+		pthread_mutex_unlock(&c->lock);
+		return gio__fail(-EBUSY, "giouring: all %u granted I/O queue pairs are in use", c->info.io_queues);
+	}
+	qid = c->nqps + 1;
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		pthread_mutex_unlock(&c->lock);
+		return gio__fail(-ENOMEM, "giouring: no memory for a queue pair");
+	}
+	if (flags & (GIO_CTX_QP_PINNED | GIO_CTX_QP_HBM)) {
+		const size_t sq_bytes = (depth * sizeof(struct gio_sqe) + 4095) & ~(size_t)4095;
+		const size_t cq_bytes = (depth * sizeof(struct gio_cqe) + 4095) & ~(size_t)4095;
+		const size_t slot_bytes = depth * sizeof(struct gio_cmd_slot) + 2 * sizeof(uint32_t);
+		const int hbm = (flags & GIO_CTX_QP_HBM) != 0;
+		m->pinned = 1;
+		/* One allocation, aligned here: queues must start on 4 KiB (Create I/O SQ/CQ), and
+		 * cudaHostAlloc suballocates small sizes below page alignment (seen on the H200: the
+		 * second queue pair's CQ was refused). SQ, CQ, then the slots and the two shadow
+		 * doorbells of GIO_CTX_QP_DB_PROXY (both written by GPU threads). With GIO_CTX_QP_HBM
+		 * the queues are in GPU memory and this holds the slots and shadows alone: the library
+		 * initialises the slots and the proxy thread reads the shadows, from the CPU. */
+		m->pinned_base = gio__pinned_alloc((hbm ? 0 : sq_bytes + cq_bytes) + slot_bytes + 4095);
+		if (m->pinned_base && hbm) {
+			m->slots = m->pinned_base;
+		} else if (m->pinned_base) {
+			m->sq = (void *)(((uintptr_t)m->pinned_base + 4095) & ~(uintptr_t)4095);
+			m->cq = (char *)m->sq + sq_bytes;
+			m->slots = (char *)m->cq + cq_bytes;
+		}
+		if (!m->slots) { /* nothing registered yet: give everything back, keep the qid */
+			free(m);
+			pthread_mutex_unlock(&c->lock);
+			return gio__fail(-ENODEV, "giouring: no pinned queue memory: %s",
+					 gio__cudart_why()[0] ? gio__cudart_why() : "cudaHostAlloc failed");
+		}
+		if (hbm)
+			rc = hbm_queues(c, m, sq_bytes, cq_bytes);
+		else if (!(rc = gio__register_locked(c, m->sq, sq_bytes, &m->sq_addr)))
+			rc = gio__register_locked(c, m->cq, cq_bytes, &m->cq_addr);
+		if (!rc && !c->be.mmio)
+			rc = bar_map_for_gpu(c);
+		if (rc)
+			goto fail;
+	} else {
+		m->sq = gio__alloc_dma(c, depth * sizeof(struct gio_sqe), &m->sq_addr);
+		m->cq = m->sq ? gio__alloc_dma(c, depth * sizeof(struct gio_cqe), &m->cq_addr) : NULL;
+		m->slots = calloc(depth, sizeof(struct gio_cmd_slot));
+	}
+	if (!m->sq || !m->cq || !m->slots) {
+		rc = m->slots ? -ENOMEM /* alloc_dma said why */
+			      : gio__fail(-ENOMEM, "giouring: no memory for a queue pair of depth %u", depth);
+		goto fail;
+	}
+	/* GPU producers on a real controller: direct doorbells where the GPU may write BAR0, else
+	 * (unless direct was demanded) the proxy thread, with a notice saying why. */
+	if (m->pinned && c->be.mmio && !(flags & GIO_CTX_QP_DB_PROXY) && mmio_map_for_gpu(c)) {
+		if (flags & GIO_CTX_QP_DB_DIRECT) {
+			rc = gio__fail(-EOPNOTSUPP, "giouring: GIO_CTX_QP_DB_DIRECT: GPU threads cannot write the doorbells: %s",
+				       c->mmio_gpu_why);
+			goto fail;
+		}
+		if (!c->proxy_noticed) {
+			fprintf(stderr, "giouring: notice: direct GPU doorbells refused (%s); using the doorbell proxy thread\n",
+				c->mmio_gpu_why);
+			c->proxy_noticed = 1;
+		}
+		flags |= GIO_CTX_QP_DB_PROXY;
+	}
+	m->hw_db[0] = gio__doorbell(c, gio_sq_doorbell_offset(c->cap, (uint16_t)qid));
+	m->hw_db[1] = gio__doorbell(c, gio_cq_doorbell_offset(c->cap, (uint16_t)qid));
+	m->proxied = (flags & GIO_CTX_QP_DB_PROXY) != 0;
+	m->shadow = m->pinned ? (uint32_t *)((struct gio_cmd_slot *)m->slots + depth) : m->shadow_host;
+	if (m->proxied && (rc = gio__proxy_start(c)))
+		goto fail;
+	/* A proxied ring writes its shadow words with release stores, like the software target's. */
+	rc = m->proxied ? gio_qp_init(&m->qp, m->sq, depth, m->cq, depth, m->slots, (uint16_t)qid, &m->shadow[0],
+				      &m->shadow[1], 0)
+			: gio_qp_init(&m->qp, m->sq, depth, m->cq, depth, m->slots, (uint16_t)qid, m->hw_db[0], m->hw_db[1],
+				      gio__qp_flags(c));
+	if (rc)
+		goto fail;
+	if ((rc = gio_prep_create_cq(&sqe, (uint16_t)qid, depth, m->cq_addr, 0, 0)) ||
+	    (rc = gio_prep_create_sq(&sqe, (uint16_t)qid, depth, (uint16_t)qid, m->sq_addr))) {
+		rc = gio__fail(rc, "giouring: queue memory at bus address 0x%" PRIx64 "/0x%" PRIx64 " is not 4 KiB aligned",
+			       m->cq_addr, m->sq_addr);
+		goto fail;
+	}
+	if ((rc = gio_prep_create_cq(&sqe, (uint16_t)qid, depth, m->cq_addr, 0, 0)) || (rc = gio__admin(c, &sqe, &dw0)))
+		goto fail;
+	if ((rc = gio_prep_create_sq(&sqe, (uint16_t)qid, depth, (uint16_t)qid, m->sq_addr)) ||
+	    (rc = gio__admin(c, &sqe, &dw0))) {
+		/* The CQ exists on the controller: remove it so the qid is not left half made. */
+		if (gio_prep_delete_cq(&sqe, (uint16_t)qid) == 0)
+			(void)gio_qp_submit_wait(&c->admin, &sqe, GIO__ADMIN_TIMEOUT_NS, NULL, NULL);
+		goto fail;
+	}
+	m->live = 1;
+	c->qps[qid] = m;
+	gio_store_release(&c->nqps, qid); /* pairs with the proxy's acquire: the entry is complete */
+	pthread_mutex_unlock(&c->lock);
+	*out = &m->qp;
+	return 0;
+fail:
+	/* Queue memory stays registered (regions are never removed); it is freed at close. */
+	m->proxied = 0;
+	c->qps[qid] = m;
+	gio_store_release(&c->nqps, qid);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+uint32_t gio_ctx_qp_doorbells(struct gio_ctx *c, const struct gio_qp *qp)
+{
+	uint32_t i, n, mode = 0;
+	if (!c || !qp)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	n = c->nqps;
+	for (i = 1; i <= n; i++) {
+		const struct gio__qp_mem *m = c->qps[i];
+		if (m && &m->qp == qp)
+			mode = !c->be.mmio ? 0 : m->proxied ? GIO_CTX_QP_DB_PROXY : GIO_CTX_QP_DB_DIRECT;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return mode;
+}
+

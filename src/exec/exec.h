@@ -1,0 +1,62 @@
+/* The CPU executor of the software target: threads that serve its queues over a memory or file
+ * backing store (executor.c), and the backing stores themselves (backing.c). */
+#ifndef GIOURING_SRC_EXEC_EXEC_H
+#define GIOURING_SRC_EXEC_EXEC_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <giouring/host/ctx.h>
+#include <giouring/target/core.h>
+
+#include "devcopy.h"
+
+enum gio__backing { GIO__BACKING_MEM, GIO__BACKING_FILE };
+
+#define GIO__EXEC_MAX_THREADS 16
+
+struct gio__exec {
+	struct gio_tgt *tgt;
+	enum gio__backing kind;
+	unsigned char *mem; /* GIO__BACKING_MEM */
+	int fd;             /* GIO__BACKING_FILE: the file, opened once */
+	int direct;         /* fd is O_DIRECT: offsets and lengths are whole blocks */
+	uint32_t mem_align; /* O_DIRECT: memory alignment it needs (address and length) */
+	int nthreads;
+	uint32_t idle_us; /* longest sleep of an idle thread between polls (URI idle_us, default 200) */
+	pthread_t threads[GIO__EXEC_MAX_THREADS];
+	uint32_t stop;
+	pthread_rwlock_t quiesce; /* I/O serving holds it shared; CC changes and admin, exclusive */
+	pthread_mutex_t fault_lock;
+	struct gio_fault fault; /* under fault_lock */
+	uint64_t io_seen;       /* I/O commands fetched, under fault_lock */
+	uint64_t stall_until_ns; /* atomic */
+	void *workers_mem;       /* the threads' state */
+	/* Copy engine for segments in device memory (tgt->copy_map); set before the first device
+	 * region is published (the release of copy_map->count orders it for the workers). */
+	const struct gio__devcopy *dc;
+	int dev_prepared; /* gio__exec_dev_prepare() done */
+};
+
+int gio__exec_start(struct gio__exec *e, int nthreads);
+void gio__exec_stop(struct gio__exec *e);
+/* Copy streams and pinned staging for device segments, made in the calling thread before the
+ * first device region is published (see executor.c); 0 or -errno with a message. */
+int gio__exec_dev_prepare(struct gio__exec *e);
+
+/* URI direct=: how the file backing store is accessed. */
+enum { GIO__DIRECT_AUTO = -1, GIO__DIRECT_OFF = 0, GIO__DIRECT_ON = 1 };
+
+/* Opens (creating) the file at @path as @e's backing store: @size bytes, or the file's size
+ * when 0; *@out_size receives the size. @direct is GIO__DIRECT_*; @lba the block size O_DIRECT
+ * offsets must divide. 0 or -errno with a message. */
+int gio__backing_file(struct gio__exec *e, const char *path, uint64_t size, int direct, uint32_t lba,
+		      uint64_t *out_size);
+
+/* A zeroed memory backing store of @size bytes for @e. 0 or -ENOMEM with a message. */
+int gio__backing_mem(struct gio__exec *e, uint64_t size);
+
+/* Closes the backing store (fsync first for a file: its error is returned, with a message). */
+int gio__backing_close(struct gio__exec *e, const char *path);
+
+#endif
