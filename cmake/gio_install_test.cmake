@@ -53,8 +53,14 @@ if(GIO_CONFIG)
 endif()
 gio_step("install" ${install_cmd})
 
+set(gpu_lib "")
+if(GIO_CUDA)
+  set(gpu_lib ${GIO_LIBDIR}/libgiouring_gpu.a)
+endif()
 foreach(f
     ${GIO_INCLUDEDIR}/giouring/giouring.h
+    ${GIO_INCLUDEDIR}/giouring/target/gpu_target.h
+    ${gpu_lib}
     ${GIO_LIBDIR}/libgiouring_host.a
     ${GIO_LIBDIR}/cmake/giouring/giouring-config.cmake
     ${GIO_LIBDIR}/cmake/giouring/giouring-config-version.cmake
@@ -113,7 +119,42 @@ endif()
 if(GIO_CUDA)
   gio_step("run consumer_cuda" ${consumer_build}/consumer_cuda)
   message(STATUS "consumer_cuda: ${gio_out}")
+  gio_step("run consumer_gpu" ${consumer_build}/consumer_gpu)
+  message(STATUS "consumer_gpu: ${gio_out}")
 endif()
+
+# 2b. README.md's CMake lines, as an engine would paste them, in a project of their own.
+file(READ ${GIO_SOURCE_DIR}/README.md readme)
+set(readme_cmake "")
+set(rest "${readme}")
+while(TRUE)
+  string(FIND "${rest}" "```cmake\n" at)
+  if(at EQUAL -1)
+    break()
+  endif()
+  math(EXPR at "${at} + 9")
+  string(SUBSTRING "${rest}" ${at} -1 rest)
+  string(FIND "${rest}" "```" end)
+  string(SUBSTRING "${rest}" 0 ${end} block)
+  string(APPEND readme_cmake "${block}")
+  string(SUBSTRING "${rest}" ${end} -1 rest)
+endwhile()
+if(readme_cmake STREQUAL "")
+  gio_fail("README.md has no ```cmake block")
+endif()
+set(readme_src ${GIO_WORK_DIR}/readme-project)
+file(MAKE_DIRECTORY ${readme_src})
+file(COPY ${consumer_src}/main.c DESTINATION ${readme_src})
+file(WRITE ${readme_src}/CMakeLists.txt
+  "cmake_minimum_required(VERSION 3.25)\nproject(readme_engine C)\nadd_executable(my_engine main.c)\n${readme_cmake}")
+set(readme_configure ${CMAKE_COMMAND} -S ${readme_src} -B ${readme_src}/build -G "${GIO_GENERATOR}"
+    "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF "-DCMAKE_C_COMPILER=${GIO_C_COMPILER}")
+if(GIO_MAKE_PROGRAM)
+  list(APPEND readme_configure "-DCMAKE_MAKE_PROGRAM=${GIO_MAKE_PROGRAM}")
+endif()
+gio_step("configure README's CMake lines" ${readme_configure})
+gio_step("build README's CMake lines" ${CMAKE_COMMAND} --build ${readme_src}/build)
+gio_step("run README's my_engine" ${readme_src}/build/my_engine)
 
 # 3. pkg-config
 if(NOT GIO_PKG_CONFIG)

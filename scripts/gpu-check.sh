@@ -1,33 +1,45 @@
 #!/usr/bin/env bash
-# One run on the GPU test machine: build the GPU tests and benches for sm_90 with nvcc, run the
-# tests, then again under compute-sanitizer memcheck and racecheck, then the benches; write logs
-# and results into the output folder (first argument, else $OUT, else ./gpu-out).
+# One run on a GPU machine, through CMake: configure and build every program that needs a GPU
+# (target gio_gpu_programs: the GPU tests, examples and benches), run the GPU tests and examples
+# (ctest label gpu), the same tests under compute-sanitizer (label sanitize), then the benches,
+# and write logs and results into the output folder (first argument, else $OUT, else ./gpu-out).
 #
-# It needs only nvcc, gcc and the headers (the GPU machine has no Catch2, libnvme or liburing):
-# the two host sources GPU programs need (src/error.c, src/clock.c) are compiled here too, so
-# nothing is carried.
+#   bash scripts/gpu-check.sh [OUTDIR]
 #
-# GIO_GPU_STAGES picks stages (default: all): tests sanitize cmdrate restore quick
-#   tests     the GPU tests (tests/gpu/test_*.cu) and the GPU examples (examples/*.cu)
-#   sanitize  the same under memcheck and racecheck (small sizes; fused launches)
-#   cmdrate   bench_gpu_cmdrate: commands/s against I/O SMs, rings in HBM and host memory
-#   restore   bench_kv_restore at 32K and 128K tokens: giouring beside every baseline
-#   file      bench_gpu_file: the file target's CPU executor fed by GPU warps (needs .gpu-deps/)
-#   quick     smoke runs of both benches (instead of cmdrate/restore when debugging)
-# GIO_GPU_SANITIZE names the tests the sanitize stage runs (default: every tests/gpu/test_*.cu).
+# Exit 0 only when everything asked for was built and ran and passed: a test that ctest reports
+# as skipped (no GPU, no compute-sanitizer) or a program that did not build fails the check.
+#
+# The host library needs liburing. On a machine without liburing-dev (the project's GPU test
+# machine has none), run scripts/gpu-deps.sh where it is installed and carry .gpu-deps/ along:
+# CMake then finds liburing there. Catch2 is not needed: the host tests are not built here.
+#
+# Environment:
+#   GIO_GPU_STAGES  which stages (default: tests sanitize cmdrate restore file)
+#     tests     ctest -L gpu (not sanitize, not bench): tests/gpu/test_*.cu and the GPU examples
+#     sanitize  ctest -L sanitize: memcheck and racecheck of the tests in GIOURING_GPU_SANITIZE
+#     cmdrate   bench_gpu_cmdrate: NVMe commands/s from GPU warps, rings in HBM and host memory
+#     restore   bench_kv_restore at 32K and 128K tokens beside every baseline
+#     file      bench_gpu_file: the file target's CPU executor fed by GPU warps
+#     quick     the benches' smoke runs (ctest -L bench), instead of the three above when debugging
+#   GIO_GPU_BUILD   build folder (default build-gpu)
+#   GIO_COMMIT      commit to print when the tree is not a git checkout
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:-${OUT:-gpu-out}}
 stages=" ${GIO_GPU_STAGES:-tests sanitize cmdrate restore file} "
-mkdir -p "$out/bin"
+build=${GIO_GPU_BUILD:-build-gpu}
+mkdir -p "$out"
 export PATH="$PATH:/usr/local/cuda/bin"
-# The device tool brings back at most 8 files: a summary log, a detailed log, bench results.
+# The device tool brings back at most 8 files: a summary, a detailed log, five Markdown tables
+# (cmdrate, cmdrate-profile, kv-32K, kv-128K, gpu-file) and one tar of the JSON results.
 log="$out/gpu-check.log"
 detail="$out/gpu-tests.log"
 : >"$log"
 : >"$detail"
 say() { printf '%s\n' "$*" | tee -a "$log"; }
 want() { [[ "$stages" == *" $1 "* ]]; }
+failed=0
+fail() { failed=$((failed + 1)); say "FAIL $*"; }
 
 say "giouring gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ) commit ${GIO_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)} stages:${stages% }"
 if command -v nvidia-smi >/dev/null 2>&1; then
@@ -35,140 +47,92 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 else
 	say "machine: no nvidia-smi"
 fi
-say "nvcc: $(nvcc --version | tail -n 1)"
+say "nvcc: $(nvcc --version 2>/dev/null | tail -n 1)"
 
-pass=0 fail=0 skip=0
-run() { # name, command...
-	local name=$1
+# ---- configure and build -----------------------------------------------------------------------
+cfg=(-S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DGIOURING_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
+	-DGIOURING_HOST_TESTS=OFF -DGIOURING_FUZZ=OFF -DGIOURING_DOCS=OFF -DGIOURING_INFO=OFF)
+[[ -f "$build/CMakeCache.txt" ]] || cfg+=(-G Ninja)
+[[ -d .gpu-deps ]] && cfg+=("-DCMAKE_PREFIX_PATH=$PWD/.gpu-deps")
+t0=$SECONDS
+if ! cmake "${cfg[@]}" >"$out/build.tmp" 2>&1 || ! cmake --build "$build" -j "$(nproc)" --target gio_gpu_programs >>"$out/build.tmp" 2>&1; then
+	fail "build (cmake ${cfg[*]}; --target gio_gpu_programs)"
+	tail -n 30 "$out/build.tmp" | tee -a "$log"
+	cat "$out/build.tmp" >>"$detail"
+	rm -f "$out/build.tmp"
+	say "gpu-check: the build failed"
+	exit 1
+fi
+rm -f "$out/build.tmp"
+say "built gio_gpu_programs in $((SECONDS - t0)) s ($build)"
+
+# ctest with the given arguments; every test must pass, none may be skipped or missing.
+run_ctest() { # name, ctest arguments...
+	local name=$1 t=$SECONDS
 	shift
-	local tmp="$out/run.tmp" t0=$SECONDS
-	"$@" >"$tmp" 2>&1
+	local tmp="$out/ctest.tmp"
+	ctest --test-dir "$build" --no-tests=error --output-on-failure "$@" >"$tmp" 2>&1
 	local rc=$?
-	{ printf '===== %s (exit %d, %d s): %s\n' "$name" "$rc" $((SECONDS - t0)) "$*"; cat "$tmp"; } >>"$detail"
-	case $rc in
-	0) pass=$((pass + 1)); say "PASS $name ($((SECONDS - t0)) s)" ;;
-	77) skip=$((skip + 1)); say "SKIP $name" ;;
-	*) fail=$((fail + 1)); say "FAIL $name (exit $rc)"; tail -n 20 "$tmp" | tee -a "$log" ;;
-	esac
-	grep -h -E '^(PASS|FAIL|SKIP):|ERROR SUMMARY|RACECHECK SUMMARY' "$tmp" | sed 's/^/    /' | tee -a "$log"
+	{ printf '===== %s (exit %d, %d s): ctest %s\n' "$name" "$rc" $((SECONDS - t)) "$*"; cat "$tmp"; } >>"$detail"
+	grep -E '^ *[0-9]+/[0-9]+ Test +#' "$tmp" | sed -E 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: / /' | tee -a "$log"
+	local skipped
+	skipped=$(grep -cE '\*\*\*Skipped|Not Run' "$tmp" || true)
+	if ((rc != 0)); then
+		fail "$name (ctest exit $rc)"
+	elif ((skipped > 0)); then
+		fail "$name ($skipped skipped: on a GPU machine nothing may skip)"
+	else
+		say "PASS $name ($((SECONDS - t)) s)"
+	fi
+	grep -h -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$tmp" | sort | uniq -c | sed 's/^/    /' | tee -a "$log"
 	rm -f "$tmp"
 }
 
-# Host objects of the library that GPU programs link. The whole host library needs liburing's
-# headers and static library, which the GPU machine lacks: carry them in .gpu-deps/ (inc/ and
-# liburing.a, copied from a Debian machine with liburing-dev; the folder is git-ignored). Without
-# them only src/error.c and src/clock.c are built, enough for everything but the programs that
-# drive the CPU executor, which are then skipped.
-lib="$out/bin/libgio_gpu.a"
-full=0
-objs=()
-if [[ -f .gpu-deps/liburing.a && -d .gpu-deps/inc ]]; then
-	full=1
-	for f in src/*.c; do
-		o="$out/bin/$(basename "$f" .c).o"
-		gcc -std=c11 -O2 -Wall -Iinclude -I.gpu-deps/inc -c "$f" -o "$o" >>"$out/build.tmp" 2>&1 || full=0
-		objs+=("$o")
-	done
-fi
-if [[ $full == 0 ]]; then
-	objs=("$out/bin/error.o" "$out/bin/clock.o")
-	gcc -std=c11 -O2 -Wall -Wextra -Werror -Iinclude -c src/error.c -o "$out/bin/error.o" >>"$out/build.tmp" 2>&1 &&
-		gcc -std=c11 -O2 -Wall -Wextra -Werror -Iinclude -c src/clock.c -o "$out/bin/clock.o" >>"$out/build.tmp" 2>&1
-fi
-if ! ar rcs "$lib" "${objs[@]}" >>"$out/build.tmp" 2>&1; then
-	say "FAIL host objects (build)"
-	tail -n 20 "$out/build.tmp" | tee -a "$log"
-	exit 1
-fi
-links=("$lib" -ldl -lpthread)
-[[ $full == 1 ]] && links+=(.gpu-deps/liburing.a)
-say "host library: $([[ $full == 1 ]] && echo 'all of src/ (liburing from .gpu-deps)' || echo 'error.c and clock.c only')"
-
-build() { # source, binary name
-	if [[ $full == 0 ]] && grep -qE 'gio_ctx_open|gio__gpu_dmabuf' "$1"; then
-		skip=$((skip + 1))
-		say "SKIP $2 (needs the CPU executor: carry .gpu-deps/ with liburing)"
-		return 1
+# A bench: its table goes to OUTDIR/<md>; its JSON to the tar at the end.
+bench() { # name, md file, command...
+	local name=$1 md=$2 t=$SECONDS
+	shift 2
+	"$@" >"$out/$md" 2>"$out/bench.err"
+	local rc=$?
+	{ printf '===== %s (exit %d, %d s): %s\n' "$name" "$rc" $((SECONDS - t)) "$*"; cat "$out/bench.err"; } >>"$detail"
+	if ((rc != 0)); then
+		fail "$name (exit $rc)"
+		tail -n 20 "$out/bench.err" | tee -a "$log"
+	else
+		say "PASS $name ($((SECONDS - t)) s)"
 	fi
-	if ! nvcc -std=c++17 -arch=sm_90 -O2 -lineinfo --Werror all-warnings -Xcompiler=-Wall,-Wextra,-Werror \
-		-Iinclude "$1" "${links[@]}" -o "$out/bin/$2" >"$out/build.tmp" 2>&1; then
-		fail=$((fail + 1))
-		say "FAIL $2 (build)"
-		tail -n 20 "$out/build.tmp" | tee -a "$log"
-		return 1
-	fi
+	rm -f "$out/bench.err"
 }
 
-if want tests || want sanitize; then
-	for src in tests/gpu/test_*.cu; do
-		name=$(basename "$src" .cu)
-		build "$src" "$name" || continue
-		want tests && run "$name" timeout 60 "$out/bin/$name"
-		if want sanitize && [[ -z "${GIO_GPU_SANITIZE:-}" || " $GIO_GPU_SANITIZE " == *" $name "* ]]; then
-			# compute-sanitizer serializes kernels: persistent executors share one launch with
-			# their producers there (GIO_GPU_FUSED=1), at small sizes (GIO_GPU_QUICK=1).
-			# A test that makes failing CUDA calls on purpose (probing refusals) says so with
-			# "gpu-check: expected-api-errors"; memcheck then leaves API errors to its checks.
-			api=()
-			grep -q 'gpu-check: expected-api-errors' "$src" && api=(--report-api-errors no)
-			run "$name.memcheck" env GIO_GPU_QUICK=1 GIO_GPU_FUSED=1 timeout 120 \
-				compute-sanitizer --tool memcheck "${api[@]}" --error-exitcode 99 "$out/bin/$name"
-			run "$name.racecheck" env GIO_GPU_QUICK=1 GIO_GPU_FUSED=1 timeout 120 \
-				compute-sanitizer --tool racecheck --error-exitcode 99 "$out/bin/$name"
-		fi
+want tests && run_ctest tests -L gpu -LE 'sanitize|bench'
+want sanitize && run_ctest sanitize -L sanitize
+want quick && run_ctest quick -L bench
+
+b=$build/bench
+mkdir -p "$out/json"
+if want cmdrate; then
+	# HBM rings against I/O SMs (executor SMs grown with them), GPU and system scope, then rings
+	# in host memory against executor SMs; then where a batch's time goes (--profile).
+	pts=hbm:1:16,hbm:2:16,hbm:4:16,hbm:8:16,hbm:16:32,hbm:32:64,hbm:64:64
+	pts=$pts,hbm:2:16:sys,hbm:8:16:sys,hbm:32:64:sys
+	pts=$pts,host:2:16,host:8:4,host:8:16,host:8:32,host:32:16
+	bench cmdrate cmdrate.md timeout 400 "$b/bench_gpu_cmdrate" --seconds 0.3 --points "$pts" --json "$out/json/cmdrate.json"
+	bench cmdrate.profile cmdrate-profile.md timeout 120 "$b/bench_gpu_cmdrate" --seconds 0.3 --profile \
+		--points hbm:2:16,hbm:32:64,host:2:16,host:8:16,host:32:16
+fi
+if want restore; then
+	for t in 32K 128K; do
+		bench "restore.$t" "kv-$t.md" timeout 500 "$b/bench_kv_restore" --tokens "$t" --reps 3 \
+			--gather-sms 8,4 --gio-sms 8,4,2 --file-dir /dev/shm --pread-tokens 32768 --json "$out/json/kv-$t.json"
 	done
-fi
-
-if want tests; then
-	# The GPU examples are integration templates: they must run and verify on a GPU.
-	for src in examples/*.cu; do
-		name=$(basename "$src" .cu)
-		build "$src" "$name" || continue
-		run "example.$name" timeout 90 "$out/bin/$name"
-	done
-fi
-
-if want cmdrate || want quick; then
-	if build bench/bench_gpu_cmdrate.cu bench_gpu_cmdrate; then
-		if want quick; then
-			run bench_gpu_cmdrate.quick timeout 120 "$out/bin/bench_gpu_cmdrate" --quick
-		fi
-		if want cmdrate; then
-			# HBM rings against I/O SMs (executor SMs grown with them, one I/O warp per queue pair
-			# up to 1024), the scope A/B, then rings in host memory against executor SMs.
-			pts=hbm:1:16,hbm:2:16,hbm:4:16,hbm:8:16,hbm:16:32,hbm:32:64,hbm:64:64
-			pts=$pts,hbm:2:16:sys,hbm:8:16:sys
-			pts=$pts,host:2:16,host:8:4,host:8:16,host:8:32,host:32:16
-			run bench_gpu_cmdrate.sweep bash -o pipefail -c "timeout 300 '$out/bin/bench_gpu_cmdrate' --seconds 0.3 --points $pts \
-				--json '$out/cmdrate.json' | tee '$out/cmdrate.md'"
-			# Where the time of a batch goes (the executor times its steps; a little slower).
-			run bench_gpu_cmdrate.profile bash -o pipefail -c "{ echo; echo '## With --profile'; echo; \
-				timeout 120 '$out/bin/bench_gpu_cmdrate' --seconds 0.3 --profile \
-				--points hbm:2:16,hbm:32:64,host:2:16,host:8:16,host:32:16; } | tee -a '$out/cmdrate.md'"
-		fi
-	fi
-fi
-
-if want restore || want quick; then
-	if build bench/bench_kv_restore.cu bench_kv_restore; then
-		if want quick; then
-			run bench_kv_restore.quick timeout 180 "$out/bin/bench_kv_restore" --quick --no-cufile
-		fi
-		if want restore; then
-			for t in 32K 128K; do
-				run "bench_kv_restore.$t" bash -o pipefail -c "timeout 400 '$out/bin/bench_kv_restore' --tokens $t --reps 3 \
-					--gather-sms 8,4 --gio-sms 8,4,2 --file-dir /dev/shm --pread-tokens 32768 \
-					--json '$out/kv-$t.json' | tee '$out/kv-$t.md'"
-			done
-		fi
-	fi
 fi
 if want file; then
-	if build bench/bench_gpu_file.cu bench_gpu_file; then
-		run bench_gpu_file bash -o pipefail -c "timeout 90 '$out/bin/bench_gpu_file' --tokens 16384 --dir /tmp --reps 3 \
-			--warmup 1 --json '$out/gpu-file.json' | tee '$out/gpu-file.md'"
-	fi
+	bench file gpu-file.md timeout 200 "$b/bench_gpu_file" --tokens 16384 --dir /tmp --reps 3 --warmup 1 \
+		--json "$out/json/gpu-file.json"
 fi
-rm -rf "$out/bin" "$out/build.tmp"
-say "gpu-check: $pass passed, $fail failed, $skip skipped"
-[ "$fail" -eq 0 ]
+if compgen -G "$out/json/*.json" >/dev/null; then
+	tar -C "$out" -cf "$out/json.tar" json
+fi
+rm -rf "$out/json"
+say "gpu-check: $([[ $failed == 0 ]] && echo 'all passed' || echo "$failed failed")"
+((failed == 0))

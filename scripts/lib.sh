@@ -76,14 +76,6 @@ gio_configure_build() {
 # Prints a stage banner on stdout, in line with ctest's output.
 gio_banner() { printf '\n== %s\n' "$*"; }
 
-# Runs a command and sets GIO_STAGE_SECONDS to its wall time; returns its status.
-gio_timed() {
-  local start=$SECONDS rc=0
-  "$@" || rc=$?
-  GIO_STAGE_SECONDS=$((SECONDS - start))
-  return "$rc"
-}
-
 # ThreadSanitizer maps its shadow memory at fixed addresses; with many bits of mmap
 # randomisation (vm.mmap_rnd_bits 32, recent kernels) older runtimes abort with "unexpected
 # memory mapping". Running without address randomisation (setarch -R, inherited by ctest's
@@ -97,16 +89,15 @@ gio_no_aslr() {
 }
 
 # Configures and builds DIR with GIOURING_SANITIZE=SANITIZE (host code only), building TARGETS
-# (a space-separated list, or "" for everything), after a banner; GIO_STAGE_SECONDS is its time.
-#   gio_sanitizer_build NAME DIR SANITIZE TARGETS
+# (a space-separated list, or "" for everything).
+#   gio_sanitizer_build DIR SANITIZE TARGETS
 gio_sanitizer_build() {
-  local name=$1 dir=$2 sanitize=$3 targets=$4
+  local dir=$1 sanitize=$2 targets=$3
   local -a target_list=()
   read -r -a target_list <<<"$targets"
-  gio_banner "$name: configure and build $dir (GIOURING_SANITIZE=$sanitize)"
   GIO_BUILD_DIR="$dir" \
     GIO_CMAKE_ARGS="-DGIOURING_SANITIZE=$sanitize -DGIOURING_CUDA=OFF -DGIOURING_FUZZ=OFF -DGIOURING_DOCS=OFF ${GIO_CMAKE_ARGS:-}" \
-    gio_timed gio_configure_build ${target_list[@]+"${target_list[@]}"}
+    gio_configure_build ${target_list[@]+"${target_list[@]}"}
 }
 
 # Prints what the QEMU conformance runs (label qemu) reported, from ctest's log of the last run in

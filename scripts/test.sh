@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# Installs what is missing, configures build/ (Ninja, RelWithDebInfo), builds
-# and runs every ctest test. Extra arguments go to ctest, e.g.
+# Installs what is missing, configures build/ (Ninja, RelWithDebInfo), builds and runs every
+# ctest test, then two sanitizer stages, and ends with one summary of every stage. Extra
+# arguments go to ctest, e.g.
 #   bash scripts/test.sh -L host        # only host tests
 #   bash scripts/test.sh -R header      # only header tests
 #   bash scripts/test.sh -LE fuzz       # everything but the fuzzers
 #   bash scripts/test.sh -L qemu        # only the QEMU conformance runs (scripts/qemu/run.sh)
+# The first run downloads a pinned Debian kernel package and builds a pinned Linux kernel from
+# Debian's source for the QEMU guests (scripts/qemu/, about 9 minutes on 2 cores; cached after).
+#
 # Without ctest arguments (GIO_SANITIZERS=auto, the default) two sanitizer stages follow a
 # passing main run:
-#   == ThreadSanitizer: build-tsan/ (GIOURING_SANITIZE=thread): test_stress, test_ctx, test_uring
-#   == AddressSanitizer+UBSan: build-asan/ (address,undefined), the host unit tests
-# with test_stress at GIO_SAN_STRESS_COMMANDS commands (default 100000). The first stage that
-# fails ends the script with its status, so ctest's summary of the last stage run is always the
-# last thing printed. GIO_SANITIZERS=1 runs the stages with ctest arguments too, 0 never.
-# See scripts/lib.sh for the environment knobs.
-set -euo pipefail
+#   ThreadSanitizer: build-tsan/ (GIOURING_SANITIZE=thread): test_stress, test_ctx, test_uring
+#   AddressSanitizer+UBSan: build-asan/ (address,undefined), the host unit tests
+# with test_stress at GIO_SAN_STRESS_COMMANDS commands (default 100000). A failing stage ends the
+# run (later stages are listed as not run); the summary is always the last thing printed and the
+# exit status is the first failure's. GIO_SANITIZERS=1 runs the stages with ctest arguments too,
+# 0 never. See scripts/lib.sh for the environment knobs.
+set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/lib.sh
 source scripts/lib.sh
@@ -22,39 +26,72 @@ sanitizers="${GIO_SANITIZERS:-auto}"
 if [[ "$sanitizers" == auto ]]; then
   if (($# == 0)); then sanitizers=1; else sanitizers=0; fi
 fi
-
-gio_deps
-if [[ "$sanitizers" != 1 ]]; then
-  gio_configure_build
-  # ctest's summary stays the last thing printed, and its status is ours.
-  exec ctest --test-dir "${GIO_BUILD_DIR:-build}" --output-on-failure -j "$(gio_jobs)" "$@"
-fi
-
-times=()
-gio_timed gio_configure_build
-times+=("build ${GIO_STAGE_SECONDS} s")
-gio_banner "Main: ctest in ${GIO_BUILD_DIR:-build} ${*:-(every test)}"
-gio_timed ctest --test-dir "${GIO_BUILD_DIR:-build}" --output-on-failure -j "$(gio_jobs)" "$@" || exit $?
-times+=("main tests ${GIO_STAGE_SECONDS} s")
-gio_qemu_report "${GIO_BUILD_DIR:-build}"
-
 san_stress="${GIO_SAN_STRESS_COMMANDS:-100000}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
+
+summary=()
+status=0
+started=$SECONDS
+
+# Runs one stage: a build step, then ctest (its output shown as it runs and kept for the summary).
+#   stage NAME DIR BUILD_CMD... -- CTEST_ARGS...      (GIO_CTEST_WRAP: a command to run ctest under)
+stage() {
+  local name=$1 dir=$2 t=$SECONDS
+  shift 2
+  local -a build=() tests=()
+  while (($#)) && [[ "$1" != -- ]]; do build+=("$1"); shift; done
+  shift
+  tests=("$@")
+  gio_banner "$name: build"
+  if ! "${build[@]}"; then
+    summary+=("$name: the build failed")
+    status=1
+    return 1
+  fi
+  gio_banner "$name: ctest ${tests[*]:-(every test)} in $dir"
+  local log rc
+  log=$(mktemp)
+  ${GIO_CTEST_WRAP:-} ctest --test-dir "$dir" --output-on-failure -j "$(gio_jobs)" "${tests[@]}" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  local line skipped failed
+  line=$(grep -E '^[0-9]+% tests passed' "$log" | tail -n1)
+  skipped=$(grep -cE '\*\*\*Skipped' "$log" || true)
+  failed=$(awk '/The following tests FAILED:/ {on = 1; next} on && /^[[:space:]]+[0-9]+ - / {sub(/^[[:space:]]+[0-9]+ - /, ""); printf "%s%s", sep, $0; sep = ", "}' "$log")
+  rm -f "$log"
+  summary+=("$name: ${line:-no ctest summary (exit $rc)}; $skipped skipped; $((SECONDS - t)) s${failed:+; failed: $failed}")
+  if ((rc != 0)); then
+    status=$rc
+    return 1
+  fi
+}
+
+finish() {
+  gio_banner "Summary ($((SECONDS - started)) s)"
+  local s
+  for s in "${summary[@]}"; do printf '  %s\n' "$s"; done
+  if ((status == 0)); then echo "  all stages passed"; else echo "  FAILED (exit $status)"; fi
+  exit "$status"
+}
+
+gio_deps || { summary+=("packages: scripts/deps.sh failed"); status=1; finish; }
+
+stage "main" "${GIO_BUILD_DIR:-build}" gio_configure_build -- "$@" || finish
+gio_qemu_report "${GIO_BUILD_DIR:-build}"
+if [[ "$sanitizers" != 1 ]]; then
+  finish
+fi
 
 # ThreadSanitizer: the ring stress test (many producers, queue pairs, executor threads) and the
 # context tests (controller bring-up, reset and shutdown while executor threads serve; faults).
 # A TSan report makes the test exit non-zero (exitcode 66) after printing every report.
-gio_sanitizer_build "ThreadSanitizer" build-tsan thread "test_stress test_ctx test_uring"
-times+=("tsan build ${GIO_STAGE_SECONDS} s")
-gio_banner "ThreadSanitizer: ctest -R 'test_(stress|ctx|uring)' in build-tsan (GIO_STRESS_COMMANDS=$san_stress; so far: ${times[*]})"
-GIO_STRESS_COMMANDS="$san_stress" TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}" \
-  gio_timed gio_no_aslr ctest --test-dir build-tsan --output-on-failure -R '^test_(stress|ctx|uring)$' || exit $?
-times+=("tsan tests ${GIO_STAGE_SECONDS} s")
+export GIO_STRESS_COMMANDS="$san_stress"
+# TSan maps its shadow memory at fixed addresses: ctest runs without address randomisation.
+TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}" GIO_CTEST_WRAP=gio_no_aslr \
+  stage "ThreadSanitizer" build-tsan gio_sanitizer_build build-tsan thread "test_stress test_ctx test_uring" -- \
+  -R '^test_(stress|ctx|uring)$' || { summary+=("AddressSanitizer+UBSan: not run"); finish; }
 
 # AddressSanitizer + UndefinedBehaviorSanitizer (no recovery: any report fails): every host unit
 # test, the stress test included.
-gio_sanitizer_build "AddressSanitizer+UBSan" build-asan "address,undefined" ""
-times+=("asan build ${GIO_STAGE_SECONDS} s")
-gio_banner "AddressSanitizer+UBSan: ctest -L host -LE 'fuzz|headers|install|docs' in build-asan (GIO_STRESS_COMMANDS=$san_stress; so far: ${times[*]})"
-GIO_STRESS_COMMANDS="$san_stress" \
-  exec ctest --test-dir build-asan --output-on-failure -j "$(gio_jobs)" -L host -LE 'fuzz|headers|install|docs'
+stage "AddressSanitizer+UBSan" build-asan gio_sanitizer_build build-asan "address,undefined" "" -- \
+  -L host -LE 'fuzz|headers|install|docs' || finish
+finish
