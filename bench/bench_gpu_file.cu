@@ -13,8 +13,6 @@
 // object into a ring of pinned bounce buffers + cudaMemcpyAsync (LMCache's SSD tier). Every
 // object is verified byte for byte after every repetition. Markdown table on stdout, JSON with
 // --json, the machine line. Exits 77 without a GPU.
-#include "kv_workload.cuh"
-
 #include <dirent.h>
 
 #include <string>
@@ -23,6 +21,15 @@
 #include <giouring/device/verbs.cuh>
 #include <giouring/proto/prep.h>
 #include <giouring/proto/sgl_build.h>
+
+#include "common/baselines_file.cuh"
+#include "common/check.cuh"
+#include "common/file_store.cuh"
+#include "common/json.cuh"
+#include "common/machine.cuh"
+#include "common/runner.cuh"
+#include "common/timing.cuh"
+#include "common/workload.cuh"
 
 namespace {
 
@@ -366,15 +373,6 @@ void run_dir(const kv_workload *w, kv_runner *r, const options *o, const char *d
 	unlink(path);
 }
 
-const char *verified_word(const kv_result *r)
-{
-	if (r->status == KV_SKIPPED)
-		return "-";
-	if (r->status == KV_FAILED)
-		return r->bad_words ? "**NO**" : "failed";
-	return "yes";
-}
-
 } // namespace
 
 int main(int argc, char **argv)
@@ -390,8 +388,9 @@ int main(int argc, char **argv)
 	}
 	kv_runner r;
 	kv_runner_init(&r, 0, o.warmup, o.reps, o.timeout_s);
-	kv_load_kernels();
-	{ // every kernel loaded before the first that spins (BENCH.md, "Trap")
+	// Every kernel loaded before the first that spins (the lazy-loading trap: workload.cuh).
+	kv_workload_load_kernels();
+	{
 		cudaFuncAttributes a;
 		KV_CK(cudaFuncGetAttributes(&a, restore_kernel));
 	}
@@ -420,14 +419,14 @@ int main(int argc, char **argv)
 	for (const row &x : rows) {
 		const kv_result &k = x.r;
 		if (k.status != KV_OK) {
-			std::printf("| %s | %s | - | - | - | - | - | %s |\n", k.path, x.dir.c_str(), verified_word(&k));
+			std::printf("| %s | %s | - | - | - | - | - | %s |\n", k.path, x.dir.c_str(), kv_verified_word(&k));
 			continue;
 		}
 		char ex[32] = "-";
 		if (x.exec_cpu_ms >= 0)
 			kv_fmt(ex, sizeof(ex), "%.1f", x.exec_cpu_ms);
 		std::printf("| %s | %s | %.1f | %.2f | %.0f | %.1f | %s | %s |\n", k.path, x.dir.c_str(), k.wall_ms, k.gbps,
-			    k.wall_ms > 0 ? (double)k.objects / (k.wall_ms * 1e-3) : 0.0, k.cpu_ms, ex, verified_word(&k));
+			    k.wall_ms > 0 ? (double)k.objects / (k.wall_ms * 1e-3) : 0.0, k.cpu_ms, ex, kv_verified_word(&k));
 	}
 	std::printf("\n");
 	for (const row &x : rows) {

@@ -1,7 +1,7 @@
 // bench_kv_restore: KV-cache restore through giouring (GPU-submitted NVMe Reads served by the
 // GPU-executed software target over mapped pinned host memory, mem://host?exec=gpu), beside the
-// baselines of shared/BENCH.md, on the canonical workload of bench/kv_workload.cuh, in one
-// process and run (issue 5, benches b and c):
+// baselines of bench/common/ (baselines_memory.cuh, baselines_file.cuh), on the workload of
+// bench/common/workload.cuh, in one process and run:
 //
 // | path        | what the CPU does per restore                                 | lands shuffled |
 // | ----------- | ------------------------------------------------------------- | -------------- |
@@ -23,7 +23,15 @@
 #include <giouring/proto/prp_build.h>
 #include <giouring/proto/sgl_build.h>
 
-#include "kv_workload.cuh"
+#include "common/baselines_file.cuh"
+#include "common/baselines_memory.cuh"
+#include "common/check.cuh"
+#include "common/file_store.cuh"
+#include "common/json.cuh"
+#include "common/machine.cuh"
+#include "common/runner.cuh"
+#include "common/timing.cuh"
+#include "common/workload.cuh"
 
 namespace {
 
@@ -238,17 +246,6 @@ int parse_args(int argc, char **argv, options *o)
 	return 0;
 }
 
-const char *verified_word(const kv_result *r)
-{
-	if (r->status == KV_SKIPPED)
-		return "-";
-	if (r->status == KV_FAILED)
-		return r->bad_words ? "**NO**" : "failed";
-	if (r->verify == KV_VERIFY_NONE)
-		return "not checked";
-	return r->verify == KV_VERIFY_IDENTITY ? "yes (unshuffled)" : "yes";
-}
-
 void print_table(const std::vector<kv_result> &rows)
 {
 	std::printf("| path | tokens | objects | wall ms | GPU ms | CPU ms issuing | calls | SMs | GB/s | verified |\n");
@@ -256,11 +253,11 @@ void print_table(const std::vector<kv_result> &rows)
 	for (const kv_result &r : rows) {
 		if (r.status != KV_OK) {
 			std::printf("| %s | %" PRIu64 " | %" PRIu64 " | - | - | - | - | - | - | %s |\n", r.path, r.tokens, r.objects,
-				    verified_word(&r));
+				    kv_verified_word(&r));
 			continue;
 		}
 		std::printf("| %s | %" PRIu64 " | %" PRIu64 " | %.1f | %.1f | %.1f | %" PRIu64 " | %u | %.1f | %s |\n", r.path,
-			    r.tokens, r.objects, r.wall_ms, r.gpu_ms, r.cpu_ms, r.calls, r.sms, r.gbps, verified_word(&r));
+			    r.tokens, r.objects, r.wall_ms, r.gpu_ms, r.cpu_ms, r.calls, r.sms, r.gbps, kv_verified_word(&r));
 	}
 	std::printf("\n");
 	for (const kv_result &r : rows) {
@@ -341,7 +338,7 @@ void progress(const kv_result &r)
 
 // ---- the giouring path ------------------------------------------------------------------------
 
-// The data pointer tables (DESIGN.md section 5), built once: entry l * objs + i is object i of
+// The data pointer tables (docs/design.md), built once: entry l * objs + i is object i of
 // layer l: an SGL Data Block descriptor to its pool slot, or PRP1/PRP2 (PRP2 pointing to the
 // object's list page when it spans more than two pages).
 __global__ void gio_build_tables(unsigned char *const *pool, const uint32_t *perm, uint32_t n_layers, uint32_t n_blocks,
@@ -566,7 +563,10 @@ int main(int argc, char **argv)
 
 	kv_runner r;
 	kv_runner_init(&r, o.device, o.warmup, o.reps, o.timeout_s);
-	kv_load_kernels(); // before anything spins on the device (BENCH.md, lazy-loading trap)
+	// Every kernel loaded before anything spins on the device (the lazy-loading trap:
+	// workload.cuh); the giouring kernels are loaded by gio_gpu_preload() and the target's start.
+	kv_workload_load_kernels();
+	kv_baselines_memory_load_kernels();
 	kv_machine m;
 	kv_machine_probe(o.device, &m);
 
