@@ -5,7 +5,8 @@
         bench/results/2026-11-29-kv-restore-32K-h200.json bench/results/2026-11-29-kv-restore-128K-h200.json
 
 Each input gives one PNG beside it (same name, .png): bench_gpu_cmdrate JSON -> commands/s
-against I/O SMs (one line per ring placement and scope); bench_kv_restore JSON -> GB/s per path
+against I/O SMs (one line per ring placement and scope, the measured ceiling dotted across);
+bench_kv_restore JSON -> GB/s per path
 (bars), the bulk copy's line drawn across; bench_gpu_file JSON -> GB/s per path and file. Needs matplotlib (Debian: python3-matplotlib).
 """
 import json
@@ -34,6 +35,18 @@ def cmdrate(doc, out):
     ax.set_ylabel("M NVMe commands/s (no data moved)")
     ax.axhline(1000, color="grey", linestyle="--", linewidth=0.8)
     ax.text(1, 1050, "goal: 1 G/s (HBM rings)", fontsize=7, color="grey")
+    # The stripped-down protocol's ceiling, measured in the same run (JSON "ceiling"; older files
+    # have none): its best row per ring placement and scope, as a dotted line.
+    best = {}
+    for c in doc.get("ceiling", []):
+        if c.get("ok"):
+            key = (c["rings"], c["scope"])
+            if c["mcmds_per_s"] > best.get(key, {"mcmds_per_s": 0})["mcmds_per_s"]:
+                best[key] = c
+    for (rings, scope), c in sorted(best.items()):
+        ax.axhline(c["mcmds_per_s"], color="black", linestyle=":", linewidth=0.8)
+        ax.text(1, c["mcmds_per_s"] * 1.05, f"ceiling, rings in {rings}, {scope} scope, {c['queues']} queue pairs "
+                f"(stripped-down protocol, not giouring)", fontsize=6)
     ax.set_title("bench_gpu_cmdrate: " + doc.get("machine", ""), fontsize=8)
     ax.legend(fontsize=8)
     ax.grid(True, which="both", linewidth=0.3)

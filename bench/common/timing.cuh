@@ -6,7 +6,10 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
+
+#include <giouring/ring/clock.h>
 
 #include "check.cuh"
 
@@ -43,6 +46,16 @@ static inline int kv_wait_event(cudaEvent_t ev, double timeout_s)
 		if ((n & 1023u) == 0 && kv_now_s() > deadline)
 			return -ETIME;
 	}
+}
+
+// Whether the calling warp's time (%globaltimer) is before t: lane 0 reads the clock, every lane
+// gets the answer. Warp-uniform calls only.
+static __device__ inline int kv_warp_before(uint64_t t)
+{
+	int before = 0;
+	if ((threadIdx.x & 31u) == 0)
+		before = gio_now_ns() < t;
+	return __shfl_sync(0xffffffffu, before, 0);
 }
 
 static inline double kv_median(std::vector<double> v)
