@@ -26,6 +26,7 @@
 #include "common/baselines_file.cuh"
 #include "common/baselines_memory.cuh"
 #include "common/check.cuh"
+#include "common/cli.cuh"
 #include "common/file_store.cuh"
 #include "common/json.cuh"
 #include "common/machine.cuh"
@@ -189,26 +190,10 @@ int parse_args(int argc, char **argv, options *o)
 									  : &o->depth;
 			*dst = (uint32_t)n;
 		} else if (!std::strcmp(a, "--gio-sms")) {
-			char buf[256];
-			kv_fmt(buf, sizeof(buf), "%s", v);
-			o->n_gio_sms = 0;
-			for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				if (o->n_gio_sms == kMaxSms || parse_int(t, 1, 100000, &n))
-					goto bad;
-				o->gio_sms[o->n_gio_sms++] = (uint32_t)n;
-			}
-			if (!o->n_gio_sms)
+			if ((o->n_gio_sms = kv_parse_u32_list(v, 1, 100000, o->gio_sms, kMaxSms)) < 0)
 				goto bad;
 		} else if (!std::strcmp(a, "--gather-sms")) {
-			char buf[256];
-			kv_fmt(buf, sizeof(buf), "%s", v);
-			o->n_gather_sms = 0;
-			for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				if (o->n_gather_sms == kMaxSms || parse_int(t, 1, 100000, &n))
-					goto bad;
-				o->gather_sms[o->n_gather_sms++] = (uint32_t)n;
-			}
-			if (!o->n_gather_sms)
+			if ((o->n_gather_sms = kv_parse_u32_list(v, 1, 100000, o->gather_sms, kMaxSms)) < 0)
 				goto bad;
 		} else if (!std::strcmp(a, "--paths")) {
 			char buf[256];
@@ -316,10 +301,10 @@ void write_json(const char *path, int argc, char **argv, const kv_machine *m, co
 		kv_json_string(f, r.error);
 		std::fprintf(f,
 			     ", \"tokens\": %" PRIu64 ", \"objects\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"sms\": %u, \"calls\": %" PRIu64
-			     ", \"reps\": %d, \"wall_ms\": %.3f, \"gpu_ms\": %.3f, \"cpu_ms\": %.3f, \"wall_ms_min\": %.3f, "
+			     ", \"reps\": %d, \"wall_ms\": %.3f, \"gpu_ms\": %.3f, \"cpu_ms\": %.3f, \"cpu_ms_all_threads\": %.3f, \"wall_ms_min\": %.3f, "
 			     "\"wall_ms_max\": %.3f, \"gbps\": %.3f, \"verified\": %s, \"bad_words\": %" PRIu64
 			     ", \"first_bad_obj\": %" PRId64 "}%s\n",
-			     r.tokens, r.objects, r.bytes, r.sms, r.calls, r.reps, r.wall_ms, r.gpu_ms, r.cpu_ms, r.wall_ms_min,
+			     r.tokens, r.objects, r.bytes, r.sms, r.calls, r.reps, r.wall_ms, r.gpu_ms, r.cpu_ms, r.cpu_all_ms, r.wall_ms_min,
 			     r.wall_ms_max, r.gbps, r.verified && r.status == KV_OK ? "true" : "false", r.bad_words, r.first_bad_obj,
 			     i + 1 < rows.size() ? "," : "");
 	}
@@ -520,15 +505,17 @@ int gio_teardown(gio_bench *b, char *err, size_t errlen)
 
 int gio_row(const kv_workload *w, kv_runner *r, gio_bench *b, uint32_t io_sms, int prp, kv_result *res)
 {
-	char name[48], note[192];
+	char name[48], note[256];
 	b->io_sms = io_sms;
 	b->psdt = prp ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR;
 	kv_fmt(name, sizeof(name), "giouring-%s-%usm", prp ? "prp" : "sgl", io_sms);
+	const uint32_t fl = b->g->cfg.flags;
 	kv_fmt(note, sizeof(note),
-	       "I/O kernel %u SMs x %u warps; executor (the SSDs' stand-in) %u SMs x %u warps, %u queue pairs of %u; "
-	       "%s table %u B/object built once in %.1f ms%s",
+	       "I/O kernel %u SMs x %u warps; executor (the SSDs' stand-in) %u SMs x %u warps, %u queue pairs of %u "
+	       "(rings in %s, %s scope); %s table %u B/object built once in %.1f ms%s",
 	       io_sms, b->io_warps, b->g->cfg.exec_blocks, b->g->cfg.exec_warps, b->g->cfg.queues, b->g->cfg.depth,
-	       prp ? "PRP" : "SGL", prp ? 16u + b->list_stride : 16u, b->table_ms, prp ? " (16 B PRP1/PRP2 + a list page)" : "");
+	       (fl & GIO_GPU_RINGS_HOST) ? "host memory" : "HBM", (fl & GIO_GPU_SCOPE_SYS) ? "sys" : "gpu", prp ? "PRP" : "SGL",
+	       prp ? 16u + b->list_stride : 16u, b->table_ms, prp ? " (16 B PRP1/PRP2 + a list page)" : "");
 	kv_path p = {name, note, NULL, gio_issue, b, KV_VERIFY_SHUFFLED, io_sms, w->n_layers};
 	b->fails[0] = b->fails[1] = 0;
 	int rc = kv_measure(w, r, &p, res);
@@ -634,7 +621,7 @@ int main(int argc, char **argv)
 			}
 			std::fprintf(stderr, "store file in %s: %.2f GiB written in %.1f s\n", o.dirs[d],
 				     (double)f.bytes / (1ull << 30), kv_now_s() - t1);
-			add(kv_baseline_pread(&view, &r, &f, &res));
+			add(kv_baseline_pread(&view, &r, &f, 1, &res));
 			if (o.cufile && d == 0)
 				kv_cufile_probe(f.fd, cufile, sizeof(cufile));
 			kv_store_file_destroy(&f);

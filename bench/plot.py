@@ -7,7 +7,8 @@
 Each input gives one PNG beside it (same name, .png): bench_gpu_cmdrate JSON -> commands/s
 against I/O SMs (one line per ring placement and scope, the measured ceiling dotted across);
 bench_kv_restore JSON -> GB/s per path
-(bars), the bulk copy's line drawn across; bench_gpu_file JSON -> GB/s per path and file. Needs matplotlib (Debian: python3-matplotlib).
+(bars), the bulk copy's line drawn across; bench_gpu_file JSON -> GB/s per path, file and CPU
+thread count. Needs matplotlib (Debian: python3-matplotlib).
 """
 import json
 import sys
@@ -79,15 +80,17 @@ def restore(doc, out):
 
 def gpu_file(doc, out):
     rows = [r for r in doc["rows"] if r.get("status", 0) == 0]
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    names = [f"{r['path']} ({r['dir']})" for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 1.5 + 0.4 * len(rows)))
+    # Newer files have the row's CPU threads and the CPU of every thread of the process; older
+    # ones the issuing thread's and the executor threads' apart.
+    names = [f"{r['path']} ({r['dir']}" + (f", {r['threads']} threads)" if "threads" in r else ")") for r in rows]
     ax.barh(names, [r["gbps"] for r in rows],
             color=["tab:blue" if r["path"].startswith("giouring") else "tab:gray" for r in rows])
     for i, r in enumerate(rows):
-        cpu = r["cpu_ms_issuing"] + r.get("cpu_ms_executor", 0)
+        cpu = r.get("cpu_ms_all_threads", r["cpu_ms_issuing"] + max(r.get("cpu_ms_executor", 0), 0))
         ax.text(r["gbps"] + 0.1, i, f"{r['gbps']:.2f} GB/s, CPU {cpu:.0f} ms", va="center", fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("GB/s into HBM (CPU: issuing thread + executor threads)")
+    ax.set_xlabel("GB/s into HBM (CPU: every thread of the process per restore)")
     ax.set_xlim(0, max(r["gbps"] for r in rows) * 1.5)
     ax.set_title(f"bench_gpu_file: {doc['tokens']} tokens, {doc['objects']} objects, file target vs pread", fontsize=8)
     fig.tight_layout()

@@ -19,16 +19,19 @@
 #include "check.cuh"
 #include "workload.cuh"
 
-// A store file and, for the pread baseline, a ring of pinned bounce buffers (one object each);
-// an event per buffer says when it may be overwritten.
+// A store file and, for the pread baseline, a ring of pinned bounce buffers (one object each) per
+// reading thread; an event per buffer says when it may be overwritten.
 struct kv_store_file {
 	int fd;
 	int tmpfs;             // on tmpfs: the page cache is the file, nothing to drop
 	char dir[256];
 	uint64_t bytes;
-	uint32_t ring;
-	unsigned char **bounce;
+	uint32_t ring;         // bounce buffers per reading thread
+	uint32_t threads;      // reading threads (1: the issuing thread itself, on the runner's stream)
+	unsigned char **bounce; // ring x threads: thread t's are [t * ring, (t + 1) * ring)
 	cudaEvent_t *ready;    // bounce[k] may be overwritten once ready[k] completed
+	cudaStream_t *streams; // with threads > 1: each reading thread's own stream
+	cudaEvent_t *drained;  // with threads > 1: each reading thread's last copy
 };
 
 // Reads (to_file == 0) or writes len bytes at off, through EINTR and short transfers, in pieces
@@ -72,6 +75,7 @@ static inline int kv_store_file_create(const struct kv_workload *w, const struct
 	kv_fmt(f->dir, sizeof(f->dir), "%s", dir);
 	f->bytes = kv_total_bytes(view);
 	f->ring = ring ? ring : 1;
+	f->threads = 1;
 	struct statvfs vs;
 	struct statfs fs;
 	if (statvfs(dir, &vs) || statfs(dir, &fs)) {
@@ -121,29 +125,46 @@ static inline void kv_store_file_destroy(struct kv_store_file *f)
 	f->fd = -1;
 }
 
-// The ring of pinned bounce buffers (one object each) and their events, for the pread path.
+// The rings of pinned bounce buffers (one object each) and their events, for the pread path: one
+// ring per reading thread (f->threads, at least 1), and with several threads a stream each.
 static inline void kv_bounce_ring_create(struct kv_store_file *f, uint64_t obj_bytes)
 {
-	f->bounce = (unsigned char **)std::calloc(f->ring, sizeof(*f->bounce));
-	f->ready = (cudaEvent_t *)std::calloc(f->ring, sizeof(*f->ready));
-	if (!f->bounce || !f->ready)
+	f->threads = f->threads ? f->threads : 1;
+	const uint32_t n = f->ring * f->threads, streams = f->threads > 1 ? f->threads : 0;
+	f->bounce = (unsigned char **)std::calloc(n, sizeof(*f->bounce));
+	f->ready = (cudaEvent_t *)std::calloc(n, sizeof(*f->ready));
+	f->streams = (cudaStream_t *)std::calloc(streams + 1, sizeof(*f->streams));
+	f->drained = (cudaEvent_t *)std::calloc(streams + 1, sizeof(*f->drained));
+	if (!f->bounce || !f->ready || !f->streams || !f->drained)
 		kv_die("out of host memory");
-	for (uint32_t k = 0; k < f->ring; k++) {
+	for (uint32_t k = 0; k < n; k++) {
 		KV_CK(cudaHostAlloc((void **)&f->bounce[k], obj_bytes, cudaHostAllocPortable));
 		KV_CK(cudaEventCreateWithFlags(&f->ready[k], cudaEventDisableTiming));
+	}
+	for (uint32_t t = 0; t < streams; t++) {
+		KV_CK(cudaStreamCreateWithFlags(&f->streams[t], cudaStreamNonBlocking));
+		KV_CK(cudaEventCreateWithFlags(&f->drained[t], cudaEventDisableTiming));
 	}
 }
 
 static inline void kv_bounce_ring_destroy(struct kv_store_file *f)
 {
-	for (uint32_t k = 0; f->bounce && k < f->ring; k++) {
+	for (uint32_t k = 0; f->bounce && k < f->ring * f->threads; k++) {
 		KV_CK(cudaFreeHost(f->bounce[k]));
 		KV_CK(cudaEventDestroy(f->ready[k]));
 	}
+	for (uint32_t t = 0; f->streams && f->threads > 1 && t < f->threads; t++) {
+		KV_CK(cudaStreamDestroy(f->streams[t]));
+		KV_CK(cudaEventDestroy(f->drained[t]));
+	}
 	std::free(f->bounce);
 	std::free(f->ready);
+	std::free(f->streams);
+	std::free(f->drained);
 	f->bounce = NULL;
 	f->ready = NULL;
+	f->streams = NULL;
+	f->drained = NULL;
 }
 
 #endif // GIOURING_BENCH_COMMON_FILE_STORE_CUH

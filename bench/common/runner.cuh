@@ -4,7 +4,11 @@
 // runner's stream; kv_measure() runs it warm-up + reps times: poison the pool, run the optional
 // untimed prepare, then time the issue (host wall clock from before the start event to the stop
 // event observed complete; GPU time between the events; CPU time of the issuing thread with
-// CLOCK_THREAD_CPUTIME_ID around the issue call only), verify the pool, and keep the medians.
+// CLOCK_THREAD_CPUTIME_ID around the issue call only; CPU time of every thread of the process with
+// CLOCK_PROCESS_CPUTIME_ID over the whole window, less the issuing thread's own spin waiting for
+// the stop event), verify the pool, and keep the medians. The second CPU figure is the one to
+// compare across paths: it holds the threads a path starts or keeps busy (pread workers, the
+// file target's executor threads) as well as the one that calls.
 // The baselines (baselines_memory.cuh, baselines_file.cuh) and the library's own paths (in the
 // benches) plug in the same way, each a kv_path with its issue function.
 #ifndef GIOURING_BENCH_COMMON_RUNNER_CUH
@@ -105,7 +109,7 @@ enum kv_status { KV_OK = 0, KV_SKIPPED = 1, KV_FAILED = 2 };
 // One row of a bench table: what a path did and how fast, medians over reps.
 struct kv_result {
 	char path[48];
-	char note[192];
+	char note[256];
 	int status;             // enum kv_status
 	char error[256];        // why it failed or was skipped
 	uint64_t tokens, objects, bytes;
@@ -113,6 +117,8 @@ struct kv_result {
 	uint64_t calls;         // API calls or launches per restore, as issued by the CPU
 	int reps;               // timed repetitions
 	double wall_ms, gpu_ms, cpu_ms; // medians: host wall clock, CUDA events, issuing thread CPU
+	double cpu_all_ms;      // median: every thread of the process (see the file comment)
+	uint32_t threads;       // CPU threads doing the path's work, set by the path (0: not said)
 	double wall_ms_min, wall_ms_max;
 	double gbps;            // bytes / median wall, 1e9 bytes per second
 	int verify;             // enum kv_verify_mode
@@ -165,7 +171,7 @@ __attribute__((format(printf, 4, 5))) static inline void kv_result_skip(struct k
 // (its issue function, or a wrong byte: out->status == KV_FAILED, out->error says which).
 static inline int kv_measure(const struct kv_workload *w, struct kv_runner *r, const struct kv_path *p, struct kv_result *out)
 {
-	std::vector<double> wall, gpu, cpu;
+	std::vector<double> wall, gpu, cpu, cpu_all;
 	kv_result_init(out, w, p->name, p->note);
 	out->sms = p->sms;
 	out->calls = p->calls;
@@ -179,14 +185,14 @@ static inline int kv_measure(const struct kv_workload *w, struct kv_runner *r, c
 			kv_fmt(out->error, sizeof(out->error), "prepare: %s", r->err);
 			return -1;
 		}
-		const double t0 = kv_now_s(), c0 = kv_thread_cpu_s();
+		const double t0 = kv_now_s(), c0 = kv_thread_cpu_s(), a0 = kv_process_cpu_s();
 		KV_CK(cudaEventRecord(r->ev_start, r->stream));
 		const int rc = p->issue(w, r, p->arg);
 		const double c1 = kv_thread_cpu_s();
 		KV_CK(cudaEventRecord(r->ev_stop, r->stream));
 		if (kv_wait_event(r->ev_stop, r->timeout_s))
 			kv_die("%s: the restore did not complete within %.0f s", p->name, r->timeout_s);
-		const double t1 = kv_now_s();
+		const double t1 = kv_now_s(), c2 = kv_thread_cpu_s(), a1 = kv_process_cpu_s();
 		if (rc) {
 			// A refused call (say cudaErrorInvalidValue) is not sticky but stays the last error;
 			// clear it so that the next path's checks do not report it as their own.
@@ -219,12 +225,14 @@ static inline int kv_measure(const struct kv_workload *w, struct kv_runner *r, c
 			wall.push_back((t1 - t0) * 1e3);
 			gpu.push_back((double)ms);
 			cpu.push_back((c1 - c0) * 1e3);
+			cpu_all.push_back(((a1 - a0) - (c2 - c1)) * 1e3);
 		}
 	}
 	out->reps = r->reps;
 	out->wall_ms = kv_median(wall);
 	out->gpu_ms = kv_median(gpu);
 	out->cpu_ms = kv_median(cpu);
+	out->cpu_all_ms = kv_median(cpu_all);
 	out->wall_ms_min = wall.empty() ? 0.0 : *std::min_element(wall.begin(), wall.end());
 	out->wall_ms_max = wall.empty() ? 0.0 : *std::max_element(wall.begin(), wall.end());
 	out->gbps = out->wall_ms > 0 ? (double)out->bytes / (out->wall_ms * 1e-3) / 1e9 : 0.0;

@@ -31,6 +31,12 @@ static inline double kv_thread_cpu_s(void)
 	return kv_clock_s(CLOCK_THREAD_CPUTIME_ID);
 }
 
+// CPU time of every thread of the process, those that have ended included.
+static inline double kv_process_cpu_s(void)
+{
+	return kv_clock_s(CLOCK_PROCESS_CPUTIME_ID);
+}
+
 // Spins on the event (cudaEventQuery) until it completes or timeout_s passes: a hung copy or
 // kernel becomes a failure with a message instead of a bench that never ends. Returns 0 or
 // -ETIME; any other CUDA error exits.
