@@ -83,14 +83,17 @@ def gpu_file(doc, out):
     fig, ax = plt.subplots(figsize=(7, 1.5 + 0.4 * len(rows)))
     # Newer files have the row's CPU threads and the CPU of every thread of the process; older
     # ones the issuing thread's and the executor threads' apart.
-    names = [f"{r['path']} ({r['dir']}" + (f", {r['threads']} threads)" if "threads" in r else ")") for r in rows]
+    def threads(r):
+        return "" if "threads" not in r else f", {r['threads']} thread" + ("" if r["threads"] == 1 else "s")
+
+    names = [f"{r['path']} ({r['dir']}{threads(r)})" for r in rows]
     ax.barh(names, [r["gbps"] for r in rows],
             color=["tab:blue" if r["path"].startswith("giouring") else "tab:gray" for r in rows])
     for i, r in enumerate(rows):
         cpu = r.get("cpu_ms_all_threads", r["cpu_ms_issuing"] + max(r.get("cpu_ms_executor", 0), 0))
         ax.text(r["gbps"] + 0.1, i, f"{r['gbps']:.2f} GB/s, CPU {cpu:.0f} ms", va="center", fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("GB/s into HBM (CPU: every thread of the process per restore)")
+    ax.set_xlabel("GB/s into HBM (CPU: all threads of the process)")
     ax.set_xlim(0, max(r["gbps"] for r in rows) * 1.5)
     ax.set_title(f"bench_gpu_file: {doc['tokens']} tokens, {doc['objects']} objects, file target vs pread", fontsize=8)
     fig.tight_layout()
