@@ -1,6 +1,6 @@
 /* bench_cpu_rings: NVMe commands/s and GB/s through the giouring rings and the software target
  * (file and memory backing stores) on CPU threads, beside a plain liburing baseline and a memcpy
- * baseline, in the same process and run (issue 3).
+ * baseline, in the same process and run.
  *
  * Every path reads the same objects (the same pseudo-random object sequence per producer thread,
  * reset at every repetition) into the same buffers:
@@ -1117,14 +1117,15 @@ static void print_table(void)
 {
 	enum path order[NPATHS] = {P_LIBURING, P_GIO_FILE, P_MEMCPY, P_GIO_MEM};
 	int ii, ti, qi, pi;
-	printf("\n| path | threads | qd | io | commands/s | GB/s | / liburing | / memcpy | CPU us/command | of which producers | CPU cores busy | spread | others |\n");
-	printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+	printf("\n| path | producer threads | executor threads | ring scope | qd | io | data moved | commands/s | GB/s | / liburing | / memcpy | CPU us/command | of which producers | CPU cores busy | spread | others |\n");
+	printf("| --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
 	for (ii = 0; ii < O.nio; ii++)
 		for (ti = 0; ti < O.nthreads; ti++)
 			for (qi = 0; qi < O.nqd; qi++)
 				for (pi = 0; pi < NPATHS; pi++) {
 					const struct row *r = find(order[pi], O.threads[ti], O.qd[qi], O.io[ii]);
-					char r1[32], r2[32], qd[16];
+					char r1[32], r2[32], qd[16], ex[16];
+					const int gio = r->path == P_GIO_FILE || r->path == P_GIO_MEM;
 					if (!r || (r->path == P_MEMCPY && qi != 0))
 						continue;
 					ratio_str(r1, sizeof(r1), r, P_LIBURING);
@@ -1133,13 +1134,18 @@ static void print_table(void)
 						snprintf(qd, sizeof(qd), "%u", r->qd);
 					else
 						snprintf(qd, sizeof(qd), "-");
-					printf("| %s | %u | %s | %u KiB | %.0f | %.2f | %s | %s | %.2f | %.2f | %.2f | %.0f%% | %.2f%s |\n",
-					       path_name[r->path], r->threads, qd, r->io >> 10, r->cmds_s, r->gbps, r1, r2,
+					if (gio)
+						snprintf(ex, sizeof(ex), "%d", O.exec_threads);
+					else
+						snprintf(ex, sizeof(ex), "-");
+					printf("| %s | %u | %s | %s | %s | %u KiB | yes | %.0f | %.2f | %s | %s | %.2f | %.2f | %.2f | %.0f%% | %.2f%s |\n",
+					       path_name[r->path], r->threads, ex, gio ? "host" : "-", qd, r->io >> 10, r->cmds_s,
+					       r->gbps, r1, r2,
 					       r->cpu_us, r->prod_us, r->cores, 100 * r->spread, r->others,
 					       r->disturbed ? " (!)" : "");
 				}
 	printf("\nMedians of %d repetitions of %.2f s after a warm-up of %.2f s (data checked in the warm-up). "
-	       "\"/ liburing\" and \"/ memcpy\": commands/s over those of the baseline row with the same threads, "
+	       "\"/ liburing\" and \"/ memcpy\": commands/s over those of the baseline row with the same producer threads, "
 	       "qd and io (memcpy has no qd).\n",
 	       O.reps, O.seconds, O.seconds / 2);
 	printf("CPU time is the whole process's (getrusage, user + system) over the measured window; \"of which "
@@ -1154,6 +1160,11 @@ static void print_table(void)
 	       "could not complete inline); block-device completion work in interrupt context is not attributed to the "
 	       "process.\n",
 	       O.spin ? "spin while waiting (--spin)" : "spin 64 polls, then sched_yield(), while waiting");
+	printf("executor threads: the target's executor threads of the giouring rows (the liburing rows' io-wq "
+	       "workers and the kernel's own work are not counted as threads, their CPU time is as above). ring scope "
+	       "host: producers and executor are CPU threads of this process, ordered by C11 atomics (the GPU scopes "
+	       "gpu and sys do not apply). data moved: every row reads its objects into the producer's buffers (the "
+	       "warm-up checks them).\n");
 	printf("spread: (max - min) / median of the repetitions' commands/s. others: cores busy outside this process "
 	       "during the window (/proc/stat minus getrusage; includes interrupt work and steal), median. A repetition "
 	       "with others above %.2f cores is disturbed and not used when the point has %d quiet ones; (!) marks rows "
@@ -1195,9 +1206,10 @@ static void write_json(void)
 		const struct row *r = &rows[i];
 		const double rl = ratio_val(r, P_LIBURING), rm = ratio_val(r, P_MEMCPY);
 		fprintf(f,
-			"    {\"path\": \"%s\", \"threads\": %u, \"qd\": %u, \"io_bytes\": %u, \"commands_per_s\": %.1f, "
-			"\"gb_per_s\": %.4f, ",
-			path_name[r->path], r->threads, r->qd, r->io, r->cmds_s, r->gbps);
+			"    {\"path\": \"%s\", \"threads\": %u, \"executor_threads\": %d, \"qd\": %u, \"io_bytes\": %u, "
+			"\"data_moved\": true, \"commands_per_s\": %.1f, \"gb_per_s\": %.4f, ",
+			path_name[r->path], r->threads, r->path == P_GIO_FILE || r->path == P_GIO_MEM ? O.exec_threads : 0, r->qd,
+			r->io, r->cmds_s, r->gbps);
 		if (rl >= 0)
 			fprintf(f, "\"ratio_liburing\": %.4f, ", rl);
 		else

@@ -1,17 +1,24 @@
 // bench_gpu_cmdrate: NVMe commands/s submitted and completed by GPU warps through giouring queue
-// pairs, against the GPU-executed software target with no data moved (issue 5, bench a).
+// pairs, against the GPU-executed software target with no data moved, beside the command-rate
+// ceiling of a stripped-down protocol (bench/common/ceiling.cuh) measured in the same process.
 //
 // Each point opens `mem://hbm?data=0&...` (rings in HBM, or `rings=host`: SQ/CQ entries and
-// doorbells in mapped pinned host memory), starts the executor kernel on `exec` SMs, then runs an
-// I/O kernel of `io` blocks (one per SM) whose warps each submit 32 Reads of one block with
-// gio_submit_warp (one reservation, one doorbell) and wait with gio_wait_warp (the warp reaps 32
-// CQEs at a time), in a loop, for a fixed time. Every command is checked (opcode, namespace, LBA
-// range, SGL walk, registered memory) and completed by the executor; no byte moves (data=0).
-// Commands/s = completions counted by the producers / the I/O kernel's time (CUDA events);
-// the executor's own count must match. Baseline: BENCH.md's stripped-down protocol ceiling
-// (printed beside, not re-run).
+// doorbells in mapped pinned host memory; `scope=gpu|sys`: the memory scope of the ring
+// protocol's ordering), starts the executor kernel on `exec` SMs, then runs an I/O kernel of `io`
+// blocks (one per SM) whose warps each submit 32 Reads of one block with gio_submit_warp (one
+// reservation, one doorbell) and wait with gio_wait_warp (the warp reaps 32 CQEs at a time), in a
+// loop, for a fixed time. Every command is checked (opcode, namespace, LBA range, SGL walk,
+// registered memory) and completed by the executor; no byte moves (data=0). Commands/s =
+// completions counted by the producers / the I/O kernel's time (CUDA events); the executor's own
+// count must match. Each row says its ordering scope and that no data moved, as the target was
+// opened.
 //
-// Output: machine line, Markdown table, JSON with --json. Exit 77 without a GPU.
+// The ceiling rows run the same batches (32 commands, the same batches in flight per warp) over
+// queue pairs that nothing shares, with an in-order executor that checks nothing: no CID
+// allocation, no shared queues, no in-order commit. They bound what any protocol of this shape
+// gets on this GPU; they are not giouring.
+//
+// Output: machine line, Markdown tables, JSON with --json. Exit 77 without a GPU.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -19,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <giouring/device/verbs.cuh>
@@ -27,16 +35,13 @@
 #include <giouring/target/gpu_target.h>
 #include <giouring/proto/sgl_build.h>
 
-namespace {
+#include "common/ceiling.cuh"
+#include "common/check.cuh"
+#include "common/json.cuh"
+#include "common/machine.cuh"
+#include "common/timing.cuh"
 
-#define CK(x)                                                                                              \
-	do {                                                                                               \
-		cudaError_t e_ = (x);                                                                      \
-		if (e_ != cudaSuccess) {                                                                   \
-			std::fprintf(stderr, "FAIL: %s: %s (%s:%d)\n", #x, cudaGetErrorString(e_), __FILE__, __LINE__); \
-			std::exit(1);                                                                      \
-		}                                                                                          \
-	} while (0)
+namespace {
 
 struct Counters {
 	unsigned long long done, errors, submit_fail;
@@ -67,12 +72,7 @@ __global__ void io_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_
 	uint32_t head = 0, tail = 0; // batches submitted and waited for (free-running)
 	int go = 1;
 	for (;;) {
-		if (go) {
-			int g = 0;
-			if (lane == 0)
-				g = gio_now_ns() < t_end;
-			go = __shfl_sync(0xffffffffu, g, 0);
-		}
+		go = go && kv_warp_before(t_end);
 		if (go && head - tail < inflight) {
 			gio_sqe sqe;
 			gio_prep_read(&sqe, GIO_TGT_NSID, lba, 1);
@@ -134,39 +134,18 @@ struct Point {
 	double submit_us, wait_us;       // producer warp: per batch submitted / waited for
 	double exec_us[4], idle_pass_us; // executor warp, per batch: fetch, SQEs, data, post; per empty pass
 	unsigned long long done, errors, exec_commands;
+	bool data_moved;
 	bool ok;
 };
 
 std::string machine_line()
 {
-	cudaDeviceProp p;
-	int drv = 0, dev = 0;
-	CK(cudaGetDevice(&dev));
-	CK(cudaGetDeviceProperties(&p, dev));
-	CK(cudaDriverGetVersion(&drv));
-	char bus[32] = "";
-	cudaDeviceGetPCIBusId(bus, sizeof(bus), dev);
-	std::string link;
-	std::string lower(bus);
-	std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-	auto rd = [](const std::string &path) {
-		char b[64] = "";
-		FILE *f = std::fopen(path.c_str(), "r");
-		if (f) {
-			if (!std::fgets(b, sizeof(b), f))
-				b[0] = 0;
-			std::fclose(f);
-		}
-		std::string s(b);
-		while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
-			s.pop_back();
-		return s;
-	};
-	const std::string base = "/sys/bus/pci/devices/" + lower.substr(lower.size() > 12 ? lower.size() - 12 : 0);
-	link = rd(base + "/current_link_speed") + " x" + rd(base + "/current_link_width");
-	char line[512];
-	std::snprintf(line, sizeof(line), "%s, %d SMs, driver API %d.%d, PCIe %s (%s)", p.name, p.multiProcessorCount,
-		      drv / 1000, (drv % 1000) / 10, link.c_str(), bus);
+	int dev = 0;
+	KV_CK(cudaGetDevice(&dev));
+	struct kv_machine m;
+	kv_machine_probe(dev, &m);
+	char line[1024];
+	kv_machine_describe(&m, line, sizeof(line));
 	return line;
 }
 
@@ -190,15 +169,18 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 		std::fprintf(stderr, "FAIL: %s: %s\n", uri, gio_last_error());
 		std::exit(1);
 	}
+	// As opened, not as asked: the row says what the target did.
+	pt.scope = (g->cfg.flags & GIO_GPU_SCOPE_SYS) ? "sys" : "gpu";
+	pt.data_moved = !(g->cfg.flags & GIO_GPU_NO_DATA);
 	void *buf;
-	CK(cudaMalloc(&buf, 1 << 20));
+	KV_CK(cudaMalloc(&buf, 1 << 20));
 	uint64_t addr = 0;
 	if (gio_gpu_target_register(g, buf, 1 << 20, &addr)) {
 		std::fprintf(stderr, "FAIL: register: %s\n", gio_last_error());
 		std::exit(1);
 	}
 	Counters *c;
-	CK(cudaMallocManaged(&c, sizeof(*c)));
+	KV_CK(cudaMallocManaged(&c, sizeof(*c)));
 	std::memset(c, 0, sizeof(*c));
 	size_t smem = 0;
 	if (gio_gpu_preload((const void *)io_kernel) || gio_gpu_one_block_per_sm((const void *)io_kernel, &smem) ||
@@ -207,23 +189,23 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 		std::exit(1);
 	}
 	cudaStream_t s;
-	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	KV_CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	cudaEvent_t e0, e1;
-	CK(cudaEventCreate(&e0));
-	CK(cudaEventCreate(&e1));
+	KV_CK(cudaEventCreate(&e0));
+	KV_CK(cudaEventCreate(&e1));
 	const uint64_t run_ns = (uint64_t)(seconds * 1e9);
 	// Warm-up: a short run (first touches of managed queue state migrate it to the GPU).
 	io_kernel<<<io_sms, io_warps * 32, smem, s>>>(g->qps, queues, addr, 4096, (64u << 20) / 4096, run_ns / 10, inflight, c);
-	CK(cudaGetLastError());
-	CK(cudaStreamSynchronize(s));
+	KV_CK(cudaGetLastError());
+	KV_CK(cudaStreamSynchronize(s));
 	std::memset(c, 0, sizeof(*c));
-	CK(cudaEventRecord(e0, s));
+	KV_CK(cudaEventRecord(e0, s));
 	io_kernel<<<io_sms, io_warps * 32, smem, s>>>(g->qps, queues, addr, 4096, (64u << 20) / 4096, run_ns, inflight, c);
-	CK(cudaGetLastError());
-	CK(cudaEventRecord(e1, s));
-	CK(cudaStreamSynchronize(s));
+	KV_CK(cudaGetLastError());
+	KV_CK(cudaEventRecord(e1, s));
+	KV_CK(cudaStreamSynchronize(s));
 	float ms = 0;
-	CK(cudaEventElapsedTime(&ms, e0, e1));
+	KV_CK(cudaEventElapsedTime(&ms, e0, e1));
 	struct gio_tgt_stats ts{};
 	if (gio_gpu_target_stop(g, 10000, &ts)) {
 		std::fprintf(stderr, "FAIL: stop: %s\n", gio_last_error());
@@ -246,11 +228,11 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 	if (!pt.ok)
 		std::fprintf(stderr, "point %s io %u exec %u q %u: %llu errors, %llu failed submits, first rc %d status 0x%04x\n",
 			     rings, io_sms, exec_sms, queues, c->errors, c->submit_fail, c->first_rc, c->first_status);
-	CK(cudaEventDestroy(e0));
-	CK(cudaEventDestroy(e1));
-	CK(cudaStreamDestroy(s));
-	CK(cudaFree(c));
-	CK(cudaFree(buf));
+	KV_CK(cudaEventDestroy(e0));
+	KV_CK(cudaEventDestroy(e1));
+	KV_CK(cudaStreamDestroy(s));
+	KV_CK(cudaFree(c));
+	KV_CK(cudaFree(buf));
 	gio_gpu_target_close(g);
 	return pt;
 }
@@ -274,6 +256,8 @@ int main(int argc, char **argv)
 	const char *json = nullptr;
 	double seconds = 0.3;
 	std::vector<uint32_t> io_list = {1, 2, 4, 8, 16, 32}, exec_list = {0}, q_list = {1024};
+	// Ceiling rows: queue pairs, each a producer warp and an executor warp (blocks of 8 warps).
+	std::vector<uint32_t> ceil_list = {64, 512, 1024, 2048};
 	std::vector<std::string> rings_list = {"hbm", "host"}, scope_list = {"gpu"};
 	uint32_t io_warps = 32, exec_warps = 8, depth = 1024, inflight = 4;
 	bool quick = false;
@@ -338,6 +322,11 @@ int main(int argc, char **argv)
 				points.push_back({r, sc, io, ex, 0});
 				at = end + 1;
 			}
+		} else if (a == "--ceiling-queues") {
+			ceil_list = list(next("--ceiling-queues"));
+			ceil_list.erase(std::remove(ceil_list.begin(), ceil_list.end(), 0u), ceil_list.end());
+		} else if (a == "--no-ceiling") {
+			ceil_list.clear();
 		} else if (a == "--profile") {
 			g_profile = true;
 		} else if (a == "--quick") {
@@ -346,7 +335,8 @@ int main(int argc, char **argv)
 			std::fprintf(stderr,
 				     "usage: bench_gpu_cmdrate [--seconds S] [--io-sms LIST] [--exec-sms LIST (0: as many as io)]\n"
 				     "       [--queues LIST] [--io-warps N] [--exec-warps N] [--depth N] [--inflight BATCHES] [--rings hbm,host] [--scope gpu,sys]\n"
-				     "       [--points rings:io_sms:exec_sms[:scope],...] [--profile] [--json PATH] [--quick]\n");
+				     "       [--points rings:io_sms:exec_sms[:scope],...] [--profile] [--json PATH] [--quick]\n"
+				     "       [--ceiling-queues LIST (default 64,512,1024,2048; 0: none)] [--no-ceiling]\n");
 			return 2;
 		}
 	}
@@ -354,6 +344,8 @@ int main(int argc, char **argv)
 		seconds = 0.05;
 		io_list = {2};
 		q_list = {8};
+		if (!ceil_list.empty())
+			ceil_list = {64};
 	}
 	int ndev = 0;
 	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
@@ -361,15 +353,23 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	int sms = 0;
-	CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-	std::printf("machine: %s\n", machine_line().c_str());
+	KV_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+	// Every kernel loaded before the first persistent launch (the lazy-loading trap:
+	// bench/common/workload.cuh); run_point() preloads io_kernel, the target its executor.
+	ceil_load_kernels();
+	if (gio_gpu_preload((const void *)io_kernel)) {
+		std::fprintf(stderr, "FAIL: %s\n", gio_last_error());
+		return 1;
+	}
+	const std::string machine = machine_line();
+	std::printf("machine: %s\n", machine.c_str());
 	std::printf("bench_gpu_cmdrate: one-block Reads, SGL data block, no data moved (data=0); %.2f s per point; "
 		    "I/O kernel: %u warps per SM, 32 commands per warp batch, %u batches in flight per warp; executor: %u "
 		    "warps per SM\n\n",
 		    seconds, io_warps, inflight, exec_warps);
 	std::printf("| rings | scope | I/O SMs | executor SMs | queue pairs | depth | M commands/s | M commands/s per I/O SM | "
-		    "commands per executor batch | errors | ok |\n");
-	std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+		    "commands per executor batch | data moved | errors | ok |\n");
+	std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 	std::vector<Point> pts;
 	bool all_ok = true;
 	if (points.empty())
@@ -386,8 +386,9 @@ int main(int argc, char **argv)
 			continue;
 		}
 		Point p = run_point(sp.rings.c_str(), sp.scope.c_str(), sp.io, io_warps, sp.exec, exec_warps, q, depth, inflight, seconds);
-		std::printf("| %s | %s | %u | %u | %u | %u | %.1f | %.1f | %.1f | %llu | %s |\n", p.rings.c_str(), p.scope.c_str(),
-			    p.io_sms, p.exec_sms, p.queues, p.depth, p.mcmds, p.per_io_sm, p.exec_batch, p.errors, p.ok ? "yes" : "NO");
+		std::printf("| %s | %s | %u | %u | %u | %u | %.1f | %.1f | %.1f | %s | %llu | %s |\n", p.rings.c_str(), p.scope.c_str(),
+			    p.io_sms, p.exec_sms, p.queues, p.depth, p.mcmds, p.per_io_sm, p.exec_batch, p.data_moved ? "yes" : "no",
+			    p.errors, p.ok ? "yes" : "NO");
 		std::fflush(stdout);
 		all_ok &= p.ok && p.exec_commands >= p.done;
 		pts.push_back(p);
@@ -402,27 +403,80 @@ int main(int argc, char **argv)
 		std::printf("| %s | %s | %u | %u | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", p.rings.c_str(), p.scope.c_str(),
 			    p.io_sms, p.exec_sms, p.submit_us, p.wait_us, p.exec_us[0], p.exec_us[1], p.exec_us[2], p.exec_us[3],
 			    p.idle_pass_us);
-	std::printf("\nCeiling (BENCH.md, stripped-down protocol, same machine): 64 queues 0.93 G/s (HBM) and 0.20 G/s "
-		    "(host); 1024 queues 9.8 G/s (HBM) and 0.33 G/s (host).\n");
+	std::vector<ceil_result> ceils;
+	if (!ceil_list.empty()) {
+		std::printf("\nCeiling, measured in this run: a baseline, not giouring (bench/common/ceiling.cuh). A stripped-down "
+			    "protocol: a queue pair per producer warp (no CID allocation, no shared queues, no in-order commit), "
+			    "32 commands per batch with one release store of the SQ tail, %u batches in flight per warp, the "
+			    "producer polling its 32 CQEs and checking each CID; an in-order null executor, one warp per queue "
+			    "pair in another persistent kernel, writes each CQE with its phase bit and checks nothing. Producer "
+			    "and executor kernels of the same number of blocks, %u warps each; %.2f s per row.\n\n",
+			    inflight, CEIL_WARPS, seconds);
+		std::printf("| path | rings | scope | queue pairs | producer blocks | executor blocks | depth | M commands/s | "
+			    "data moved | errors | ok |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+	}
+	// A ceiling for every ring placement and scope that the rows above measured.
+	std::vector<std::pair<std::string, std::string>> placements;
+	for (const Spec &sp : points)
+		if (std::find(placements.begin(), placements.end(), std::make_pair(sp.rings, sp.scope)) == placements.end())
+			placements.push_back({sp.rings, sp.scope});
+	for (const auto &pl : placements)
+		for (uint32_t q : ceil_list) {
+			ceil_result c;
+			ceil_run(pl.first.c_str(), pl.second.c_str(), q, depth, inflight, seconds, 10.0, &c);
+			if (c.skipped)
+				std::printf("| ceiling | %s | %s | %u | - | - | %u | - | no | - | skipped |\n", c.rings, c.scope,
+					    c.queues, c.depth);
+			else
+				std::printf("| ceiling | %s | %s | %u | %u | %u | %u | %.1f | no | %llu | %s |\n", c.rings,
+					    c.scope, c.queues, c.blocks, c.blocks, c.depth, c.mcmds,
+					    (unsigned long long)c.errors, c.ok ? "yes" : "NO");
+			std::fflush(stdout);
+			all_ok &= c.ok || c.skipped;
+			ceils.push_back(c);
+		}
+	for (const ceil_result &c : ceils)
+		if (c.error[0])
+			std::printf("- ceiling %s/%s, %u queue pairs: %s: %s\n", c.rings, c.scope, c.queues,
+				    c.skipped ? "skipped" : "FAILED", c.error);
 	if (json) {
 		FILE *f = std::fopen(json, "w");
 		if (!f) {
 			std::perror(json);
 			return 1;
 		}
-		std::fprintf(f, "{\n  \"bench\": \"gpu_cmdrate\",\n  \"machine\": \"%s\",\n  \"seconds\": %.3f,\n  \"points\": [\n",
-			     machine_line().c_str(), seconds);
+		std::fprintf(f, "{\n  \"bench\": \"gpu_cmdrate\",\n  \"machine\": ");
+		kv_json_string(f, machine.c_str());
+		std::fprintf(f, ",\n  \"seconds\": %.3f,\n  \"points\": [\n", seconds);
 		for (size_t i = 0; i < pts.size(); i++) {
 			const Point &p = pts[i];
 			std::fprintf(f,
-				     "    {\"rings\": \"%s\", \"scope\": \"%s\", \"io_sms\": %u, \"io_warps\": %u, \"exec_sms\": %u, \"exec_warps\": %u, "
+				     "    {\"rings\": \"%s\", \"scope\": \"%s\", \"data_moved\": %s, \"io_sms\": %u, \"io_warps\": %u, \"exec_sms\": %u, \"exec_warps\": %u, "
 				     "\"queues\": %u, \"depth\": %u, \"ms\": %.3f, \"commands\": %llu, \"exec_commands\": %llu, "
 				     "\"mcmds_per_s\": %.2f, \"mcmds_per_s_per_io_sm\": %.2f, \"submit_us\": %.3f, \"wait_us\": %.3f, \"exec_us\": [%.3f, %.3f, %.3f, %.3f], "
 				     "\"exec_empty_pass_us\": %.3f, \"errors\": %llu, \"ok\": %s}%s\n",
-				     p.rings.c_str(), p.scope.c_str(), p.io_sms, p.io_warps, p.exec_sms, p.exec_warps, p.queues, p.depth, p.ms, p.done,
+				     p.rings.c_str(), p.scope.c_str(), p.data_moved ? "true" : "false", p.io_sms, p.io_warps, p.exec_sms, p.exec_warps, p.queues, p.depth, p.ms, p.done,
 				     p.exec_commands, p.mcmds, p.per_io_sm, p.submit_us, p.wait_us, p.exec_us[0], p.exec_us[1],
 				     p.exec_us[2], p.exec_us[3], p.idle_pass_us, p.errors, p.ok ? "true" : "false",
 				     i + 1 < pts.size() ? "," : "");
+		}
+		std::fprintf(f, "  ],\n  \"ceiling\": [\n");
+		for (size_t i = 0; i < ceils.size(); i++) {
+			const ceil_result &c = ceils[i];
+			std::fprintf(f, "    {\"path\": \"ceiling\", \"rings\": ");
+			kv_json_string(f, c.rings);
+			std::fprintf(f, ", \"scope\": ");
+			kv_json_string(f, c.scope);
+			std::fprintf(f, ", \"data_moved\": false, \"queues\": %u, \"producer_blocks\": %u, \"executor_blocks\": %u, ",
+				     c.queues, c.blocks, c.blocks);
+			std::fprintf(f, "\"warps_per_block\": %u, \"depth\": %u, \"inflight\": %u, \"ms\": %.3f, ", CEIL_WARPS,
+				     c.depth, c.inflight, c.ms);
+			std::fprintf(f, "\"commands\": %llu, \"exec_commands\": %llu, \"mcmds_per_s\": %.2f, ", c.done, c.exec_done,
+				     c.mcmds);
+			std::fprintf(f, "\"errors\": %llu, \"skipped\": %s, \"ok\": %s, \"error\": ",
+				     (unsigned long long)c.errors, c.skipped ? "true" : "false", c.ok ? "true" : "false");
+			kv_json_string(f, c.error);
+			std::fprintf(f, "}%s\n", i + 1 < ceils.size() ? "," : "");
 		}
 		std::fprintf(f, "  ]\n}\n");
 		std::fclose(f);

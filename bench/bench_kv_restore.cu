@@ -1,7 +1,7 @@
 // bench_kv_restore: KV-cache restore through giouring (GPU-submitted NVMe Reads served by the
 // GPU-executed software target over mapped pinned host memory, mem://host?exec=gpu), beside the
-// baselines of shared/BENCH.md, on the canonical workload of bench/kv_workload.cuh, in one
-// process and run (issue 5, benches b and c):
+// baselines of bench/common/ (baselines_memory.cuh, baselines_file.cuh), on the workload of
+// bench/common/workload.cuh, in one process and run:
 //
 // | path        | what the CPU does per restore                                 | lands shuffled |
 // | ----------- | ------------------------------------------------------------- | -------------- |
@@ -26,7 +26,16 @@
 #include <giouring/proto/prp_build.h>
 #include <giouring/proto/sgl_build.h>
 
-#include "kv_workload.cuh"
+#include "common/baselines_file.cuh"
+#include "common/baselines_memory.cuh"
+#include "common/check.cuh"
+#include "common/cli.cuh"
+#include "common/file_store.cuh"
+#include "common/json.cuh"
+#include "common/machine.cuh"
+#include "common/runner.cuh"
+#include "common/timing.cuh"
+#include "common/workload.cuh"
 
 namespace {
 
@@ -184,26 +193,10 @@ int parse_args(int argc, char **argv, options *o)
 									  : &o->depth;
 			*dst = (uint32_t)n;
 		} else if (!std::strcmp(a, "--gio-sms")) {
-			char buf[256];
-			kv_fmt(buf, sizeof(buf), "%s", v);
-			o->n_gio_sms = 0;
-			for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				if (o->n_gio_sms == kMaxSms || parse_int(t, 1, 100000, &n))
-					goto bad;
-				o->gio_sms[o->n_gio_sms++] = (uint32_t)n;
-			}
-			if (!o->n_gio_sms)
+			if ((o->n_gio_sms = kv_parse_u32_list(v, 1, 100000, o->gio_sms, kMaxSms)) < 0)
 				goto bad;
 		} else if (!std::strcmp(a, "--gather-sms")) {
-			char buf[256];
-			kv_fmt(buf, sizeof(buf), "%s", v);
-			o->n_gather_sms = 0;
-			for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				if (o->n_gather_sms == kMaxSms || parse_int(t, 1, 100000, &n))
-					goto bad;
-				o->gather_sms[o->n_gather_sms++] = (uint32_t)n;
-			}
-			if (!o->n_gather_sms)
+			if ((o->n_gather_sms = kv_parse_u32_list(v, 1, 100000, o->gather_sms, kMaxSms)) < 0)
 				goto bad;
 		} else if (!std::strcmp(a, "--paths")) {
 			char buf[256];
@@ -241,17 +234,6 @@ int parse_args(int argc, char **argv, options *o)
 	return 0;
 }
 
-const char *verified_word(const kv_result *r)
-{
-	if (r->status == KV_SKIPPED)
-		return "-";
-	if (r->status == KV_FAILED)
-		return r->bad_words ? "**NO**" : "failed";
-	if (r->verify == KV_VERIFY_NONE)
-		return "not checked";
-	return r->verify == KV_VERIFY_IDENTITY ? "yes (unshuffled)" : "yes";
-}
-
 void print_table(const std::vector<kv_result> &rows)
 {
 	std::printf("| path | tokens | objects | wall ms | GPU ms | CPU ms issuing | calls | SMs | GB/s | verified |\n");
@@ -259,11 +241,11 @@ void print_table(const std::vector<kv_result> &rows)
 	for (const kv_result &r : rows) {
 		if (r.status != KV_OK) {
 			std::printf("| %s | %" PRIu64 " | %" PRIu64 " | - | - | - | - | - | - | %s |\n", r.path, r.tokens, r.objects,
-				    verified_word(&r));
+				    kv_verified_word(&r));
 			continue;
 		}
 		std::printf("| %s | %" PRIu64 " | %" PRIu64 " | %.1f | %.1f | %.1f | %" PRIu64 " | %u | %.1f | %s |\n", r.path,
-			    r.tokens, r.objects, r.wall_ms, r.gpu_ms, r.cpu_ms, r.calls, r.sms, r.gbps, verified_word(&r));
+			    r.tokens, r.objects, r.wall_ms, r.gpu_ms, r.cpu_ms, r.calls, r.sms, r.gbps, kv_verified_word(&r));
 	}
 	std::printf("\n");
 	for (const kv_result &r : rows) {
@@ -322,10 +304,10 @@ void write_json(const char *path, int argc, char **argv, const kv_machine *m, co
 		kv_json_string(f, r.error);
 		std::fprintf(f,
 			     ", \"tokens\": %" PRIu64 ", \"objects\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"sms\": %u, \"calls\": %" PRIu64
-			     ", \"reps\": %d, \"wall_ms\": %.3f, \"gpu_ms\": %.3f, \"cpu_ms\": %.3f, \"wall_ms_min\": %.3f, "
+			     ", \"reps\": %d, \"wall_ms\": %.3f, \"gpu_ms\": %.3f, \"cpu_ms\": %.3f, \"cpu_ms_all_threads\": %.3f, \"wall_ms_min\": %.3f, "
 			     "\"wall_ms_max\": %.3f, \"gbps\": %.3f, \"verified\": %s, \"bad_words\": %" PRIu64
 			     ", \"first_bad_obj\": %" PRId64 "}%s\n",
-			     r.tokens, r.objects, r.bytes, r.sms, r.calls, r.reps, r.wall_ms, r.gpu_ms, r.cpu_ms, r.wall_ms_min,
+			     r.tokens, r.objects, r.bytes, r.sms, r.calls, r.reps, r.wall_ms, r.gpu_ms, r.cpu_ms, r.cpu_all_ms, r.wall_ms_min,
 			     r.wall_ms_max, r.gbps, r.verified && r.status == KV_OK ? "true" : "false", r.bad_words, r.first_bad_obj,
 			     i + 1 < rows.size() ? "," : "");
 	}
@@ -344,7 +326,7 @@ void progress(const kv_result &r)
 
 // ---- the giouring path ------------------------------------------------------------------------
 
-// The data pointer tables (DESIGN.md section 5), built once: entry l * objs + i is object i of
+// The data pointer tables (docs/design.md), built once: entry l * objs + i is object i of
 // layer l: an SGL Data Block descriptor to its pool slot, or PRP1/PRP2 (PRP2 pointing to the
 // object's list page when it spans more than two pages).
 __global__ void gio_build_tables(unsigned char *const *pool, const uint32_t *perm, uint32_t n_layers, uint32_t n_blocks,
@@ -526,15 +508,17 @@ int gio_teardown(gio_bench *b, char *err, size_t errlen)
 
 int gio_row(const kv_workload *w, kv_runner *r, gio_bench *b, uint32_t io_sms, int prp, kv_result *res)
 {
-	char name[48], note[192];
+	char name[48], note[256];
 	b->io_sms = io_sms;
 	b->psdt = prp ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR;
 	kv_fmt(name, sizeof(name), "giouring-%s-%usm", prp ? "prp" : "sgl", io_sms);
+	const uint32_t fl = b->g->cfg.flags;
 	kv_fmt(note, sizeof(note),
-	       "I/O kernel %u SMs x %u warps; executor (the SSDs' stand-in) %u SMs x %u warps, %u queue pairs of %u; "
-	       "%s table %u B/object built once in %.1f ms%s",
+	       "I/O kernel %u SMs x %u warps; executor (the SSDs' stand-in) %u SMs x %u warps, %u queue pairs of %u "
+	       "(rings in %s, %s scope); %s table %u B/object built once in %.1f ms%s",
 	       io_sms, b->io_warps, b->g->cfg.exec_blocks, b->g->cfg.exec_warps, b->g->cfg.queues, b->g->cfg.depth,
-	       prp ? "PRP" : "SGL", prp ? 16u + b->list_stride : 16u, b->table_ms, prp ? " (16 B PRP1/PRP2 + a list page)" : "");
+	       (fl & GIO_GPU_RINGS_HOST) ? "host memory" : "HBM", (fl & GIO_GPU_SCOPE_SYS) ? "sys" : "gpu", prp ? "PRP" : "SGL",
+	       prp ? 16u + b->list_stride : 16u, b->table_ms, prp ? " (16 B PRP1/PRP2 + a list page)" : "");
 	kv_path p = {name, note, NULL, gio_issue, b, KV_VERIFY_SHUFFLED, io_sms, w->n_layers};
 	b->fails[0] = b->fails[1] = 0;
 	int rc = kv_measure(w, r, &p, res);
@@ -569,7 +553,10 @@ int main(int argc, char **argv)
 
 	kv_runner r;
 	kv_runner_init(&r, o.device, o.warmup, o.reps, o.timeout_s);
-	kv_load_kernels(); // before anything spins on the device (BENCH.md, lazy-loading trap)
+	// Every kernel loaded before anything spins on the device (the lazy-loading trap:
+	// workload.cuh); the giouring kernels are loaded by gio_gpu_preload() and the target's start.
+	kv_workload_load_kernels();
+	kv_baselines_memory_load_kernels();
 	kv_machine m;
 	kv_machine_probe(o.device, &m);
 
@@ -637,7 +624,7 @@ int main(int argc, char **argv)
 			}
 			std::fprintf(stderr, "store file in %s: %.2f GiB written in %.1f s\n", o.dirs[d],
 				     (double)f.bytes / (1ull << 30), kv_now_s() - t1);
-			add(kv_baseline_pread(&view, &r, &f, &res));
+			add(kv_baseline_pread(&view, &r, &f, 1, &res));
 			if (o.cufile && d == 0)
 				kv_cufile_probe(f.fd, cufile, sizeof(cufile));
 			kv_store_file_destroy(&f);

@@ -5,8 +5,10 @@
         bench/results/2026-11-29-kv-restore-32K-h200.json bench/results/2026-11-29-kv-restore-128K-h200.json
 
 Each input gives one PNG beside it (same name, .png): bench_gpu_cmdrate JSON -> commands/s
-against I/O SMs (one line per ring placement and scope); bench_kv_restore JSON -> GB/s per path
-(bars), the bulk copy's line drawn across; bench_gpu_file JSON -> GB/s per path and file. Needs matplotlib (Debian: python3-matplotlib).
+against I/O SMs (one line per ring placement and scope, the measured ceiling dotted across);
+bench_kv_restore JSON -> GB/s per path
+(bars), the bulk copy's line drawn across; bench_gpu_file JSON -> GB/s per path, file and CPU
+thread count. Needs matplotlib (Debian: python3-matplotlib).
 """
 import json
 import sys
@@ -34,6 +36,18 @@ def cmdrate(doc, out):
     ax.set_ylabel("M NVMe commands/s (no data moved)")
     ax.axhline(1000, color="grey", linestyle="--", linewidth=0.8)
     ax.text(1, 1050, "goal: 1 G/s (HBM rings)", fontsize=7, color="grey")
+    # The stripped-down protocol's ceiling, measured in the same run (JSON "ceiling"; older files
+    # have none): its best row per ring placement and scope, as a dotted line.
+    best = {}
+    for c in doc.get("ceiling", []):
+        if c.get("ok"):
+            key = (c["rings"], c["scope"])
+            if c["mcmds_per_s"] > best.get(key, {"mcmds_per_s": 0})["mcmds_per_s"]:
+                best[key] = c
+    for (rings, scope), c in sorted(best.items()):
+        ax.axhline(c["mcmds_per_s"], color="black", linestyle=":", linewidth=0.8)
+        ax.text(1, c["mcmds_per_s"] * 1.05, f"ceiling, rings in {rings}, {scope} scope, {c['queues']} queue pairs "
+                f"(stripped-down protocol, not giouring)", fontsize=6)
     ax.set_title("bench_gpu_cmdrate: " + doc.get("machine", ""), fontsize=8)
     ax.legend(fontsize=8)
     ax.grid(True, which="both", linewidth=0.3)
@@ -66,15 +80,20 @@ def restore(doc, out):
 
 def gpu_file(doc, out):
     rows = [r for r in doc["rows"] if r.get("status", 0) == 0]
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    names = [f"{r['path']} ({r['dir']})" for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 1.5 + 0.4 * len(rows)))
+    # Newer files have the row's CPU threads and the CPU of every thread of the process; older
+    # ones the issuing thread's and the executor threads' apart.
+    def threads(r):
+        return "" if "threads" not in r else f", {r['threads']} thread" + ("" if r["threads"] == 1 else "s")
+
+    names = [f"{r['path']} ({r['dir']}{threads(r)})" for r in rows]
     ax.barh(names, [r["gbps"] for r in rows],
             color=["tab:blue" if r["path"].startswith("giouring") else "tab:gray" for r in rows])
     for i, r in enumerate(rows):
-        cpu = r["cpu_ms_issuing"] + r.get("cpu_ms_executor", 0)
+        cpu = r.get("cpu_ms_all_threads", r["cpu_ms_issuing"] + max(r.get("cpu_ms_executor", 0), 0))
         ax.text(r["gbps"] + 0.1, i, f"{r['gbps']:.2f} GB/s, CPU {cpu:.0f} ms", va="center", fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("GB/s into HBM (CPU: issuing thread + executor threads)")
+    ax.set_xlabel("GB/s into HBM (CPU: all threads of the process)")
     ax.set_xlim(0, max(r["gbps"] for r in rows) * 1.5)
     ax.set_title(f"bench_gpu_file: {doc['tokens']} tokens, {doc['objects']} objects, file target vs pread", fontsize=8)
     fig.tight_layout()
