@@ -219,7 +219,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	// 2. Every kernel loaded before the persistent executor starts (BENCH.md, "Trap"); the I/O
+	// 2. Every kernel loaded before the persistent executor starts (docs/design.md, "Persistent kernels and lazy loading"); the I/O
 	// kernel takes whole SMs so --io-sms counts SMs.
 	size_t smem = 0;
 	if (gio_gpu_preload((const void *)restore_layer) || gio_gpu_preload((const void *)consume_layer) ||

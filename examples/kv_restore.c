@@ -188,7 +188,7 @@ static int run_layers(const struct gio_kv_geometry *g, const struct gio_kv_store
 
 int main(int argc, char **argv)
 {
-	const struct gio_kv_geometry g = {32, 8, 128, 2, 16}; /* Llama3-8B, block 16 (BENCH.md) */
+	const struct gio_kv_geometry g = {32, 8, 128, 2, 16}; /* Llama3-8B, block 16 (docs/benchmarking.md, "Workload") */
 	struct options o;
 	struct gio_ctx *ctx = NULL;
 	struct gio_ns_info info;

@@ -120,7 +120,7 @@ static const char *mib(uint64_t bytes, char *buf, size_t n)
 
 int main(int argc, char **argv)
 {
-	/* Llama3-8B geometry (BENCH.md): 32 layers, 8 KV heads, head dim 128, bf16, 16-token blocks. */
+	/* Llama3-8B geometry (docs/benchmarking.md, "Workload"): 32 layers, 8 KV heads, head dim 128, bf16, 16-token blocks. */
 	const struct gio_kv_geometry g = {32, 8, 128, 2, 16};
 	const uint64_t pool_base = 0x7f0000000000ull; /* IOVA of the pool (illustrative) */
 	struct gio_kv_store_layout store;

@@ -1,37 +1,51 @@
 #!/usr/bin/env bash
-# A/B of the command rate on the GPU machine: bench_gpu_cmdrate built twice in one run, against
-# this tree's include/ ("new") and an older copy of it ("old", default .ab-old/include: make it
-# with `git archive COMMIT include | tar -x -C .ab-old` and carry .ab-old), then run in
-# interleaved rounds so that drift of the machine falls on both alike.
+# A/B of a bench on a GPU machine: the bench built from this tree ("new") and from older whole
+# source trees (every .ab-old/<name>/: make one with
+#   mkdir -p .ab-old/<name> && git archive <commit> | tar -x -C .ab-old/<name>
+# and carry .ab-old/ and .gpu-deps/), each through CMake, then run in interleaved rounds so that
+# drift of the machine falls on every version alike.
 #
-#   bash scripts/gpu-ab.sh OUTDIR [POINTS] [ROUNDS]
+#   bash scripts/gpu-ab.sh OUTDIR BENCH ROUNDS [BENCH ARGUMENTS...]
+#   e.g. bash scripts/gpu-ab.sh "$OUT" bench_gpu_cmdrate 3 --seconds 0.3 --points hbm:2:16,host:8:16 --no-ceiling
+#        bash scripts/gpu-ab.sh "$OUT" bench_kv_restore 2 --tokens 32K --reps 1 --paths bulk,giouring --gio-sms 8
 #
-# POINTS as bench_gpu_cmdrate --points (default hbm:2:16,hbm:32:64,host:2:16,host:8:16,host:32:16),
-# ROUNDS default 3. Writes OUTDIR/ab.md (every run's tables) and prints it.
+# Writes OUTDIR/ab.md: every run's table rows under "## run R VERSION", and prints it. Trees older
+# than the CMake-built GPU programs (target gio_gpu_programs) cannot be built this way: take the
+# A/B script of their own commit.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-out=${1:?usage: gpu-ab.sh OUTDIR [POINTS] [ROUNDS]}
-points=${2:-hbm:2:16,hbm:32:64,host:2:16,host:8:16,host:32:16}
-rounds=${3:-3}
-old_inc=${GIO_AB_OLD:-.ab-old/include}
+usage="usage: gpu-ab.sh OUTDIR BENCH ROUNDS [BENCH ARGUMENTS...]"
+out=${1:?$usage}
+bench=${2:?$usage}
+rounds=${3:?$usage}
+shift 3
 export PATH="$PATH:/usr/local/cuda/bin"
-[[ -d "$old_inc" ]] || { echo "gpu-ab: no old headers at $old_inc" >&2; exit 2; }
 mkdir -p "$out"
-b=$(mktemp -d)
-trap 'rm -rf "$b"' EXIT
-gcc -std=c11 -O2 -Iinclude -c src/error.c -o "$b/error.o" && gcc -std=c11 -O2 -Iinclude -c src/clock.c -o "$b/clock.o" || exit 1
-for v in new old; do
-	inc=include
-	[[ $v == old ]] && inc=$old_inc
-	nvcc -std=c++17 -arch=sm_90 -O2 -I"$inc" bench/bench_gpu_cmdrate.cu "$b/error.o" "$b/clock.o" -o "$b/$v" \
-		>"$b/build-$v.log" 2>&1 || { echo "gpu-ab: build $v failed" >&2; cat "$b/build-$v.log" >&2; exit 1; }
+versions=(new)
+for d in .ab-old/*/; do [[ -f "$d/CMakeLists.txt" ]] && versions+=("$(basename "$d")"); done
+((${#versions[@]} > 1)) || { echo "gpu-ab: no old trees in .ab-old/<name>/" >&2; exit 2; }
+deps=()
+[[ -d .gpu-deps ]] && deps=("-DCMAKE_PREFIX_PATH=$PWD/.gpu-deps")
+declare -A bin
+for v in "${versions[@]}"; do
+	src=.
+	[[ $v != new ]] && src=.ab-old/$v
+	b=build-ab/$v
+	if ! { cmake -S "$src" -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGIOURING_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+		-DGIOURING_HOST_TESTS=OFF -DGIOURING_FUZZ=OFF -DGIOURING_DOCS=OFF -DGIOURING_INFO=OFF "${deps[@]}" &&
+		cmake --build "$b" -j "$(nproc)" --target "$bench"; } >"$out/build-$v.log" 2>&1; then
+		echo "gpu-ab: building $bench from $src failed (see $out/build-$v.log)" >&2
+		exit 1
+	fi
+	bin[$v]=$(find "$b" -type f -name "$bench" -perm -u+x | head -n1)
+	rm -f "$out/build-$v.log"
 done
 {
-	echo "points $points, $rounds rounds, old headers: $old_inc"
+	echo "$bench $*; $rounds rounds; versions: ${versions[*]}"
 	for r in $(seq "$rounds"); do
-		for v in new old; do
+		for v in "${versions[@]}"; do
 			echo "## run $r $v"
-			timeout 120 "$b/$v" --seconds 0.3 --points "$points" | grep -E '^\|'
+			timeout 300 "${bin[$v]}" "$@" | grep -E '^\|'
 		done
 	done
 } >"$out/ab.md" 2>&1

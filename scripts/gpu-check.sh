@@ -117,7 +117,7 @@ if want cmdrate; then
 	pts=$pts,hbm:2:16:sys,hbm:8:16:sys,hbm:32:64:sys
 	pts=$pts,host:2:16,host:8:4,host:8:16,host:8:32,host:32:16
 	bench cmdrate cmdrate.md timeout 400 "$b/bench_gpu_cmdrate" --seconds 0.3 --points "$pts" --json "$out/json/cmdrate.json"
-	bench cmdrate.profile cmdrate-profile.md timeout 120 "$b/bench_gpu_cmdrate" --seconds 0.3 --profile \
+	bench cmdrate.profile cmdrate-profile.md timeout 120 "$b/bench_gpu_cmdrate" --seconds 0.3 --profile --no-ceiling \
 		--points hbm:2:16,hbm:32:64,host:2:16,host:8:16,host:32:16
 fi
 if want restore; then
@@ -127,7 +127,7 @@ if want restore; then
 	done
 fi
 if want file; then
-	bench file gpu-file.md timeout 200 "$b/bench_gpu_file" --tokens 16384 --dir /tmp --reps 3 --warmup 1 \
+	bench file gpu-file.md timeout 300 "$b/bench_gpu_file" --tokens 16384 --dir /tmp --reps 3 --warmup 1 --threads 1,8 \
 		--json "$out/json/gpu-file.json"
 fi
 if compgen -G "$out/json/*.json" >/dev/null; then

@@ -1,4 +1,4 @@
-// The ring invariants of DESIGN.md section 6, each checked by an adversarial controller written
+// The ring invariants of docs/design.md ("Ring invariants"), each checked by an adversarial controller written
 // for this test (not the software target): it reads the doorbells the way hardware would, checks
 // every entry a doorbell covers, and completes commands out of order after random delays.
 //

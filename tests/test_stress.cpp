@@ -1,4 +1,4 @@
-// Ring stress (issue 3): many producer threads x many queue pairs x random sizes and offsets
+// Ring stress: many producer threads x many queue pairs x random sizes and offsets
 // against the software target, file-backed (io_uring executor) and memory-backed.
 //
 // Every producer thread owns a disjoint LBA region, so it checks its data without coordination:
@@ -8,7 +8,7 @@
 // that the bytes around the data were not touched). A command whose completion reached the wrong
 // submitter shows up as poison, zeros or another generation or thread.
 //
-// Ring invariants checked on the side (DESIGN.md section 6):
+// Ring invariants checked on the side (docs/design.md, "Ring invariants"):
 // - every command yields exactly one result, with no -ETIME under a generous deadline: per
 //   thread completion counts, and per queue pair a reserved / completed count for every
 //   free-running SQ index (each exactly once);

@@ -133,7 +133,7 @@ void run(const char *uri, const char *label)
 	rc = gio_ctx_register_device(ctx, buf, (size_t)nobj * kObj, &addr);
 	EXPECT(rc == 0 && addr == (uint64_t)(uintptr_t)buf, "register_device: %d %s", rc, gio_last_error());
 	// Each executor thread moves one object from the host first (its copy stream and the
-	// runtime it loaded warm up before any persistent kernel runs; see BENCH.md "Trap").
+	// runtime it loaded warm up before any persistent kernel runs; see docs/design.md, "Persistent kernels and lazy loading").
 	std::vector<gio_qp *> host_qps(kThreads);
 	for (uint32_t t = 0; t < kThreads; t++) {
 		EXPECT(gio_ctx_qp_create(ctx, 8, &host_qps[t]) == 0, "host qp: %s", gio_last_error());
@@ -222,7 +222,7 @@ int main()
 	std::setvbuf(stdout, nullptr, _IOLBF, 0); // a hang killed by a timeout still leaves its output
 	skip_without_gpu();
 	CK(cudaSetDevice(0));
-	// Every kernel loaded before the first one that spins (BENCH.md, "Trap").
+	// Every kernel loaded before the first one that spins (docs/design.md, "Persistent kernels and lazy loading").
 	{
 		cudaFuncAttributes a;
 		CK(cudaFuncGetAttributes(&a, producers));

@@ -171,7 +171,7 @@ __global__ void combined(gio_tgt *t, unsigned char *backing, Shared *sh, gio_qp 
 int main()
 {
 	skip_without_gpu();
-	// Lazy loading trap (BENCH.md): load every kernel before the persistent one starts.
+	// Lazy loading trap (docs/design.md, "Persistent kernels and lazy loading"): load every kernel before the persistent one starts.
 	cudaFuncAttributes fa;
 	CK(cudaFuncGetAttributes(&fa, combined));
 	// GIO_GPU_QUICK=1 (gpu-check.sh sets it under compute-sanitizer): one object per lane.

@@ -24,7 +24,8 @@
  * consumer pairs with an acquire load of the doorbell.
  *
  * Deadlines use `%globaltimer` (giouring/ring/clock.h). Persistent kernels: load every kernel before
- * the first persistent launch (BENCH.md, "Trap"); giouring's launch helpers will do it.
+ * the first persistent launch (docs/design.md, "Persistent kernels and lazy loading"):
+ * gio_gpu_preload() of giouring/host/launch.h; gio_gpu_target_start() does it for its executor.
  */
 #ifndef GIOURING_DEVICE_VERBS_CUH
 #define GIOURING_DEVICE_VERBS_CUH

@@ -1,9 +1,8 @@
 /**
  * @file giouring/host/version.h
- * @brief The host init library (`giouring::host`): what is linked rather than inlined.
- *
- * For now it answers which library version was linked; queue set-up, targets and DMA
- * registration arrive with later releases (see README.md, "Status").
+ * @brief Which version of the host library (`giouring::host`) was linked, to compare with the
+ * headers' GIO_VERSION (giouring/config.h). The rest of the host library's API is in
+ * giouring/host/ctx.h.
  */
 #ifndef GIOURING_HOST_VERSION_H
 #define GIOURING_HOST_VERSION_H

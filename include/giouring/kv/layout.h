@@ -2,7 +2,7 @@
  * @file giouring/kv/layout.h
  * @brief KV object layout: where each (block, layer, K/V) object lives on the SSDs and in HBM.
  *
- * DESIGN.md section 5. One **GPU file** per KV block holds 2L objects (K and V of each of L
+ * One **GPU file** per KV block holds 2L objects (K and V of each of L
  * layers), each a whole tensor of block_tokens x kv_heads x head_dim elements. Files are spread
  * round-robin over the devices, so every layer's reads hit every device (tensor-stripe layout).
  * On the GPU side, each layer's cache is a vLLM FlashAttention tensor

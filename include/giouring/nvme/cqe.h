@@ -29,7 +29,7 @@
  * @brief One Completion Queue Entry.
  *
  * The controller writes the status word (with the Phase Tag) so that a consumer that sees the
- * new phase may read the rest after an acquire; see the ordering rules in DESIGN.md section 6.
+ * new phase may read the rest after an acquire; see docs/design.md, "Memory ordering".
  */
 struct gio_cqe {
 	uint32_t dw0;    /**< Dword 0: command specific (e.g. queues granted by Set Features). */

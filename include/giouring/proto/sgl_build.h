@@ -217,7 +217,7 @@ GIO_HD int gio_sgl_build(struct gio_sqe *sqe, const struct gio_range *ranges, ui
  * @param objects  number of objects (for the KV store: blocks x layers x 2).
  * @return `objects * 16`: one descriptor per object, whatever the object size.
  *
- * Pure; any thread, host or device. The figure the P2P table of DESIGN.md section 5 costs.
+ * Pure; any thread, host or device. What a table of one descriptor per object costs.
  */
 GIO_HD uint64_t gio_sgl_pool_bytes(uint64_t objects)
 {

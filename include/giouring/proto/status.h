@@ -22,7 +22,7 @@ GIO_EXTERN_C_BEGIN
  * @brief Phase Tag of a completion queue entry.
  * @param cqe  the entry; read once, with no ordering. To consume an entry, load the status word
  *             first, compare its phase, then order the other loads after it (giouring's
- *             completion path does this; see DESIGN.md section 6).
+ *             completion path does this; see docs/design.md, "Memory ordering").
  * @return 0 or 1.
  *
  * Pure; any thread, host or device.

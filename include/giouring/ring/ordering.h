@@ -8,7 +8,7 @@
  * **system scope**, since the other party may be a CPU thread or a device across PCIe, and rings
  * may live in host memory). Call sites say what each operation pairs with.
  *
- * The two protocol rules (DESIGN.md section 6):
+ * The two protocol rules (docs/design.md, "Memory ordering"):
  * - Submit: SQE stores -> gio_fence_release() -> doorbell (gio_store_release() of a shadow tail,
  *   or gio_mmio_write32() for a real controller), one doorbell per batch.
  * - Complete: gio_load_acquire16() of the CQE status word, phase check -> the other CQE fields

@@ -3,7 +3,7 @@
  * @brief NVMe queue pairs: the submission/completion protocol, written once for host and GPU.
  *
  * One submission queue (SQ) and its completion queue (CQ), shared by many producers. The
- * protocol (DESIGN.md sections 4 and 6):
+ * protocol (docs/design.md, "Rings" and "Ring invariants"):
  *
  * - **Free-running indices.** `sq_reserved`, `sq_committed`, `sq_rung`, `sq_head` and `cq_head`
  *   only grow (mod 2^32); a slot is `index & (depth - 1)`; the CQ phase a consumer expects is

@@ -1,7 +1,7 @@
 /**
  * @file giouring/ring/uring.h
  * @brief gio_uring: rings of IOCBs, each a batch of up to 2048 I/O contexts, turned into NVMe
- * commands across queue pairs (Tutti's software-level ring; DESIGN.md section 4).
+ * commands across queue pairs (Tutti's software-level ring; docs/design.md, "Rings").
  *
  * - An **IOCTX** names one object transfer: its data pointer (an SGL descriptor: a Data Block for
  *   one contiguous buffer, or a Segment / Last Segment descriptor to a chain built with
@@ -11,7 +11,8 @@
  *   done, how many failed, the first error and its NVMe status.
  * - A **gio_uring** is a single-producer, single-consumer ring of IOCB pointers: the producer (the
  *   CPU, or a compute kernel) fills an IOCB and submits it; the consumer (an I/O engine: a CPU
- *   thread calling gio_uring_process() here, the I/O kernel on the GPU later) runs it; anyone
+ *   thread calling gio_uring_process(), or an I/O kernel running gio_iocb_issue_block() of
+ *   giouring/device/verbs.cuh) runs it; anyone
  *   waits for it with gio_iocb_wait(), bounded by a deadline.
  *
  * gio_iocb_run() is the engine's core: it issues the IOCTXs in batches (one doorbell per batch
@@ -221,7 +222,7 @@ GIO_HD int gio_iocb_run(struct gio_iocb *b, const struct gio_iocb_target *tg)
  * @return 0 when every IOCTX succeeded, the first error's result otherwise (see gio_iocb_run()),
  *         or `-ETIME` when the IOCB was not done by the deadline (it may still finish: wait again).
  *
- * Any thread, host or device (the device form for compute kernels comes with the GPU path).
+ * Any thread, host or device (compute kernels call gio_wait_iocb() of giouring/device/verbs.cuh).
  */
 GIO_HD int gio_iocb_wait(const struct gio_iocb *b, uint64_t deadline)
 {

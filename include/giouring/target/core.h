@@ -4,8 +4,8 @@
  *
  * It behaves like a PCIe NVMe controller whose BAR0 is ordinary shared memory (struct
  * gio_tgt_bar): the host writes CC, AQA, ASQ, ACQ and doorbells there exactly as it would to a
- * real controller's registers, so one bring-up path serves both. Executors (a CPU thread pool,
- * later a persistent GPU kernel) call these functions:
+ * real controller's registers, so one bring-up path serves both. Executors (the CPU thread pool of
+ * the host library, the persistent GPU kernel of giouring/target/gpu_target.h) call these functions:
  *
  * - gio_tgt_poll_regs(): controller enable, disable and shutdown (CC.EN, CC.SHN -> CSTS);
  * - gio_tgt_fetch() / gio_tgt_fetch_batch(): the next SQEs of a queue, as far as the CQ has
