@@ -9,8 +9,8 @@
 # beside this script (exact version and SHA-256; bump-kernels.sh moves the pin to the newest
 # linux-source-N in trixie-backports and trixie, 6.19 or later for VFIO's dma-buf export), from
 # x86_64 tinyconfig plus iommufd.config beside this script, everything built in. The first run
-# downloads 167 MB and takes 5 to 9 minutes on 2 cores (303 s and 531 s in two runs); later runs
-# reuse the cache until the pin or iommufd.config changes.
+# downloads 167 MB and takes 5 to 10 minutes on 2 cores shared with other work (303 s, 531 s and
+# 614 s in three runs); later runs reuse the cache until the pin or iommufd.config changes.
 #
 # The archive: the trixie suites are named in a private apt configuration under CACHE_DIR/apt,
 # pointing at the URI this machine's own Debian sources already use (nothing else is contacted, the
