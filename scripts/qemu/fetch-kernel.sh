@@ -2,37 +2,41 @@
 # Fetches the Debian guest kernel for the QEMU conformance suite into a cache directory:
 #   fetch-kernel.sh CACHE_DIR
 # leaves CACHE_DIR/vmlinuz, CACHE_DIR/version and CACHE_DIR/modules/ (vfio, nvme and ext4 modules,
-# uncompressed, in load order in CACHE_DIR/modules/order). linux-image-amd64 names a versioned
-# package whose number changes with security updates (old ones leave the mirror), so it is
-# resolved here at run time; the package is downloaded and unpacked, never installed.
+# uncompressed, in load order in CACHE_DIR/modules/order). The package is the one pinned as
+# debian12-image in kernels.lock beside this script (exact name, version and SHA-256), so a Debian
+# upload cannot change the guest kernel under the tests; bump-kernels.sh moves the pin. It is
+# downloaded with this machine's own apt sources, checked against the pinned SHA-256, unpacked,
+# never installed.
 set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${1:?usage: fetch-kernel.sh CACHE_DIR}
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
 
 log() { printf 'qemu-kernel: %s\n' "$*" >&2; }
+. "$here/kernel-lib.sh"
 
-resolve() { apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*\)$/\1/p' | head -n1; }
-pkg=$(resolve)
-if [[ -z "$pkg" && "$(id -u)" == 0 ]]; then
-  log "package lists lack linux-image-amd64: apt-get update"
-  apt-get update >&2 || true
-  pkg=$(resolve)
-fi
-if [[ -z "$pkg" ]]; then
-  log "apt-cache cannot resolve linux-image-amd64; run apt-get update (scripts/deps.sh does)"
-  exit 1
-fi
-if [[ -f "$cache/package" && "$(cat "$cache/package")" == "$pkg" && -f "$cache/vmlinuz" && -f "$cache/modules/order" ]]; then
-  log "cached: $pkg"
+read -r pkg ver sha < <(lock_entry debian12-image) || exit 1
+# The stamp is the whole pin: a bumped pin fetches again, an unchanged one needs no archive.
+stamp="$pkg $ver $sha"
+if [[ -f "$cache/package" && "$(cat "$cache/package")" == "$stamp" && -f "$cache/vmlinuz" && -f "$cache/modules/order" ]]; then
+  log "cached: $pkg $ver"
   exit 0
 fi
-log "fetching $pkg"
-rm -rf "$cache/dl" "$cache/root" "$cache/modules"
-mkdir -p "$cache/dl" "$cache/root" "$cache/modules"
-chmod 0777 "$cache/dl" # apt-get download drops privileges to _apt where it can
-(cd "$cache/dl" && apt-get download "$pkg" >&2)
-dpkg-deb -x "$cache"/dl/*.deb "$cache/root"
+apt_opts=() # this machine's apt sources and package lists
+refresh_lists() {
+  [[ "$(id -u)" == 0 ]] || return 1
+  log "refreshing the package lists: apt-get update"
+  apt-get update >&2
+}
+log "fetching $pkg $ver (pinned in kernels.lock)"
+rm -rf "$cache/dl"
+mkdir -p "$cache/dl"
+deb=$(download_pinned "$cache/dl" "$pkg" "$ver" "$sha") || { rm -rf "$cache/dl"; exit 1; }
+# Only a verified package replaces the cache: a failed fetch leaves the previous pin's kernel usable.
+rm -rf "$cache/root" "$cache/modules" "$cache/package"
+mkdir -p "$cache/root" "$cache/modules"
+dpkg-deb -x "$deb" "$cache/root"
 version=$(basename "$(ls -d "$cache"/root/lib/modules/*/ | head -n1)")
 cp "$cache/root/boot/vmlinuz-$version" "$cache/vmlinuz"
 # The package carries no modules.dep (its postinst runs depmod): make one for modprobe below.
@@ -54,5 +58,5 @@ while read -r path; do
 done < "$cache/modules/paths"
 echo "$version" > "$cache/version"
 rm -rf "$cache/dl" "$cache/root"
-echo "$pkg" > "$cache/package"
+echo "$stamp" > "$cache/package"
 log "kernel $version; modules: $(tr '\n' ' ' < "$cache/modules/order")"

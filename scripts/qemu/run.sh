@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # QEMU conformance runs (ctest label qemu): boots a Debian kernel under QEMU TCG with a virtual
 # Intel IOMMU and emulated NVMe controllers, runs the project's static test programs in a busybox
-# initramfs and judges from the serial log.
+# initramfs and judges from the serial log. Both guest kernels (Debian 12's image, and the source
+# the iommufd kernel is built from) are pinned by version and SHA-256 in kernels.lock beside this
+# script; bump-kernels.sh moves the pins.
 #
 #   run.sh conformance BUILD_DIR   the nvme-pci suite on two controllers bound to vfio-pci, then a
 #                                  canary DMA to an unmapped IOVA that must show up as a fault
