@@ -490,7 +490,7 @@ TEST_CASE("list memory is sized to the entries, not to pages", "[prp][offset]")
 	check_same(walk_exact(exact, caps, 34u * 4096), chained);
 }
 
-TEST_CASE("PRP list sizes at an offset", "[prp][sizes]")
+TEST_CASE("PRP list sizes: at an offset, in Linux's pools, exact, in whole pages", "[prp][sizes]")
 {
 	// Bytes from the list's start to its last entry's end.
 	CHECK(gio_prp_list_bytes_at(0, 4096, 0) == 0);
@@ -509,6 +509,28 @@ TEST_CASE("PRP list sizes at an offset", "[prp][sizes]")
 	CHECK(gio_prp_list_bytes_at(1 + 511 + 512, 4096, 0) == 2 * 4096);
 	CHECK(gio_prp_list_bytes_at(1 + 511 + 513, 4096, 0) == 2 * 4096 + 16);
 	CHECK(gio_prp_list_bytes_at(17, 65536, 65536 - 128) == 128);
+
+	// What an allocator sets aside: exact, Linux's 256-byte chunks (lists of up to 32 entries)
+	// and page pool, a page per list page.
+	CHECK(gio_prp_list_alloc_bytes(2, 4096, GIO_PRP_CHUNK_EXACT) == 0);
+	CHECK(gio_prp_list_alloc_bytes(2, 4096, GIO_PRP_CHUNK_LINUX) == 0);
+	CHECK(gio_prp_list_alloc_bytes(2, 4096, 4096) == 0);
+	CHECK(gio_prp_list_alloc_bytes(8, 4096, GIO_PRP_CHUNK_EXACT) == 56);
+	CHECK(gio_prp_list_alloc_bytes(8, 4096, GIO_PRP_CHUNK_LINUX) == 256);
+	CHECK(gio_prp_list_alloc_bytes(8, 4096, 4096) == 4096);
+	CHECK(gio_prp_list_alloc_bytes(33, 4096, GIO_PRP_CHUNK_LINUX) == 256);   // 32 entries: a chunk
+	CHECK(gio_prp_list_alloc_bytes(34, 4096, GIO_PRP_CHUNK_LINUX) == 4096);  // 33: a page
+	CHECK(gio_prp_list_alloc_bytes(513, 4096, GIO_PRP_CHUNK_LINUX) == 4096);
+	CHECK(gio_prp_list_alloc_bytes(514, 4096, GIO_PRP_CHUNK_LINUX) == 8192); // two chained pages
+	CHECK(gio_prp_list_alloc_bytes(514, 4096, GIO_PRP_CHUNK_EXACT) == 4112);
+	CHECK(gio_prp_list_alloc_bytes(514, 4096, 4096) == 8192);
+	CHECK(gio_prp_list_alloc_bytes(8, 4096, 65536) == 4096); // a chunk above the page is a page
+	CHECK(gio_prp_list_alloc_bytes(8, 8192, GIO_PRP_CHUNK_LINUX) == 256);
+	for (uint64_t n : {3ull, 8ull, 33ull, 34ull, 513ull, 514ull, 1025ull, 5000ull}) {
+		CAPTURE(n);
+		CHECK(gio_prp_list_alloc_bytes(n, 4096, 4096) == gio_prp_list_pages(n, 4096) * 4096);
+		CHECK(gio_prp_list_alloc_bytes(n, 4096, GIO_PRP_CHUNK_EXACT) == gio_prp_list_bytes_at(n, 4096, 0));
+	}
 }
 
 TEST_CASE("list offsets round-trip through the walker", "[prp][offset]")

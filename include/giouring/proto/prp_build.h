@@ -24,7 +24,8 @@
  * entry used (QEMU reads from PRP2 to the end of the page in one go) and ignore those bytes, so
  * keep list memory in pages the controller can read whole (memory registered in pages is).
  *
- * gio_prp_list_bytes_at() gives the list memory a transfer needs where its list is placed.
+ * gio_prp_list_bytes_at() and gio_prp_list_alloc_bytes() give the list memory a transfer needs
+ * where it is placed and as an allocator sets it aside (exactly, in Linux's chunks, or in pages).
  *
  * Validation precedes every write: on failure neither the SQE nor the list memory is touched.
  */
@@ -116,6 +117,42 @@ GIO_HD uint64_t gio_prp_list_bytes_at(uint64_t npages, uint32_t page_bytes, uint
 	uint64_t slots, pages;
 	gio__prp_list_shape(npages, page_bytes, list_addr, &slots, &pages);
 	return slots * GIO_PRP_ENTRY_BYTES;
+}
+
+/** @brief gio_prp_list_alloc_bytes() chunk size for the exact minimum: 8 bytes per list entry. */
+#define GIO_PRP_CHUNK_EXACT 0u
+/** @brief gio_prp_list_alloc_bytes() chunk size of Linux's nvme driver: lists of up to 32 entries
+ *  come from its 256-byte DMA pool ("prp list 256"), longer ones from its page pool. */
+#define GIO_PRP_CHUNK_LINUX 256u
+
+/**
+ * @brief PRP list memory an allocator sets aside for a transfer touching @p npages pages.
+ * @param npages       pages of data, PRP1's included.
+ * @param page_bytes   memory page size, a power of two >= 4096.
+ * @param chunk_bytes  how lists are allocated:
+ *   - #GIO_PRP_CHUNK_EXACT (0): exactly the list's bytes, page aligned start
+ *     (gio_prp_list_bytes_at() at offset 0): the minimum;
+ *   - otherwise a list of at most @p chunk_bytes takes one chunk of that size, and a longer list
+ *     one page per list page (gio_prp_list_pages()): #GIO_PRP_CHUNK_LINUX (256) as Linux's nvme
+ *     driver does with 4 KiB pages, @p page_bytes for a whole page per list. A chunk must not
+ *     cross a page boundary (power-of-two chunks aligned to their size do not), since a list
+ *     that fits one chunk must end by its page's end. Values above @p page_bytes count as
+ *     @p page_bytes; others are meant to be multiples of 8.
+ * @return bytes set aside; 0 for two pages or fewer (PRP1 and PRP2 suffice).
+ *
+ * Pure; any thread, host or device.
+ */
+GIO_HD uint64_t gio_prp_list_alloc_bytes(uint64_t npages, uint32_t page_bytes, uint32_t chunk_bytes)
+{
+	uint64_t slots, pages;
+	gio__prp_list_shape(npages, page_bytes, 0, &slots, &pages);
+	if (pages == 0 || chunk_bytes == GIO_PRP_CHUNK_EXACT)
+		return slots * GIO_PRP_ENTRY_BYTES;
+	if (chunk_bytes > page_bytes)
+		chunk_bytes = page_bytes;
+	if (slots * GIO_PRP_ENTRY_BYTES <= chunk_bytes)
+		return chunk_bytes;
+	return pages * page_bytes;
 }
 
 /**
@@ -278,12 +315,15 @@ GIO_HD int gio_prp_build(struct gio_sqe *sqe, const struct gio_range *ranges, ui
 }
 
 /**
- * @brief PRP list bytes for one object of @p obj_bytes starting on a page boundary.
+ * @brief PRP list bytes for one object of @p obj_bytes starting on a page boundary, a whole page
+ *        per list page.
  * @param obj_bytes   object size.
  * @param page_bytes  memory page size, a power of two >= 4096.
- * @return whole list pages, as they must be allocated (0 when PRP1/PRP2 suffice).
+ * @return whole list pages (0 when PRP1/PRP2 suffice):
+ *         `gio_prp_object_alloc_bytes(obj_bytes, page_bytes, page_bytes)`.
  *
- * Pure; any thread, host or device.
+ * Pure; any thread, host or device. gio_prp_object_alloc_bytes() gives the figures for lists
+ * in Linux's 256-byte chunks and for exact lists.
  */
 GIO_HD uint64_t gio_prp_object_bytes(uint64_t obj_bytes, uint32_t page_bytes)
 {
@@ -292,18 +332,55 @@ GIO_HD uint64_t gio_prp_object_bytes(uint64_t obj_bytes, uint32_t page_bytes)
 }
 
 /**
- * @brief PRP list bytes for a pool of page-aligned objects, each read by one command.
+ * @brief PRP list bytes for one object of @p obj_bytes starting on a page boundary, as an
+ *        allocator of @p chunk_bytes chunks sets them aside.
+ * @param obj_bytes    object size.
+ * @param page_bytes   memory page size, a power of two >= 4096.
+ * @param chunk_bytes  #GIO_PRP_CHUNK_EXACT, #GIO_PRP_CHUNK_LINUX, @p page_bytes, or another
+ *                     chunk size, as gio_prp_list_alloc_bytes() takes it.
+ * @return `gio_prp_list_alloc_bytes(pages of the object, page_bytes, chunk_bytes)`; 0 when
+ *         PRP1/PRP2 suffice.
+ *
+ * Pure; any thread, host or device.
+ */
+GIO_HD uint64_t gio_prp_object_alloc_bytes(uint64_t obj_bytes, uint32_t page_bytes, uint32_t chunk_bytes)
+{
+	const uint64_t npages = (obj_bytes + page_bytes - 1) / page_bytes;
+	return gio_prp_list_alloc_bytes(npages, page_bytes, chunk_bytes);
+}
+
+/**
+ * @brief PRP list bytes for a pool of page-aligned objects, each read by one command, a whole
+ *        page per list page.
  * @param objects     number of objects.
  * @param obj_bytes   bytes per object.
  * @param page_bytes  memory page size, a power of two >= 4096.
  * @return `objects * gio_prp_object_bytes(obj_bytes, page_bytes)`: the PRP counterpart of
- *         gio_sgl_pool_bytes().
+ *         gio_sgl_pool_bytes() when every list takes a page.
  *
- * Pure; any thread, host or device.
+ * Pure; any thread, host or device. gio_prp_pool_alloc_bytes() gives the other figures.
  */
 GIO_HD uint64_t gio_prp_pool_bytes(uint64_t objects, uint64_t obj_bytes, uint32_t page_bytes)
 {
 	return objects * gio_prp_object_bytes(obj_bytes, page_bytes);
+}
+
+/**
+ * @brief PRP list bytes for a pool of page-aligned objects, each read by one command, as an
+ *        allocator of @p chunk_bytes chunks sets them aside.
+ * @param objects      number of objects.
+ * @param obj_bytes    bytes per object.
+ * @param page_bytes   memory page size, a power of two >= 4096.
+ * @param chunk_bytes  #GIO_PRP_CHUNK_EXACT, #GIO_PRP_CHUNK_LINUX, @p page_bytes, or another
+ *                     chunk size, as gio_prp_list_alloc_bytes() takes it.
+ * @return `objects * gio_prp_object_alloc_bytes(obj_bytes, page_bytes, chunk_bytes)`.
+ *
+ * Pure; any thread, host or device.
+ */
+GIO_HD uint64_t gio_prp_pool_alloc_bytes(uint64_t objects, uint64_t obj_bytes, uint32_t page_bytes,
+					 uint32_t chunk_bytes)
+{
+	return objects * gio_prp_object_alloc_bytes(obj_bytes, page_bytes, chunk_bytes);
 }
 
 GIO_EXTERN_C_END
