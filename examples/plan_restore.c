@@ -4,7 +4,9 @@
  *
  * It runs anywhere (no GPU, no SSD): it is the integration template for the part of an engine
  * that turns (block, layer) into NVMe commands. Every planned command is checked by the SGL
- * walker, the controller's view of the command, before it is counted.
+ * walker, the controller's view of the command, before it is counted. For comparison it prints
+ * the PRP list memory the same objects would need (a page per list, Linux's 256-byte pool, exact)
+ * and checks the exact figure by building and walking one list in a 256-byte chunk.
  *
  *   plan_restore [--tokens N] [--devices N] [--show N] [--pool-blocks N] [--seed N]
  */
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include <giouring/giouring.h>
+#include <giouring/target/prp_walk.h> /* the controller's view of the PRP alternative */
 #include <giouring/target/sgl_walk.h> /* the controller's view, to check each planned command */
 
 struct options {
@@ -118,18 +121,63 @@ static const char *mib(uint64_t bytes, char *buf, size_t n)
 	return buf;
 }
 
+/* PRP list memory for one object of obj bytes, and a check that the exact figure is what a list
+ * takes: built in the second 256-byte chunk of a page, walked with exactly those bytes registered,
+ * it must describe the object. Returns 0, or 1 after a message. */
+static int prp_object_figures(const char *what, uint64_t obj, const struct gio_dptr_caps *caps, uint64_t *page,
+			      uint64_t *lnx, uint64_t *exact)
+{
+	static uint64_t chunks[4096 / 8];
+	const uint64_t chunk_off = 256, chunk_addr = 0x10000 + chunk_off; /* bus address (illustrative) */
+	const uint64_t data = 0x7f0000000000ull;
+	const struct gio_range r = {data, (uint32_t)obj};
+	struct gio_dma_region reg;
+	struct gio_dma_map map;
+	struct gio_xfer_seg seg;
+	struct gio_xfer_list out = {&seg, 1, 0};
+	struct gio_sqe sqe;
+	uint16_t st;
+	int rc;
+
+	*page = gio_prp_object_alloc_bytes(obj, caps->page_bytes, caps->page_bytes);
+	*lnx = gio_prp_object_alloc_bytes(obj, caps->page_bytes, GIO_PRP_CHUNK_LINUX);
+	*exact = gio_prp_object_alloc_bytes(obj, caps->page_bytes, GIO_PRP_CHUNK_EXACT);
+	rc = gio_prep_read(&sqe, 1, 0, (uint32_t)(obj / 4096));
+	if (rc == 0)
+		rc = gio_prp_build(&sqe, &r, 1, caps, &chunks[chunk_off / 8], chunk_addr, GIO_PRP_CHUNK_LINUX);
+	if (rc < 0 || (uint64_t)rc != *exact) {
+		fprintf(stderr, "plan_restore: %s: the PRP list in a 256-byte chunk: %d, want %" PRIu64 " bytes\n", what, rc,
+			*exact);
+		return 1;
+	}
+	reg.addr = chunk_addr;
+	reg.len = (uint64_t)rc;
+	reg.ptr = &chunks[chunk_off / 8];
+	map.regions = &reg;
+	map.count = rc > 0 ? 1u : 0u;
+	st = gio_prp_walk(&sqe, obj, caps, &map, &out);
+	if (st != 0 || out.n != 1 || seg.addr != data || seg.len != obj) {
+		fprintf(stderr, "plan_restore: %s: the PRP list does not describe the object (%s)\n", what, gio_status_str(st));
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	/* Llama3-8B geometry (docs/benchmarking.md, "Workload"): 32 layers, 8 KV heads, head dim 128, bf16, 16-token blocks. */
+	/* Llama3-8B geometry (docs/benchmarking.md, "Workload"): 32 layers, 8 KV heads, head dim 128,
+	 * bf16, 16-token blocks. */
 	const struct gio_kv_geometry g = {32, 8, 128, 2, 16};
 	const uint64_t pool_base = 0x7f0000000000ull; /* IOVA of the pool (illustrative) */
 	struct gio_kv_store_layout store;
 	struct gio_dptr_caps caps;
 	struct options o;
 	uint32_t *dest, nblocks, pool_blocks, i, layer, half, seed;
-	uint64_t obj, layer_bytes, commands = 0, bytes = 0, prp_bytes = 0, walked = 0;
+	uint64_t obj, layer_bytes, commands = 0, bytes = 0, walked = 0;
+	/* PRP list memory the same objects would need: a page per list, Linux's 256-byte pool, exact. */
+	uint64_t prp_page = 0, prp_linux = 0, prp_exact = 0;
 	uint64_t per_dev_cmds[1024] = {0};
-	char b1[32], b2[32];
+	char b1[32], b2[32], b3[32], b4[32], b5[32];
 
 	if (parse_options(argc, argv, &o))
 		return 2;
@@ -210,9 +258,13 @@ int main(int argc, char **argv)
 					return 1;
 				}
 				walked++;
-				/* The PRP alternative for the same object, for its metadata bytes only. */
-				if (gio_prp_plan(&r, 1, &caps, &ps) == 0)
-					prp_bytes += ps.list_bytes;
+				/* The PRP alternative for the same object, for its metadata bytes only: the
+				 * list's exact bytes (the plan's), and as allocators set lists aside. */
+				if (gio_prp_plan(&r, 1, &caps, &ps) == 0) {
+					prp_exact += ps.list_bytes;
+					prp_linux += gio_prp_list_alloc_bytes(ps.npages, caps.page_bytes, GIO_PRP_CHUNK_LINUX);
+					prp_page += gio_prp_list_alloc_bytes(ps.npages, caps.page_bytes, caps.page_bytes);
+				}
 				if (commands < o.show) {
 					if (commands == 0)
 						printf("first %u commands (layer 0 first; one NVMe Read per object):\n", o.show);
@@ -238,10 +290,43 @@ int main(int argc, char **argv)
 	for (i = 0; i < store.ndevices; i++)
 		printf(" dev%u:%" PRIu64, i, per_dev_cmds[i]);
 	printf(" commands\n");
-	printf("metadata SGL: %" PRIu64 " Data Block descriptors = %s (P2P table); PRP for the same objects: %s of list pages (%.0fx)\n",
-	       commands, mib(gio_sgl_pool_bytes(commands), b1, sizeof(b1)), mib(prp_bytes, b2, sizeof(b2)),
-	       (double)prp_bytes / (double)gio_sgl_pool_bytes(commands));
+	{
+		const double sgl = (double)gio_sgl_pool_bytes(commands), per = commands ? (double)commands : 1.0;
+		printf("metadata SGL: %" PRIu64 " Data Block descriptors = %s (16 B per object, P2P table)\n", commands,
+		       mib(gio_sgl_pool_bytes(commands), b1, sizeof(b1)));
+		printf("metadata PRP lists for the same objects (besides PRP1/PRP2, 16 B in each SQE):\n");
+		printf("         a page per list %s (%.0f B per object, %.0fx SGL)\n", mib(prp_page, b1, sizeof(b1)),
+		       prp_page / per, prp_page / sgl);
+		printf("         Linux's 256-byte pool %s (%.0f B per object, %.0fx)\n", mib(prp_linux, b2, sizeof(b2)),
+		       prp_linux / per, prp_linux / sgl);
+		printf("         exact %s (%.0f B per object, %.1fx)\n", mib(prp_exact, b3, sizeof(b3)), prp_exact / per,
+		       prp_exact / sgl);
+	}
 	printf("checked %" PRIu64 "/%" PRIu64 " commands through the SGL walker: each moves exactly its object\n", walked, commands);
 	free(dest);
+
+	/* Per object, and for Tutti's example: a 60 GiB pool of 64 KiB objects, one command each. */
+	{
+		const uint64_t tutti_pool = 60ull << 30, tutti_obj = 64u << 10, tutti_n = tutti_pool / tutti_obj;
+		uint64_t pg, lnx, ex, tpg, tlnx, tex;
+		if (prp_object_figures("Llama3-8B object", obj, &caps, &pg, &lnx, &ex) ||
+		    prp_object_figures("Tutti's object", tutti_obj, &caps, &tpg, &tlnx, &tex))
+			return 1;
+		printf("\nPRP list memory per object, %u-byte pages (SGL: 16 B each; PRP1/PRP2: 16 B in the SQE):\n",
+		       caps.page_bytes);
+		printf("  Llama3-8B object %" PRIu64 " KiB (%" PRIu64 " list entries): page %" PRIu64 " B, Linux 256-byte pool %" PRIu64
+		       " B, exact %" PRIu64 " B\n",
+		       obj >> 10, ex / 8, pg, lnx, ex);
+		printf("  Tutti's object %" PRIu64 " KiB (%" PRIu64 " list entries): page %" PRIu64 " B, Linux 256-byte pool %" PRIu64
+		       " B, exact %" PRIu64 " B\n",
+		       tutti_obj >> 10, tex / 8, tpg, tlnx, tex);
+		printf("  Tutti's pool %s of %" PRIu64 " KiB objects (%" PRIu64 "): SGL %s; PRP page %s, Linux %s, exact %s\n",
+		       mib(tutti_pool, b1, sizeof(b1)), tutti_obj >> 10, tutti_n, mib(gio_sgl_pool_bytes(tutti_n), b2, sizeof(b2)),
+		       mib(gio_prp_pool_alloc_bytes(tutti_n, tutti_obj, caps.page_bytes, caps.page_bytes), b3, sizeof(b3)),
+		       mib(gio_prp_pool_alloc_bytes(tutti_n, tutti_obj, caps.page_bytes, GIO_PRP_CHUNK_LINUX), b4, sizeof(b4)),
+		       mib(gio_prp_pool_alloc_bytes(tutti_n, tutti_obj, caps.page_bytes, GIO_PRP_CHUNK_EXACT), b5, sizeof(b5)));
+		printf("checked both PRP lists built in a 256-byte chunk 256 bytes into its page: each takes its exact bytes and,\n"
+		       "        through the PRP walker given only those, moves exactly its object\n");
+	}
 	return walked == commands ? 0 : 1;
 }

@@ -216,7 +216,8 @@ TEST_CASE("write then read back through a queue pair, SGL and PRP", "[ctx]")
 		uint64_t a_list;
 		REQUIRE(gio_ctx_register(ctx, list.p, list.n, &a_list) == 0);
 		gio_range r{a_in, 64 * 1024};
-		REQUIRE(gio_prp_build(&sqe, &r, 1, gio_ctx_dptr_caps(ctx), static_cast<uint64_t *>(list.p), a_list, 4096) == 4096);
+		REQUIRE(gio_prp_build(&sqe, &r, 1, gio_ctx_dptr_caps(ctx), static_cast<uint64_t *>(list.p), a_list, 4096) ==
+			15 * 8); // 16 pages: PRP1 and 15 list entries
 		REQUIRE(gio_qp_submit_wait(qp, &sqe, 5 * kSecond, &st, nullptr) == 0);
 		CHECK(std::memcmp(out.p, in.p, 64 * 1024) == 0);
 		CHECK(gio_ctx_close(ctx) == 0);

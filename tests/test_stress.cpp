@@ -465,7 +465,7 @@ private:
 				return fail("gio_prp_build(%u ranges, %u bytes) = %d", n, nbytes, rc);
 			st_.prp++;
 			st_.prp_lists += rc ? 1 : 0;
-			if (c.big && rc < (int)(2 * kPage))
+			if (c.big && rc <= (int)kPage) // a chain fills its first list page and goes on
 				return fail("a big transfer of %u pages used %d bytes of PRP list, expected a chain", c.nblk, rc);
 		} else {
 			unsigned char *seg = slot_seg(j);

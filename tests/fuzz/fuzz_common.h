@@ -369,15 +369,47 @@ static inline int fz_lists_equal(const struct gio_xfer_seg *a, uint32_t na, cons
 #define FZ_RH_MAX_SEGS 2 /* max_segments (fz_limit) */
 #define FZ_RH_PAGE 3     /* page_bytes (fz_page) */
 #define FZ_RH_MAX_XFER 4 /* max_xfer_bytes (fz_max_xfer) */
-#define FZ_RH_MEM 5      /* bits 0-1 SGL segment memory, 2-3 PRP list memory: FZ_MEM_* */
-#define FZ_RH_SHORT 6    /* FZ_MEM_SHORT sizes: SGL 8 x value bytes, PRP 64 x value bytes */
+#define FZ_RH_MEM 5      /* bits 0-1 SGL segment memory, 2-3 PRP list memory: FZ_MEM_*;
+			    bits 4-6 where the PRP list starts in its page: FZ_LO_*; bit 7 unused */
+#define FZ_RH_SHORT 6    /* FZ_MEM_SHORT sizes: SGL and PRP 8 x value bytes; FZ_LO_SHORT_SEL */
 #define FZ_RH_COUNT 7    /* n = 1 + (value & 63); 0xff gives n = 0 */
 #define FZ_RH_BYTES 8
 
 #define FZ_MEM_OK 0u        /* enough memory at an aligned bus address */
 #define FZ_MEM_NULL 1u      /* NULL pointer */
-#define FZ_MEM_MISALIGN 2u  /* bus address off by 4 (SGL) or by 8 (PRP) */
+#define FZ_MEM_MISALIGN 2u  /* bus address off by 4: not 8-byte aligned (SGL and PRP) */
 #define FZ_MEM_SHORT 3u     /* FZ_RH_SHORT sizes */
+
+/* The PRP list's offset in its page P (FZ_RH_MEM bits 4-6, after FZ_LO_SHIFT); E is the number
+ * of list entries the ranges need (pages - 1), 0 where the ranges are invalid. */
+#define FZ_LO_SHIFT 4
+#define FZ_LO_MASK 7u
+#define FZ_LO_ALIGNED 0u     /* 0: page aligned */
+#define FZ_LO_8 1u           /* 8 */
+#define FZ_LO_256 2u         /* 256: the second chunk of a pool of 256-byte chunks */
+#define FZ_LO_LAST_CHUNK 3u  /* P - 256: the last 256-byte chunk of the page */
+#define FZ_LO_ONE_SLOT 4u    /* P - 8: one slot, so a list of two or more entries chains at once */
+#define FZ_LO_END_AT_PAGE 5u /* (P - 8 E) mod P: the entries end exactly at the page end */
+#define FZ_LO_ONE_SHORT 6u   /* (P - 8 E + 8) mod P: one slot short of that, so the list chains */
+#define FZ_LO_SHORT_SEL 7u   /* (8 x FZ_RH_SHORT value) mod P */
+
+static inline uint64_t fz_list_offset(uint8_t mem, uint8_t short_sel, uint64_t pg, uint64_t entries)
+{
+	uint64_t off;
+	if (pg == 0 || (pg & (pg - 1)))
+		pg = 4096; /* invalid page sizes: the offset does not matter, the plan fails */
+	switch ((mem >> FZ_LO_SHIFT) & FZ_LO_MASK) {
+	case FZ_LO_ALIGNED: off = 0; break;
+	case FZ_LO_8: off = 8; break;
+	case FZ_LO_256: off = 256; break;
+	case FZ_LO_LAST_CHUNK: off = pg - 256; break;
+	case FZ_LO_ONE_SLOT: off = pg - 8; break;
+	case FZ_LO_END_AT_PAGE: off = pg - 8 * entries; break;
+	case FZ_LO_ONE_SHORT: off = pg - 8 * entries + 8; break;
+	default: off = 8u * short_sel; break;
+	}
+	return off & (pg - 1);
+}
 
 static inline uint64_t fz_max_xfer(uint8_t b)
 {

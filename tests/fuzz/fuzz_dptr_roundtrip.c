@@ -13,8 +13,12 @@
  *     3   page size (bits 0-2): 4096, 8192, 16384, 65536, 4096, 4096, 2048 (invalid), 12288 (invalid)
  *     4   max_xfer_bytes: 0 none; 1..40 -> 2^value; 41..255 -> (value - 40) MiB
  *     5   memory: bits 0-1 SGL segment memory, bits 2-3 PRP list memory; each 0 enough and
- *         aligned, 1 NULL pointer, 2 misaligned bus address (SGL +4, PRP +8), 3 short
- *     6   short sizes: SGL 8 x value bytes, PRP 64 x value bytes
+ *         aligned, 1 NULL pointer, 2 bus address not 8-byte aligned (+4), 3 short; bits 4-6
+ *         where the PRP list starts in its page P (E: the list entries the ranges need): 0 at
+ *         0, 1 at 8, 2 at 256, 3 at P - 256, 4 at P - 8, 5 where its entries end at the page
+ *         end ((P - 8 E) mod P), 6 one slot short of that (so it chains), 7 at 8 x byte 6
+ *         (mod P); bit 7 unused
+ *     6   short sizes: SGL and PRP 8 x value bytes
  *     7   range count: 1 + (value & 63); 0xff -> 0
  *   then one encoded range per count: an op byte, then the payload of its address mode, then
  *   that of its length mode (missing bytes read 0):
@@ -30,14 +34,17 @@
  * Checks:
  *   - plan: the return and the plan match a model written from the builders' documentation
  *     (errors: which errno may or must be returned; success: every field of the plan); a
- *     failed plan leaves the plan untouched;
+ *     failed plan leaves the plan untouched; for PRPs both gio_prp_plan() (list page aligned)
+ *     and gio_prp_plan_at() at the list address used, with the list's bytes, pages and the
+ *     refusal of an address that is not 8-byte aligned modelled per list page;
  *   - build: returns the plan's error, else 0 / the plan's bytes, else -EINVAL, -ENOSPC or
  *     -E2BIG exactly when the memory given calls for it; gio_sgl_plan's seg_bytes equals what
  *     gio_sgl_build returned; on failure the SQE and the segment / list memory are byte for
  *     byte as before (pattern-filled); on success only DPTR and PSDT changed, PSDT is right,
  *     and no byte of segment / list memory past the returned size changed;
  *   - the walker, given the plan's total and the same rules, succeeds and lists exactly the
- *     input ranges with contiguous ones merged.
+ *     input ranges with contiguous ones merged; for PRPs it is given only the bytes the builder
+ *     returned as list memory, so a list that would make a controller read further fails.
 
  */
 #include <errno.h>
@@ -55,7 +62,7 @@
 
 #define SEG_BUS 0x80000000ull   /* SGL segment memory */
 #define SEG_AVAIL 2048u         /* >= (64 data + 63 chain descriptors) x 16 */
-#define LIST_BUS 0x200000ull    /* PRP list memory: aligned for every page size */
+#define LIST_BUS 0x200000ull    /* PRP list memory's page: aligned for every page size */
 #define PATTERN 0x5au
 
 /* Errno sets. */
@@ -325,21 +332,42 @@ static int prp_gaps_bad(const struct gio_range *r, uint32_t n, uint64_t pg)
 	return 0;
 }
 
-static void prp_roundtrip(const struct gio_range *ranges, uint32_t n, const struct gio_dptr_caps *caps,
-			  uint8_t mem_mode, uint8_t short_sel)
+/* Model of a PRP list's layout, one list page at a time: entries fill a page from the list's
+ * offset; a page that cannot hold all that remain gives its last slot to the chain pointer. */
+static void prp_list_model(uint64_t npages, uint64_t pg, uint64_t off, uint64_t *slots, uint64_t *pages)
 {
+	uint64_t left, room;
+	*slots = 0;
+	*pages = 0;
+	if (npages <= 2)
+		return;
+	left = npages - 1; /* PRP1 holds the first page */
+	room = (pg - off % pg) / 8;
+	*pages = 1;
+	while (left > room) {
+		left -= room - 1;
+		*slots += room;
+		room = pg / 8;
+		(*pages)++;
+	}
+	*slots += left;
+}
+
+static void prp_roundtrip(const struct gio_range *ranges, uint32_t n, const struct gio_dptr_caps *caps,
+			  uint8_t mem, uint8_t short_sel)
+{
+	const uint8_t mem_mode = (mem >> 2) & 3u;
 	const uint64_t pg = caps->page_bytes;
 	const int pg_ok = pg >= 4096 && (pg & (pg - 1)) == 0;
 	const uint64_t avail = pg >= 16384 ? pg : 16384;
-	const uint64_t list_given = mem_mode == FZ_MEM_SHORT ? 64u * (uint64_t)short_sel : avail;
-	const uint64_t list_addr = LIST_BUS + (mem_mode == FZ_MEM_MISALIGN ? 8u : 0u);
+	const uint64_t list_given = mem_mode == FZ_MEM_SHORT ? 8u * (uint64_t)short_sel : avail;
 	unsigned must = 0, may = 0;
-	uint64_t total = 0, npages = 0, list_pages = 0;
-	struct gio_prp_sizes plan, plan_before;
+	uint64_t total = 0, npages = 0, slots0 = 0, pages0 = 0, slots = 0, list_pages = 0, list_off, list_addr;
+	struct gio_prp_sizes plan, plan_before, plan0;
 	unsigned char sqe_before[GIO_SQE_BYTES];
 	struct gio_sqe sqe;
 	unsigned char *list_mem;
-	int bad = 0, rc_plan, rc;
+	int bad = 0, rc_plan0, rc_plan, rc;
 	uint32_t i;
 
 
@@ -365,33 +393,63 @@ static void prp_roundtrip(const struct gio_range *ranges, uint32_t n, const stru
 			must |= E_2BIG;
 		for (i = 0; i < nruns; i++) /* pages touched */
 			npages += (runs[i].addr + runs[i].len - (runs[i].addr & ~(pg - 1)) + pg - 1) / pg;
-		if (npages > 2) {
-			uint64_t entries = npages - 1; /* PRP1 holds the first page */
-			for (list_pages = 1; entries > pg / 8; list_pages++)
-				entries -= pg / 8 - 1;
-		}
+	}
+	/* The list's address: an offset in the page at LIST_BUS picked by the header, and 4 more
+	 * for the misaligned memory mode. */
+	list_off = fz_list_offset(mem, short_sel, pg, !must && npages > 2 ? npages - 1 : 0);
+	list_addr = LIST_BUS + list_off + (mem_mode == FZ_MEM_MISALIGN ? 4u : 0u);
+	if (!must && pg_ok) {
+		prp_list_model(npages, pg, 0, &slots0, &pages0);
+		prp_list_model(npages, pg, list_addr & (pg - 1), &slots, &list_pages);
 	}
 
-	memset(&plan, 0xee, sizeof(plan));
-	plan_before = plan;
-	rc_plan = gio_prp_plan(ranges, n, caps, &plan);
-	if (must || (rc_plan != 0 && may)) {
-		if (!(rc_plan < 0 && (errno_bit(rc_plan) & (must | may)))) {
+	memset(&plan0, 0xee, sizeof(plan0));
+	plan_before = plan0;
+	rc_plan0 = gio_prp_plan(ranges, n, caps, &plan0);
+	if (must || (rc_plan0 != 0 && may)) {
+		if (!(rc_plan0 < 0 && (errno_bit(rc_plan0) & (must | may)))) {
 			dump_ranges(ranges, n);
 			FZ_CHECK(0, "gio_prp_plan returned %d; documented errors here: must 0x%x may 0x%x (page %llu)",
-				 rc_plan, must, may, (unsigned long long)pg);
+				 rc_plan0, must, may, (unsigned long long)pg);
 		}
-		FZ_CHECK(memcmp(&plan, &plan_before, sizeof(plan)) == 0, "failed gio_prp_plan wrote the plan");
-	} else if (rc_plan != 0 || plan.xfer_bytes != total || plan.npages != npages || plan.list_pages != list_pages ||
-		   plan.list_bytes != list_pages * pg) {
+		FZ_CHECK(memcmp(&plan0, &plan_before, sizeof(plan0)) == 0, "failed gio_prp_plan wrote the plan");
+	} else if (rc_plan0 != 0 || plan0.xfer_bytes != total || plan0.npages != npages || plan0.list_pages != pages0 ||
+		   plan0.list_bytes != slots0 * 8) {
 		dump_ranges(ranges, n);
 		FZ_CHECK(0,
 			 "gio_prp_plan: rc %d xfer %llu npages %llu list_pages %llu list_bytes %llu; model: rc 0 xfer "
-			 "%llu npages %llu list_pages %llu (page %llu)",
-			 rc_plan, (unsigned long long)plan.xfer_bytes, (unsigned long long)plan.npages,
-			 (unsigned long long)plan.list_pages, (unsigned long long)plan.list_bytes,
-			 (unsigned long long)total, (unsigned long long)npages, (unsigned long long)list_pages,
-			 (unsigned long long)pg);
+			 "%llu npages %llu list_pages %llu list_bytes %llu (page %llu)",
+			 rc_plan0, (unsigned long long)plan0.xfer_bytes, (unsigned long long)plan0.npages,
+			 (unsigned long long)plan0.list_pages, (unsigned long long)plan0.list_bytes,
+			 (unsigned long long)total, (unsigned long long)npages, (unsigned long long)pages0,
+			 (unsigned long long)(slots0 * 8), (unsigned long long)pg);
+	}
+
+	/* Model of gio_prp_plan_at(): the same, and a list address that is not 8-byte aligned is
+	 * refused where a list is needed (LIST_BUS is far from 2^64: the list never wraps). */
+	if (!must && npages > 2 && (list_addr & 7u))
+		must |= E_INVAL;
+	memset(&plan, 0xee, sizeof(plan));
+	plan_before = plan;
+	rc_plan = gio_prp_plan_at(ranges, n, caps, list_addr, &plan);
+	if (must || (rc_plan != 0 && may)) {
+		if (!(rc_plan < 0 && (errno_bit(rc_plan) & (must | may)))) {
+			dump_ranges(ranges, n);
+			FZ_CHECK(0, "gio_prp_plan_at(0x%llx) returned %d; documented errors here: must 0x%x may 0x%x "
+				    "(page %llu)",
+				 (unsigned long long)list_addr, rc_plan, must, may, (unsigned long long)pg);
+		}
+		FZ_CHECK(memcmp(&plan, &plan_before, sizeof(plan)) == 0, "failed gio_prp_plan_at wrote the plan");
+	} else if (rc_plan != 0 || plan.xfer_bytes != total || plan.npages != npages || plan.list_pages != list_pages ||
+		   plan.list_bytes != slots * 8) {
+		dump_ranges(ranges, n);
+		FZ_CHECK(0,
+			 "gio_prp_plan_at(0x%llx): rc %d xfer %llu npages %llu list_pages %llu list_bytes %llu; model: "
+			 "rc 0 xfer %llu npages %llu list_pages %llu list_bytes %llu (page %llu)",
+			 (unsigned long long)list_addr, rc_plan, (unsigned long long)plan.xfer_bytes,
+			 (unsigned long long)plan.npages, (unsigned long long)plan.list_pages,
+			 (unsigned long long)plan.list_bytes, (unsigned long long)total, (unsigned long long)npages,
+			 (unsigned long long)list_pages, (unsigned long long)(slots * 8), (unsigned long long)pg);
 	}
 
 	list_mem = (unsigned char *)malloc(list_given ? (size_t)list_given : 1u);
@@ -404,12 +462,12 @@ static void prp_roundtrip(const struct gio_range *ranges, uint32_t n, const stru
 			   list_addr, list_given);
 
 	if (rc_plan != 0) {
-		FZ_CHECK(rc == rc_plan, "gio_prp_build returned %d, gio_prp_plan %d", rc, rc_plan);
+		FZ_CHECK(rc == rc_plan, "gio_prp_build returned %d, gio_prp_plan_at %d", rc, rc_plan);
 	} else if (plan.list_pages == 0) {
 		FZ_CHECK(rc == 0, "no list needed, yet gio_prp_build returned %d", rc);
 	} else {
 		unsigned want = 0;
-		if (mem_mode == FZ_MEM_NULL || (list_addr & (pg - 1)))
+		if (mem_mode == FZ_MEM_NULL)
 			want |= E_INVAL;
 		if (list_given < plan.list_bytes)
 			want |= E_NOSPC;
@@ -420,7 +478,7 @@ static void prp_roundtrip(const struct gio_range *ranges, uint32_t n, const stru
 				 rc, want);
 		else
 			FZ_CHECK(rc >= 0 && (uint64_t)rc == plan.list_bytes,
-				 "gio_prp_build returned %d, gio_prp_plan's list_bytes is %llu", rc,
+				 "gio_prp_build returned %d, gio_prp_plan_at's list_bytes is %llu", rc,
 				 (unsigned long long)plan.list_bytes);
 	}
 
@@ -440,12 +498,16 @@ static void prp_roundtrip(const struct gio_range *ranges, uint32_t n, const stru
 		check_untouched(list_mem, (size_t)rc, (size_t)list_given, "gio_prp_build: list memory");
 		FZ_CHECK(sqe.dptr.prp.prp1 == ranges[0].addr, "PRP1 0x%llx, first range at 0x%llx",
 			 (unsigned long long)sqe.dptr.prp.prp1, (unsigned long long)ranges[0].addr);
+		if (rc > 0)
+			FZ_CHECK(sqe.dptr.prp.prp2 == list_addr, "PRP2 0x%llx, the list is at 0x%llx",
+				 (unsigned long long)sqe.dptr.prp.prp2, (unsigned long long)list_addr);
 
+		/* The walker sees exactly the list bytes the builder reported using. */
 		region.addr = list_addr;
-		region.len = list_given;
+		region.len = (uint64_t)rc;
 		region.ptr = list_mem;
 		map.regions = &region;
-		map.count = 1;
+		map.count = rc > 0 ? 1u : 0u;
 		out.segs = segs;
 		out.cap = FZ_MAX_CAP;
 		out.n = 0;
@@ -456,9 +518,9 @@ static void prp_roundtrip(const struct gio_range *ranges, uint32_t n, const stru
 			fz_dump_list("walker", out.segs, out.n);
 			fz_dump_list("expected", want, nwant);
 			FZ_CHECK(0, "gio_prp_walk of gio_prp_build's PRPs: status 0x%04x (build returned %d, page %llu, "
-				    "%llu pages, %llu list pages)",
+				    "%llu pages, list at 0x%llx over %llu pages)",
 				 st, rc, (unsigned long long)pg, (unsigned long long)plan.npages,
-				 (unsigned long long)plan.list_pages);
+				 (unsigned long long)list_addr, (unsigned long long)plan.list_pages);
 		}
 	}
 	free(list_mem);
@@ -488,6 +550,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	sgl_roundtrip(ranges, n, &caps, (hdr[FZ_RH_FLAGS] & FZ_F_WRITE) != 0, hdr[FZ_RH_MEM] & 3u, hdr[FZ_RH_SHORT]);
-	prp_roundtrip(ranges, n, &caps, (hdr[FZ_RH_MEM] >> 2) & 3u, hdr[FZ_RH_SHORT]);
+	prp_roundtrip(ranges, n, &caps, hdr[FZ_RH_MEM], hdr[FZ_RH_SHORT]);
 	return 0;
 }

@@ -505,7 +505,7 @@ static void roundtrip_seeds(void)
 	write_file("corpus", t, "over-max-xfer", s.b, s.n);
 	s.b[FZ_RH_MAX_XFER] = 0;
 	s.b[FZ_RH_MEM] = FZ_MEM_SHORT | (FZ_MEM_SHORT << 2);
-	s.b[FZ_RH_SHORT] = 2; /* 16 bytes of segments, 128 bytes of list */
+	s.b[FZ_RH_SHORT] = 1; /* 8 bytes of segments and of list: each needs more */
 	write_file("corpus", t, "short-memory", s.b, s.n);
 	s.b[FZ_RH_MEM] = FZ_MEM_NULL | (FZ_MEM_MISALIGN << 2);
 	write_file("corpus", t, "null-and-misaligned-memory", s.b, s.n);
@@ -528,6 +528,48 @@ static void roundtrip_seeds(void)
 	rs_u8(&s, 0);
 	rs_u32(&s, 0);
 	write_file("corpus", t, "empty-range", s.b, s.n);
+
+	/* PRP lists that start inside their page (FZ_LO_*). A Llama3-8B object (32 KiB, 7 list
+	 * entries) with its list in the second 256-byte chunk of a page. */
+	rs_init(&s, SGL_BYTE, NOLIM, NOLIM, PG_4K, 0, FZ_LO_256 << FZ_LO_SHIFT, 0, 1);
+	rs_u8(&s, FZ_R_OP(FZ_RA_ABS_PAGE, FZ_RL_PAGES));
+	rs_u32(&s, 0x100);
+	rs_u8(&s, 7);
+	write_file("corpus", t, "prp-list-offset-256", s.b, s.n);
+
+	/* 128 KiB from 0x200 into a page: 33 pages, 32 entries ending exactly at the page end. */
+	rs_init(&s, SGL_BYTE, NOLIM, NOLIM, PG_4K, 0, FZ_LO_END_AT_PAGE << FZ_LO_SHIFT, 0, 1);
+	rs_u8(&s, FZ_R_OP(FZ_RA_ABS, FZ_RL_RAW));
+	rs_u64(&s, 0x40000200);
+	rs_u32(&s, 128u << 10);
+	write_file("corpus", t, "prp-list-ends-at-page-end", s.b, s.n);
+
+	/* The same one slot short (chain after 30 entries), and 34 pages from the last chunk of
+	 * the page (31 entries, the chain, 2 more), and 3 pages from the page's last slot (only the
+	 * chain pointer there). */
+	s.b[FZ_RH_MEM] = FZ_LO_ONE_SHORT << FZ_LO_SHIFT;
+	write_file("corpus", t, "prp-list-chains-one-short", s.b, s.n);
+	rs_init(&s, SGL_BYTE, NOLIM, NOLIM, PG_4K, 0, FZ_LO_LAST_CHUNK << FZ_LO_SHIFT, 0, 1);
+	rs_u8(&s, FZ_R_OP(FZ_RA_ABS_PAGE, FZ_RL_PAGES));
+	rs_u32(&s, 0x100);
+	rs_u8(&s, 33);
+	write_file("corpus", t, "prp-list-chains-from-last-chunk", s.b, s.n);
+	s.b[FZ_RH_MEM] = FZ_LO_ONE_SLOT << FZ_LO_SHIFT;
+	s.b[s.n - 1] = 2;
+	write_file("corpus", t, "prp-list-one-slot", s.b, s.n);
+
+	/* A chained list from an offset picked by byte 6 (8 x 100 = 800) on 8 KiB pages, and the
+	 * same address made misaligned (+4: refused). */
+	rs_init(&s, SGL_BYTE, NOLIM, NOLIM, PG_8K, 0, FZ_LO_SHORT_SEL << FZ_LO_SHIFT, 100, 2);
+	rs_u8(&s, FZ_R_OP(FZ_RA_ABS_PAGE, FZ_RL_MULTI_PAGE));
+	rs_u32(&s, 0x200);
+	rs_u16(&s, 999);
+	rs_u8(&s, FZ_R_OP(FZ_RA_PAGE_GAP, FZ_RL_PAGES));
+	rs_u8(&s, 3);
+	rs_u8(&s, 99);
+	write_file("corpus", t, "prp-list-offset-chained-8k", s.b, s.n);
+	s.b[FZ_RH_MEM] = (FZ_LO_SHORT_SEL << FZ_LO_SHIFT) | (FZ_MEM_MISALIGN << 2);
+	write_file("corpus", t, "prp-list-offset-misaligned", s.b, s.n);
 
 	/* Regression: three adjacent ranges of 0x7ffff000 bytes. Each neighbouring pair fits one
 	 * descriptor, so gio_sgl_plan coalesced all three into one Data Block whose length

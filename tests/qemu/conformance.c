@@ -299,6 +299,97 @@ static void test_sgl(struct gio_ctx *ctx, struct gio_qp *qp, const struct gio_ns
 
 /* ---- PRP with lists ------------------------------------------------------------------------ */
 
+/* Whether the builder put its list `off` bytes into the list buffer's first page and wrote nothing
+ * else there: the bytes before it and after its `used` bytes still hold the 0xa5 the caller
+ * filled the page with. */
+static int list_at(const struct buf *list, size_t off, size_t used)
+{
+	size_t i;
+	for (i = 0; i < 4096; i++)
+		if ((i < off || i >= off + used) && list->p[i] != 0xa5)
+			return 0;
+	return used > 0 && list->p[off] != 0xa5;
+}
+
+/* PRP lists that start inside their page, as Linux's 256-byte pool places them: a write whose
+ * list is 256 bytes into its page, a read whose list ends exactly at its page end, and a read
+ * whose list starts in the last 256 bytes of its page and chains. Each is checked byte for byte
+ * against a transfer whose list is page aligned, so each direction is measured alone. */
+static void test_prp_list_offsets(struct gio_qp *qp, const struct gio_ns_info *info, const struct gio_dptr_caps *prp,
+				  const struct buf *a, const struct buf *b, struct buf *list)
+{
+	const uint32_t lb = info->lba_bytes;
+	uint64_t bytes = 64 * 1024, big = 256 * 1024;
+	struct buf at;
+	size_t off, entries;
+	int rc;
+	if (info->max_xfer_bytes && bytes > info->max_xfer_bytes)
+		bytes = info->max_xfer_bytes;
+	if (info->max_xfer_bytes && big > info->max_xfer_bytes)
+		big = info->max_xfer_bytes;
+
+	/* Write: 64 KiB from a page boundary, 15 list entries at +256. */
+	entries = bytes / 4096 - 1;
+	off = 256;
+	memset(list->p, 0xa5, list->len);
+	at.p = list->p + off;
+	at.addr = list->addr + off;
+	at.len = entries * 8; /* exactly the entries: the builder needs no more */
+	fill(a->p, bytes, 7);
+	memset(b->p, 0, bytes);
+	rc = rw1(qp, info, prp, GIO_NVM_OPC_WRITE, 1200, (uint32_t)(bytes / lb), a->addr, &at);
+	{
+		const int placed = list_at(list, off, entries * 8);
+		if (!rc)
+			rc = rw1(qp, info, prp, GIO_NVM_OPC_READ, 1200, (uint32_t)(bytes / lb), b->addr, list);
+		CHECK("prp.list-offset.write", rc == 0 && placed && !memcmp(a->p, b->p, bytes),
+		      "rc %d, list of %zu entries at +%zu placed %d", rc, entries, off, placed);
+	}
+
+	/* Read: the same size, the list's last entry in the last 8 bytes of its page. */
+	off = 4096 - entries * 8;
+	fill(a->p, bytes, 8);
+	memset(b->p, 0, bytes);
+	rc = rw1(qp, info, prp, GIO_NVM_OPC_WRITE, 1400, (uint32_t)(bytes / lb), a->addr, list);
+	memset(list->p, 0xa5, list->len);
+	at.p = list->p + off;
+	at.addr = list->addr + off;
+	at.len = entries * 8;
+	if (!rc)
+		rc = rw1(qp, info, prp, GIO_NVM_OPC_READ, 1400, (uint32_t)(bytes / lb), b->addr, &at);
+	{
+		const int placed = list_at(list, off, entries * 8);
+		CHECK("prp.list-offset.read", rc == 0 && placed && !memcmp(a->p, b->p, bytes),
+		      "rc %d, list of %zu entries at +%zu placed %d", rc, entries, off, placed);
+	}
+
+	/* Read, chained from an offset: 256 KiB (63 entries) with the list 3840 bytes into its page:
+	 * 31 entries and the chain pointer fill it, 32 entries open the next page. */
+	entries = big / 4096 - 1;
+	if (entries > 32) {
+		off = 3840;
+		fill(a->p, big, 9);
+		memset(b->p, 0, big);
+		rc = rw1(qp, info, prp, GIO_NVM_OPC_WRITE, 1600, (uint32_t)(big / lb), a->addr, list);
+		memset(list->p, 0xa5, list->len);
+		at.p = list->p + off;
+		at.addr = list->addr + off;
+		at.len = list->len - off;
+		if (!rc)
+			rc = rw1(qp, info, prp, GIO_NVM_OPC_READ, 1600, (uint32_t)(big / lb), b->addr, &at);
+		{
+			uint64_t chain;
+			memcpy(&chain, list->p + 4088, sizeof(chain));
+			CHECK("prp.list-offset.chained-read",
+			      rc == 0 && chain == list->addr + 4096 && !memcmp(a->p, b->p, big),
+			      "rc %d, %zu entries from +%zu, chain entry 0x%" PRIx64 " (want 0x%" PRIx64 ")", rc, entries,
+			      off, chain, list->addr + 4096);
+		}
+	} else {
+		printf("SKIP prp.list-offset.chained-read: MDTS %" PRIu64 " bytes is below 136 KiB\n", info->max_xfer_bytes);
+	}
+}
+
 static void test_prp(struct gio_ctx *ctx, struct gio_qp *qp, const struct gio_ns_info *info)
 {
 	const uint32_t lb = info->lba_bytes;
@@ -331,6 +422,7 @@ static void test_prp(struct gio_ctx *ctx, struct gio_qp *qp, const struct gio_ns
 	} else {
 		printf("SKIP prp.chained-list: MDTS %" PRIu64 " bytes is below 3 MiB\n", info->max_xfer_bytes);
 	}
+	test_prp_list_offsets(qp, info, &prp, &a, &b, &list);
 }
 
 /* ---- random writes and reads against a model ----------------------------------------------- */

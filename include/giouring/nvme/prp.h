@@ -5,8 +5,9 @@
  * NVM Express Base Specification 2.0c, "Physical Region Page Entry and List",
  * A PRP entry is a 64-bit memory address: bits 1:0 are zero (dword
  * alignment); the offset bits within a memory page (CC.MPS) are non-zero only in the first entry
- * of a command (PRP1). A PRP list is an array of entries filling a memory page; when more entries
- * are needed than fit, the last entry of the page points to the next list page.
+ * of a command (PRP1). A PRP list is an array of entries from a qword-aligned start (PRP2 may
+ * point into a page) to the end of that memory page at most; when more entries are needed than
+ * fit, the last entry of the page points to the next list page, which is page aligned.
  */
 #ifndef GIOURING_NVME_PRP_H
 #define GIOURING_NVME_PRP_H

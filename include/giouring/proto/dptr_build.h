@@ -29,7 +29,7 @@ GIO_EXTERN_C_BEGIN
  * @param n          how many, at least 1.
  * @param caps       the controller's rules (gio_ctx_dptr_caps()).
  * @param mem        CPU-visible memory for SGL segments or PRP lists, or NULL when none is needed.
- * @param mem_addr   bus address of @p mem, page aligned (PRP lists need it; SGL segments need 8).
+ * @param mem_addr   bus address of @p mem, 8-byte aligned (SGL segments and PRP lists).
  * @param mem_bytes  bytes available at @p mem.
  * @return the bytes of @p mem used (0 when DPTR alone holds the pointer), or
  *   - `-E2BIG`: the transfer exceeds gio_dptr_caps::max_xfer_bytes (MDTS), or an SGL would need
