@@ -6,7 +6,7 @@
 // | path        | what the CPU does per restore                                 | lands shuffled |
 // | ----------- | ------------------------------------------------------------- | -------------- |
 // | giouring-sgl-Nsm | one I/O kernel launch per layer (N SMs); each thread one object: an NVMe Read whose data pointer is its entry of the SGL table (16 B per object, built once) | yes |
-// | giouring-prp-Nsm | the same with the PRP table (PRP1/PRP2 per object plus a list page each, built once) | yes |
+// | giouring-prp-Nsm | the same with the PRP table (PRP1/PRP2 per object plus its list in a 256-byte chunk, as Linux allocates, built once) | yes |
 // | bulk        | one cudaMemcpyAsync of every byte (the PCIe limit)            | no (verified unshuffled) |
 // | per-object  | one cudaMemcpyAsync per object (LMCache DRAM tier)            | yes |
 // | batch       | one cudaMemcpyBatchAsync per layer                            | yes |
@@ -328,7 +328,7 @@ void progress(const kv_result &r)
 
 // The data pointer tables (docs/design.md), built once: entry l * objs + i is object i of
 // layer l: an SGL Data Block descriptor to its pool slot, or PRP1/PRP2 (PRP2 pointing to the
-// object's list page when it spans more than two pages).
+// object's list, in a chunk of list_stride bytes, when it spans more than two pages).
 __global__ void gio_build_tables(unsigned char *const *pool, const uint32_t *perm, uint32_t n_layers, uint32_t n_blocks,
 				 uint32_t pool_blocks, uint64_t obj_bytes, gio_dptr_caps caps, union gio_dptr *sgl,
 				 union gio_dptr *prp, unsigned char *lists, uint32_t list_stride, unsigned long long *fails)
@@ -448,7 +448,12 @@ int gio_setup(const kv_workload *w, kv_runner *r, const options *o, gio_bench *b
 	uint64_t addr;
 	const uint64_t objs = kv_total_objects(w), pool_bytes = 2ull * w->pool_blocks * w->obj_bytes * w->n_layers;
 	const gio_dptr_caps caps = b->g->host_tgt.caps;
-	b->list_stride = caps.page_bytes;
+	// Each object's PRP list in a chunk as Linux's driver allocates it (256 bytes for lists of up
+	// to 32 entries, a page above); consecutive chunks never cross a page end.
+	b->list_stride = (uint32_t)gio_prp_object_alloc_bytes(w->obj_bytes, caps.page_bytes, GIO_PRP_CHUNK_LINUX);
+	if (b->list_stride == 0)
+		b->list_stride = 8; // PRP1/PRP2 suffice: no list, a slot kept so the table code stays one
+
 	KV_CK(cudaMalloc((void **)&b->sgl, objs * sizeof(*b->sgl)));
 	KV_CK(cudaMalloc((void **)&b->prp, objs * sizeof(*b->prp)));
 	KV_CK(cudaMalloc((void **)&b->lists, objs * b->list_stride));
@@ -518,7 +523,8 @@ int gio_row(const kv_workload *w, kv_runner *r, gio_bench *b, uint32_t io_sms, i
 	       "(rings in %s, %s scope); %s table %u B/object built once in %.1f ms%s",
 	       io_sms, b->io_warps, b->g->cfg.exec_blocks, b->g->cfg.exec_warps, b->g->cfg.queues, b->g->cfg.depth,
 	       (fl & GIO_GPU_RINGS_HOST) ? "host memory" : "HBM", (fl & GIO_GPU_SCOPE_SYS) ? "sys" : "gpu", prp ? "PRP" : "SGL",
-	       prp ? 16u + b->list_stride : 16u, b->table_ms, prp ? " (16 B PRP1/PRP2 + a list page)" : "");
+	       prp ? 16u + b->list_stride : 16u, b->table_ms,
+	       prp ? " (16 B PRP1/PRP2 + the list's chunk as Linux allocates it: 256 B up to 32 entries)" : "");
 	kv_path p = {name, note, NULL, gio_issue, b, KV_VERIFY_SHUFFLED, io_sms, w->n_layers};
 	b->fails[0] = b->fails[1] = 0;
 	int rc = kv_measure(w, r, &p, res);
