@@ -71,7 +71,7 @@ run_ctest() { # name, ctest arguments...
 	local name=$1 t=$SECONDS
 	shift
 	local tmp="$out/ctest.tmp"
-	ctest --test-dir "$build" --no-tests=error --output-on-failure "$@" >"$tmp" 2>&1
+	ctest --test-dir "$build" --no-tests=error -V "$@" >"$tmp" 2>&1
 	local rc=$?
 	{ printf '===== %s (exit %d, %d s): ctest %s\n' "$name" "$rc" $((SECONDS - t)) "$*"; cat "$tmp"; } >>"$detail"
 	grep -E '^ *[0-9]+/[0-9]+ Test +#' "$tmp" | sed -E 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: / /' | tee -a "$log"
@@ -84,7 +84,8 @@ run_ctest() { # name, ctest arguments...
 	else
 		say "PASS $name ($((SECONDS - t)) s)"
 	fi
-	grep -h -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$tmp" | sort | uniq -c | sed 's/^/    /' | tee -a "$log"
+	# The tests' own verdicts and the sanitizers' summaries (ctest -V keeps every test's output).
+	grep -h -E '^[0-9]+: (PASS|FAIL):|ERROR SUMMARY|RACECHECK SUMMARY' "$tmp" | sed -E 's/^[0-9]+: /    /' | sort | uniq -c | tee -a "$log"
 	rm -f "$tmp"
 }
 
