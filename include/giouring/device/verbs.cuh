@@ -312,7 +312,7 @@ GIO_DEV int gio_wait_iocb(const struct gio_iocb *b, uint64_t deadline)
 /**
  * @brief I/O kernel body: the block issues the IOCB's IOCTXs, a thread per IOCTX, a warp per
  * doorbell, and marks the IOCB done when every IOCTX has its result.
- * @param b   the IOCB (state GIO_IOCB_SUBMITTED or IDLE; counters are reset by the first block).
+ * @param b   the IOCB, made ready by the host before the launch as said below (no block resets it).
  * @param tg  the queue pairs: warp w of block k uses queue pair (k * warps + w) % nqps.
  *
  * All threads of every block of the grid; launch `ceil(nctx / blockDim.x)` blocks of a multiple

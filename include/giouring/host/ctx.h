@@ -19,14 +19,16 @@
  * polls, 20 to 100000 microseconds, default 200; sleeps start at 20 us and double every 64 idle
  * passes up to it, about 20 ms into a quiet spell for 200: a higher ceiling spends less CPU while
  * nothing comes and adds up to that much latency to the first command after a quiet spell; 20
- * keeps the threads at 20 us sleeps, about 0.4 cores for 2 threads on a 2-core machine), `exec` (`cpu`; `gpu` gives `-EOPNOTSUPP` in
- * this release), `ns` (the namespace to address, default 1), `dptr` (`auto`: SGLs where Identify Controller SGLS allows them, PRPs
+ * keeps the threads at 20 us sleeps, about 0.4 cores for 2 threads on a 2-core machine), `exec` (`cpu`; `gpu` gives `-EOPNOTSUPP`:
+ * GPU-executed targets open with gio_gpu_target_open(), giouring/target/gpu_target.h), `ns` (the namespace to address, default 1), `dptr` (`auto`: SGLs where Identify Controller SGLS allows them, PRPs
  * otherwise; `prp`: gio_ctx_dptr_caps() reports no SGL support, so builders make PRPs), `iommu`
  * (`nvme-pci` only: `auto`, the default, takes iommufd where /dev/iommu and the device's VFIO cdev
  * exist and the legacy container otherwise; `iommufd` or `type1` demand one, and `iommufd` fails
- * with `-EOPNOTSUPP` where the kernel lacks it; gio_ctx_iommu() tells which was taken). The
- * software target's parameters (size, lba, sgls, mdts, queues, threads, mqes, idle_us) are ignored for
- * `nvme-pci`: the controller reports its own.
+ * with `-EOPNOTSUPP` where the kernel lacks it; gio_ctx_iommu() tells which was taken), `direct`
+ * (files: `auto`, `0` page cache, `1` O_DIRECT required). Each target takes only its own
+ * parameters: `nvme-pci` takes `ns`, `dptr` and `iommu` (the controller reports the rest),
+ * `mem://host` all but `iommu` and `direct`. A parameter the target does not take, one given
+ * twice, or a value out of range is refused with `-EINVAL` and a message naming it.
  *
  * `nvme-pci` opens the device through VFIO, either the device cdev bound to iommufd (/dev/iommu,
  * one IO address space per context; Linux 6.6+ built with CONFIG_IOMMUFD and
@@ -330,10 +332,16 @@ uint32_t gio_ctx_qp_doorbells(struct gio_ctx *ctx, const struct gio_qp *qp);
 int gio_ctx_inject(struct gio_ctx *ctx, const struct gio_fault *fault);
 
 /**
- * @brief The message of the last error the host library reported on this thread.
- * @return a string naming the problem, or "" when none; valid until the next call on the thread.
+ * @brief What went wrong in the calling thread's latest host library call.
+ * @return a string naming the problem and the values involved (URI parameter, queue, NVMe status,
+ *         errno text), or "" when that call succeeded; valid until the thread's next host library
+ *         call.
  *
- * Any host thread.
+ * Any host thread. Every function of the host library (`giouring::host`, `giouring::gpu`) clears
+ * the message when it is called and sets it when it returns a negative errno, so a message never
+ * outlives the call it describes: read it right after the call that failed. The inline ring
+ * functions of giouring/ring/ do not touch it (they return -errno and keep the ring state in
+ * gio_qp::last_timeout).
  */
 const char *gio_last_error(void);
 
@@ -344,8 +352,9 @@ const char *gio_last_error(void);
  * @param timeout_ns  how long to wait in total.
  * @param status      receives the status field, or NULL.
  * @param dw0         receives completion Dword 0, or NULL.
- * @return 0, `-EIO` (NVMe error: see @p status), `-ETIME` (deadline; the ring state is in
- *         gio_qp::last_timeout and in gio_last_error()).
+ * @return 0, `-EIO` (NVMe error: see @p status; gio_last_error() names the queue, the opcode and
+ *         the status), `-ETIME` (deadline; the ring state is in gio_qp::last_timeout and in
+ *         gio_last_error()), `-EINVAL` (a NULL argument, or a reservation the ring refuses).
  *
  * Any thread.
  */
