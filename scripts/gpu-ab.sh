@@ -9,9 +9,8 @@
 #   e.g. bash scripts/gpu-ab.sh "$OUT" bench_gpu_cmdrate 3 --seconds 0.3 --points hbm:2:16,host:8:16 --no-ceiling
 #        bash scripts/gpu-ab.sh "$OUT" bench_kv_restore 2 --tokens 32K --reps 1 --paths bulk,giouring --gio-sms 8
 #
-# Writes OUTDIR/ab.md: every run's table rows under "## run R VERSION", and prints it. Trees older
-# than the CMake-built GPU programs (target gio_gpu_programs) cannot be built this way: take the
-# A/B script of their own commit.
+# Writes OUTDIR/ab.md: every run's table rows under "## run R VERSION", and prints it. An older
+# tree builds this way where its CMake lists already had the bench as a target.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 usage="usage: gpu-ab.sh OUTDIR BENCH ROUNDS [BENCH ARGUMENTS...]"
@@ -24,8 +23,10 @@ mkdir -p "$out"
 versions=(new)
 for d in .ab-old/*/; do [[ -f "$d/CMakeLists.txt" ]] && versions+=("$(basename "$d")"); done
 ((${#versions[@]} > 1)) || { echo "gpu-ab: no old trees in .ab-old/<name>/" >&2; exit 2; }
-deps=()
-[[ -d .gpu-deps ]] && deps=("-DCMAKE_PREFIX_PATH=$PWD/.gpu-deps")
+# No tests are built (older trees need Catch2 for them); liburing from .gpu-deps/ where present,
+# also for older trees that link it as -luring.
+deps=(-DGIOURING_BUILD_TESTS=OFF)
+[[ -d .gpu-deps ]] && deps+=("-DCMAKE_PREFIX_PATH=$PWD/.gpu-deps" "-DCMAKE_EXE_LINKER_FLAGS=-L$PWD/.gpu-deps/lib")
 declare -A bin
 for v in "${versions[@]}"; do
 	src=.

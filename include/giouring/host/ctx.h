@@ -337,8 +337,8 @@ int gio_ctx_inject(struct gio_ctx *ctx, const struct gio_fault *fault);
  *         errno text), or "" when that call succeeded; valid until the thread's next host library
  *         call.
  *
- * Any host thread. Every function of the host library (`giouring::host`, `giouring::gpu`) clears
- * the message when it is called and sets it when it returns a negative errno, so a message never
+ * Any host thread. Every function of the host library (`giouring::host`, `giouring::gpu`) that can
+ * fail clears the message when it is called and sets it when it returns a negative errno, so a message never
  * outlives the call it describes: read it right after the call that failed. The inline ring
  * functions of giouring/ring/ do not touch it (they return -errno and keep the ring state in
  * gio_qp::last_timeout).
