@@ -7,7 +7,7 @@
 #   bash scripts/test.sh -LE fuzz       # everything but the fuzzers
 #   bash scripts/test.sh -L qemu        # only the QEMU conformance runs (scripts/qemu/run.sh)
 # The first run downloads a pinned Debian kernel package and builds a pinned Linux kernel from
-# Debian's source for the QEMU guests (scripts/qemu/, about 9 minutes on 2 cores; cached after).
+# Debian's source for the QEMU guests (scripts/qemu/, 4 to 10 minutes on 2 cores; cached after).
 #
 # Without ctest arguments (GIO_SANITIZERS=auto, the default) two sanitizer stages follow a
 # passing main run:
