@@ -343,7 +343,11 @@ int main(int argc, char **argv)
 	if (quick) {
 		seconds = 0.05;
 		io_list = {2};
-		q_list = {8};
+		// One queue pair per producer warp (2 SMs x 32 warps). With 8 warps on each queue pair,
+		// their 4 batches in flight fill the depth-1024 ring: each warp then waits to reserve
+		// while slots it needs hold results other waiting warps have not claimed, until the
+		// deadline (a ring only the submitter of a command can free).
+		q_list = {64};
 		if (!ceil_list.empty())
 			ceil_list = {64};
 	}
