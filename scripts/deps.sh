@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages giouring's build and tests need, and only
 # those that are missing: with everything present it runs no apt command.
-# Also reports whether nvcc (CUDA) is reachable; without it the build runs
-# with -DGIOURING_CUDA=OFF.
+# Also reports whether nvcc (CUDA) is reachable; without it CMake builds
+# everything but the CUDA parts.
 #
 # Extra packages: GIO_EXTRA_PACKAGES="qemu-system-x86 ..." bash scripts/deps.sh
 set -euo pipefail
@@ -116,8 +116,8 @@ fi
 if command -v nvcc >/dev/null 2>&1; then
   log "nvcc: $(command -v nvcc)"
 elif [[ -x /usr/local/cuda/bin/nvcc ]]; then
-  log "nvcc: /usr/local/cuda/bin/nvcc (not on PATH; scripts/test.sh adds it)"
+  log "nvcc: /usr/local/cuda/bin/nvcc (not on PATH; CMake finds it there)"
 else
   log "notice: nvcc not found (PATH, /usr/local/cuda/bin): CUDA is disabled;"
-  log "        the build uses -DGIOURING_CUDA=OFF (host library and C tests only)"
+  log "        CMake builds the headers, the host library and the host tests only"
 fi

@@ -24,30 +24,13 @@ gio_deps() {
   bash scripts/deps.sh
 }
 
-# Puts nvcc on PATH when it is only in /usr/local/cuda/bin; sets GIO_HAVE_NVCC.
-gio_find_nvcc() {
-  if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
-    export PATH="/usr/local/cuda/bin:$PATH"
-  fi
-  if command -v nvcc >/dev/null 2>&1; then
-    GIO_HAVE_NVCC=1
-  else
-    GIO_HAVE_NVCC=0
-  fi
-}
-
 # Configures (Ninja) and builds GIO_BUILD_DIR with every core: every target, or only the
 # targets given as arguments.
 gio_configure_build() {
   local build_dir="${GIO_BUILD_DIR:-build}"
   local build_type="${GIO_BUILD_TYPE:-RelWithDebInfo}"
   local -a args=(-S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type")
-
-  gio_find_nvcc
-  if [[ "$GIO_HAVE_NVCC" == 0 ]]; then
-    gio_log "notice: nvcc not found (PATH, /usr/local/cuda/bin): configuring with -DGIOURING_CUDA=OFF"
-    args+=(-DGIOURING_CUDA=OFF)
-  fi
+  # CMake finds nvcc (PATH, /usr/local/cuda/bin) or builds without CUDA, and says which.
 
   # Reuse an existing build dir only if it was made with Ninja.
   if [[ -f "$build_dir/CMakeCache.txt" ]]; then

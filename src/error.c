@@ -1,7 +1,7 @@
 /* The host library's error channel: the calling thread's message about its latest failed call
- * (gio_last_error()). Every public entry point clears it first (gio__clear_error()), so a message
- * never outlives the call it describes. Its own object file, so that programs linking only the
- * CUDA part of the host library's error channel need nothing else. */
+ * (gio_last_error()). Every public entry point that can fail clears it first
+ * (gio__clear_error()), so a message never outlives the call it describes. giouring::gpu reports
+ * through it too. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>

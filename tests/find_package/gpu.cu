@@ -16,9 +16,11 @@ int main()
 	}
 	gio_gpu_target *g = nullptr;
 	const int rc = gio_gpu_target_open("mem://hbm?size=1M&queues=2&depth=8&sms=1&warps=1", &g);
-	if (rc == 0)
-		rc == 0 && gio_gpu_target_close(g);
-	else if (rc != -ENODEV) {
+	if (rc == 0 && gio_gpu_target_close(g)) {
+		std::fprintf(stderr, "gio_gpu_target_close: %s\n", gio_last_error());
+		return 1;
+	}
+	if (rc != 0 && rc != -ENODEV) {
 		std::fprintf(stderr, "gio_gpu_target_open: %d: %s\n", rc, gio_last_error());
 		return 1;
 	}
