@@ -662,7 +662,7 @@ static void *run_giouring(struct producer *p)
 {
 	struct shared *s = p->s;
 	struct gio_qp *qp = s->qps[p->id];
-	const uint32_t mask = qp->sq_depth - 1, nlb = s->io / BLOCK;
+	const uint32_t nlb = s->io / BLOCK;
 	uint64_t rng = rng_seed(p->id, s->io), n = 0;
 	uint32_t *fifo_cid = calloc(s->qd, sizeof(uint32_t)), *fifo_buf = calloc(s->qd, sizeof(uint32_t));
 	uint64_t *offs = calloc(s->qd, sizeof(uint64_t));
@@ -686,20 +686,23 @@ static void *run_giouring(struct producer *p)
 				goto out;
 			}
 			for (i = 0; i < nready; i++) {
-				struct gio_sqe *sqe = gio_qp_sqe(qp, first + i);
+				struct gio_sqe sqe;
 				const uint32_t b = ready[i];
 				offs[b] = next_obj(&rng, s->nobj) * s->io;
-				gio_prep_read(sqe, s->nsid, offs[b] / BLOCK, nlb);
-				gio_sqe_set_sgl_data(sqe, (uint64_t)(uintptr_t)(p->bufs + (size_t)b * s->io), s->io);
-				fifo_cid[(head + count) % s->qd] = (first + i) & mask;
+				rc = gio_prep_read(&sqe, s->nsid, offs[b] / BLOCK, nlb);
+				if (rc == 0) {
+					gio_sqe_set_sgl_data(&sqe, (uint64_t)(uintptr_t)(p->bufs + (size_t)b * s->io), s->io);
+					rc = gio_qp_put(qp, first + i, &sqe, b, 0);
+				}
+				if (rc) {
+					fail(p, "gio_prep_read / gio_qp_put: %d", rc);
+					goto out;
+				}
+				fifo_cid[(head + count) % s->qd] = first + i; /* the ticket */
 				fifo_buf[(head + count) % s->qd] = b;
 				count++;
 			}
-			rc = gio_qp_commit(qp, first, nready, deadline);
-			if (rc) {
-				fail(p, "gio_qp_commit: %d", rc);
-				goto out;
-			}
+			gio_qp_publish(qp);
 			nready = 0;
 		}
 		if (count == 0)

@@ -78,7 +78,7 @@ __global__ void io_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_
 			gio_prep_read(&sqe, GIO_TGT_NSID, lba, 1);
 			gio_sqe_set_sgl_data(&sqe, buf_addr, block_bytes);
 			const uint64_t t0 = gio_now_ns();
-			const int rc = gio_submit_warp(qp, &sqe, 1, deadline, &cids[head % kMaxInflight]);
+			const int rc = gio_submit_warp(qp, &sqe, 0, 0, 1, deadline, &cids[head % kMaxInflight]);
 			if (lane == 0) {
 				sub_ns += gio_now_ns() - t0;
 				subs++;

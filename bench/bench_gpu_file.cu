@@ -181,7 +181,7 @@ __global__ void restore_kernel(gio_qp *qps, unsigned char *const *pool, const ui
 			gio_prep_read(&sqe, 1, src >> 12, (uint32_t)(obj_bytes >> 12));
 			gio_sqe_set_sgl_data(&sqe, dst, (uint32_t)obj_bytes); // bus address = device pointer
 		}
-		int rc = gio_submit_warp(qp, &sqe, active, deadline, &cid);
+		int rc = gio_submit_warp(qp, &sqe, 0, 0, active, deadline, &cid);
 		if (rc == 0)
 			rc = gio_wait_warp(qp, cid, active, deadline, &s);
 		if (active && rc && atomicAdd(&st->errors, 1ull) == 0) {

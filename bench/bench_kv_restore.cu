@@ -390,7 +390,7 @@ __global__ void gio_restore_layer(gio_qp *qps, uint32_t nqps, const union gio_dp
 			sqe.dptr = table[i];
 			gio_sqe_set_psdt(&sqe, psdt);
 		}
-		const int rc = gio_submit_warp(qp, &sqe, act[k], deadline, &cid[k]);
+		const int rc = gio_submit_warp(qp, &sqe, 0, 0, act[k], deadline, &cid[k]);
 		if (rc) {
 			if (act[k]) {
 				atomicAdd(&fails[0], 1ull);

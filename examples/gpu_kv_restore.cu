@@ -83,7 +83,7 @@ __global__ void restore_layer(gio_qp *qps, uint32_t nqps, unsigned char *pool_la
 				gio_prep_read(&sqe, GIO_TGT_NSID, slba, nlb);
 			gio_sqe_set_sgl_data(&sqe, (uint64_t)(uintptr_t)mem, obj_bytes);
 		}
-		int rc = gio_submit_warp(qp, &sqe, active, deadline, &cid);
+		int rc = gio_submit_warp(qp, &sqe, 0, 0, active, deadline, &cid);
 		if (rc == 0)
 			rc = gio_wait_warp(qp, cid, active, deadline, &st);
 		if (active && rc)

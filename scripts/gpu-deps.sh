@@ -4,7 +4,10 @@
 # (CMAKE_PREFIX_PATH). .gpu-deps/ is git-ignored; carry it to the GPU machine with the tree.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-lib=$(find /usr/lib /usr/lib64 -name liburing.a 2>/dev/null | head -n1 || true)
+# This machine's own library: with other architectures' packages installed (the aarch64 stage),
+# a plain search can find theirs first.
+arch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+lib=$(find "/usr/lib/$arch" /usr/lib64 -name liburing.a 2>/dev/null | head -n1 || true)
 [[ -n "$lib" && -f /usr/include/liburing.h ]] || { echo "gpu-deps: liburing-dev is not installed (scripts/deps.sh)" >&2; exit 1; }
 rm -rf .gpu-deps
 mkdir -p .gpu-deps/include .gpu-deps/lib

@@ -313,7 +313,7 @@ TEST_CASE("injected faults: status, dropped completion, stall", "[ctx][fault]")
 	for (int i = 0; i < 7; i++) // the other 7 slots of the 8-deep ring
 		REQUIRE(rw(qp, ctx, false, 0, 1, a, &st) == 0);
 	CHECK(rw(qp, ctx, false, 0, 1, a, &st, 100000000ull) == -ETIME);
-	CHECK(qp->slots[qp->last_timeout.sq_reserved & 7].state == GIO_CMD_ABANDONED);
+	CHECK(gio_cmd_state(qp->slots[qp->last_timeout.sq_reserved & 7].state) == GIO_CMD_ABANDONED);
 	REQUIRE(gio_ctx_qp_create(ctx, 8, &qp) == 0);
 
 	// A stalled doorbell: commands wait; a short deadline fires; a long one succeeds.

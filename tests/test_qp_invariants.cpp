@@ -14,138 +14,9 @@
 
 #include <giouring/ring/qp.h>
 
-#include <atomic>
-#include <cstring>
-#include <random>
-#include <thread>
-#include <vector>
+#include "qp_controller.h"
 
-namespace {
-
-// Each SQE carries its submission tag and a checksum over every other byte it holds.
-uint32_t sig(const gio_sqe &s)
-{
-	uint32_t h = 2166136261u;
-	const unsigned char *p = reinterpret_cast<const unsigned char *>(&s);
-	for (size_t i = 4; i < 60; i++) // all but CDW0 (CID is set by the ring) and CDW15
-		h = (h ^ p[i]) * 16777619u;
-	return h;
-}
-
-struct Ring {
-	uint32_t depth;
-	std::vector<gio_sqe> sq;
-	std::vector<gio_cqe> cq;
-	std::vector<gio_cmd_slot> slots;
-	uint32_t sq_db = 0, cq_db = 0;
-	gio_qp qp{};
-	explicit Ring(uint32_t d) : depth(d), sq(d), cq(d), slots(d)
-	{
-		std::memset(cq.data(), 0, cq.size() * sizeof(gio_cqe));
-		REQUIRE(gio_qp_init(&qp, sq.data(), d, cq.data(), d, slots.data(), 1, &sq_db, &cq_db, 0) == 0);
-	}
-};
-
-// The adversarial controller. Violations are counted, reported by the test thread.
-struct Controller {
-	Ring &r;
-	std::atomic<bool> stop{false};
-	std::atomic<uint64_t> violations{0}, fetched{0}, posted{0};
-	std::atomic<int> drop_every{0}; // drop the completion of every Nth command (0: never)
-	uint32_t head = 0, last_tail = 0, cq_tail = 0, phase = 1;
-	std::vector<uint8_t> outstanding;
-	std::mt19937 rng{42};
-
-	explicit Controller(Ring &ring) : r(ring), outstanding(65536, 0) {}
-
-	void bad() { violations++; }
-
-	void run()
-	{
-		struct Pending {
-			uint16_t cid;
-			int delay;
-		};
-		std::vector<Pending> pend;
-		uint64_t n = 0;
-		while (!stop.load(std::memory_order_relaxed) || !pend.empty()) {
-			const uint32_t tail = gio_load_acquire(&r.sq_db);
-			if (tail >= r.depth)
-				bad();
-			// (2) forward only: the distance from the last value stays within one ring.
-			const uint32_t moved = (tail - last_tail + r.depth) % r.depth;
-			if (((head + r.depth - last_tail) % r.depth) != 0 && moved != 0 && moved > r.depth - 1)
-				bad();
-			last_tail = tail;
-			while (head != tail) {
-				const gio_sqe s = r.sq[head];
-				// (1) complete entry: the checksum in CDW15 matches the bytes.
-				if (s.cdw15 != sig(s))
-					bad();
-				// (4) the CID is not outstanding already.
-				if (outstanding[s.cid])
-					bad();
-				outstanding[s.cid] = 1;
-				head = (head + 1) % r.depth;
-				fetched++;
-				n++;
-				const int de = drop_every.load();
-				if (de && n % (uint64_t)de == 0) {
-					outstanding[s.cid] = 0; // lost: never completed
-					continue;
-				}
-				pend.push_back({s.cid, (int)(rng() % 4)});
-			}
-			// Complete in random order, after random delays, while the CQ has room.
-			for (size_t i = 0; i < pend.size();) {
-				if (pend[i].delay-- > 0) {
-					i++;
-					continue;
-				}
-				const uint32_t cq_head = gio_load_acquire(&r.cq_db);
-				// (5) the host's CQ head never passes what was posted.
-				const uint32_t used = (cq_tail - cq_head + r.depth) % r.depth;
-				if (cq_head >= r.depth)
-					bad();
-				if (used + 1 >= r.depth)
-					break; // CQ full: the host must consume first
-				gio_cqe *e = &r.cq[cq_tail];
-				e->dw0 = pend[i].cid * 3u;
-				e->dw1 = 0;
-				e->sqhd = (uint16_t)head; /* the head when the entry is posted, as the spec says */
-				e->sqid = 1;
-				e->cid = pend[i].cid;
-				outstanding[pend[i].cid] = 0;
-				gio_store_release16(&e->status, (uint16_t)phase);
-				if (++cq_tail == r.depth) {
-					cq_tail = 0;
-					phase ^= 1;
-				}
-				posted++;
-				pend[i] = pend.back();
-				pend.pop_back();
-			}
-			// (3) at most depth - 1 between the controller's head and the tail it was given.
-			if ((tail - head + r.depth) % r.depth > r.depth - 1)
-				bad();
-			std::this_thread::yield();
-		}
-	}
-};
-
-void fill(gio_sqe *s, uint32_t tag)
-{
-	std::memset(s, 0, sizeof(*s));
-	s->opc = 0x02;
-	s->nsid = 1;
-	s->cdw10 = tag;
-	s->cdw11 = tag * 2654435761u;
-	s->cdw12 = ~tag;
-	s->dptr.prp.prp1 = (uint64_t)tag << 12;
-	s->cdw15 = sig(*s);
-}
-
-} // namespace
+using namespace qpt;
 
 TEST_CASE("invariants 1-5 and 7 under concurrent producers and out-of-order completions", "[qp][invariants]")
 {
@@ -168,15 +39,15 @@ TEST_CASE("invariants 1-5 and 7 under concurrent producers and out-of-order comp
 						return;
 					}
 					for (uint32_t k = 0; k < want; k++)
-						fill(gio_qp_sqe(&r.qp, first + k), (uint32_t)(p << 20 | (i + k)));
-					if (gio_qp_commit(&r.qp, first, want, deadline)) {
-						timeouts++;
-						return;
-					}
+						if (put(r, first + k, (uint32_t)(p << 20 | (i + k)))) {
+							timeouts++;
+							return;
+						}
+					gio_qp_publish(&r.qp);
 					for (uint32_t k = 0; k < want; k++) {
 						const uint32_t cid = (first + k) & (depth - 1);
 						uint32_t dw0 = 0;
-						int rc = gio_qp_wait(&r.qp, cid, deadline, nullptr, &dw0);
+						int rc = gio_qp_wait(&r.qp, first + k, deadline, nullptr, &dw0);
 						if (rc)
 							timeouts++;
 						else if (dw0 != cid * 3u) // (7) the result is this command's
@@ -219,9 +90,9 @@ TEST_CASE("invariants 7 and 8: lost completions time out, late ones are dropped"
 			continue;
 		}
 		REQUIRE(rc == 0);
-		fill(gio_qp_sqe(&r.qp, first), (uint32_t)i);
-		REQUIRE(gio_qp_commit(&r.qp, first, 1, deadline) == 0);
-		rc = gio_qp_wait(&r.qp, first & 15, deadline, nullptr, nullptr);
+		REQUIRE(put(r, first, (uint32_t)i) == 0);
+		gio_qp_publish(&r.qp);
+		rc = gio_qp_wait(&r.qp, first, deadline, nullptr, nullptr);
 		if (rc == 0) {
 			ok++;
 		} else {
@@ -230,7 +101,7 @@ TEST_CASE("invariants 7 and 8: lost completions time out, late ones are dropped"
 			// (8) the ring's indices at the deadline.
 			CHECK(r.qp.last_timeout.cid == (first & 15));
 			CHECK(r.qp.last_timeout.sq_committed == first + 1);
-			CHECK(r.slots[first & 15].state == GIO_CMD_ABANDONED);
+			CHECK(gio_cmd_state(r.slots[first & 15].state) == GIO_CMD_ABANDONED);
 		}
 	}
 	c.stop = true;
@@ -246,9 +117,9 @@ TEST_CASE("a completion that arrives after its deadline is consumed and dropped"
 	Ring r(8);
 	uint32_t first = 0;
 	REQUIRE(gio_qp_reserve(&r.qp, 2, &first) == 0);
-	fill(gio_qp_sqe(&r.qp, first), 1);
-	fill(gio_qp_sqe(&r.qp, first + 1), 2);
-	REQUIRE(gio_qp_commit(&r.qp, first, 2, GIO_DEADLINE_NEVER) == 0);
+	REQUIRE(put(r, first, 1) == 0);
+	REQUIRE(put(r, first + 1, 2) == 0);
+	gio_qp_publish(&r.qp);
 	CHECK(r.sq_db == 2);
 	CHECK(gio_qp_wait(&r.qp, 0, gio_deadline_in(1000000), nullptr, nullptr) == -ETIME);
 	// The controller completes both, late for command 0.
@@ -261,7 +132,7 @@ TEST_CASE("a completion that arrives after its deadline is consumed and dropped"
 	uint32_t dw0 = 0;
 	CHECK(gio_qp_wait(&r.qp, 1, gio_deadline_in(1000000000ull), nullptr, &dw0) == 0);
 	CHECK(dw0 == 101);
-	CHECK(r.slots[0].state == GIO_CMD_FREE); // the late completion freed the quarantined slot
+	CHECK(gio_cmd_state(r.slots[0].state) == GIO_CMD_FREE); // the late completion freed the quarantined slot
 	CHECK(r.cq_db == 2);                      // both consumed, one CQ head doorbell
 	CHECK(r.qp.stray_cqes == 0);
 	// A completion naming no outstanding command is counted, not delivered.
@@ -289,8 +160,8 @@ TEST_CASE("a second wait on an abandoned command still honours its deadline (inv
 	Ring r(8);
 	uint32_t first = 0;
 	REQUIRE(gio_qp_reserve(&r.qp, 1, &first) == 0);
-	fill(gio_qp_sqe(&r.qp, first), 1);
-	REQUIRE(gio_qp_commit(&r.qp, first, 1, GIO_DEADLINE_NEVER) == 0);
+	REQUIRE(put(r, first, 1) == 0);
+	gio_qp_publish(&r.qp);
 	CHECK(gio_qp_wait(&r.qp, 0, gio_deadline_in(1000000), nullptr, nullptr) == -ETIME);
 	const uint64_t t0 = gio_now_ns();
 	CHECK(gio_qp_wait(&r.qp, 0, gio_deadline_in(20000000), nullptr, nullptr) == -ETIME);

@@ -22,9 +22,9 @@
 // runs more producers than slots on one queue pair (gio_qp_reserve gives -EBUSY and
 // gio_qp_reserve_wait waits); data pointers are SGLs (one Data Block, or Last Segment lists in
 // registered memory) and PRPs (PRP1/PRP2, lists, chained lists), built with gio_sgl_build() and
-// gio_prp_build(); batches of several commands go through gio_qp_reserve_wait + gio_qp_commit +
-// gio_qp_wait (in-order commit with concurrent producers), single ones also through
-// gio_qp_submit_wait.
+// gio_prp_build(); batches of several commands go through gio_qp_reserve_wait + gio_qp_put +
+// gio_qp_publish + gio_qp_wait (publication in order, producers never waiting on each other),
+// single ones also through gio_qp_submit_wait.
 //
 // Environment knobs (sanitizer builds run fewer commands):
 //   GIO_STRESS_COMMANDS    commands in total over all sections (default 1000000)
@@ -664,7 +664,7 @@ private:
 
 	static void settle_wait(const QpTrack &q, uint32_t cid, uint64_t deadline)
 	{
-		for (uint32_t spins = 0; gio_load_acquire(&q.qp->slots[cid].state) != GIO_CMD_DONE; spins++) {
+		for (uint32_t spins = 0; gio_cmd_state(gio_load_acquire(&q.qp->slots[cid].state)) != GIO_CMD_DONE; spins++) {
 			if (gio_qp_reap(q.qp))
 				continue;
 			if (gio_deadline_passed(deadline))
@@ -733,13 +733,13 @@ private:
 			for (uint32_t i = 0; i < n; i++) {
 				cmds_[i].idx = first + i;
 				claim(q, first + i);
-				*gio_qp_sqe(q.qp, first + i) = cmds_[i].sqe;
+				rc = gio_qp_put(q.qp, first + i, &cmds_[i].sqe, first + i, 0);
+				if (rc)
+					return ring_fail("gio_qp_put", rc, q, first + i);
 			}
-			// Always the library's ordered commit: waiting for sq_committed here would hide a
-			// commit-ordering bug.
-			rc = gio_qp_commit(q.qp, first, n, deadline);
-			if (rc)
-				return ring_fail("gio_qp_commit", rc, q, first);
+			// Always the library's publication: ringing the doorbell here would hide a
+			// publication bug.
+			gio_qp_publish(q.qp);
 			// Wait in a random order: a waiter reaps for the others.
 			uint32_t order[64];
 			for (uint32_t i = 0; i < n; i++)
@@ -751,7 +751,7 @@ private:
 				status = 0xffff;
 				if (poll)
 					settle_wait(q, c.idx & (q.depth - 1), deadline);
-				rc = gio_qp_wait(q.qp, c.idx & (q.depth - 1), deadline, &status, nullptr);
+				rc = gio_qp_wait(q.qp, c.idx, deadline, &status, nullptr);
 				if (rc == -EIO)
 					return fail("index %u (%s of LBA %" PRIu64 "+%u): status 0x%04x (%s)", c.idx,
 						    c.write ? "write" : "read", base_lba_ + c.slba, c.nblk, status,
@@ -960,6 +960,7 @@ void run_section(const Section &sec, uint32_t section_id)
 		const gio_qp *qp = q->qp;
 		INFO("queue " << qp->qid << " depth " << q->depth << ": " << q->first_bad);
 		CHECK(qp->stray_cqes == 0);
+		CHECK(qp->sq_cancelled == 0);
 		CHECK(q->bad_owner.load() == 0);
 		CHECK(q->bad_count.load() == 0);
 		CHECK(qp->sq_committed == qp->sq_reserved);
@@ -970,7 +971,7 @@ void run_section(const Section &sec, uint32_t section_id)
 		CHECK(*qp->cq_db == (qp->cq_head & (q->depth - 1)));
 		uint32_t busy = 0;
 		for (uint32_t s = 0; s < q->depth; s++)
-			busy += qp->slots[s].state != GIO_CMD_FREE;
+			busy += gio_cmd_state(qp->slots[s].state) != GIO_CMD_FREE;
 		CHECK(busy == 0);
 		uint64_t tracked = 0, bad = 0;
 		for (uint64_t i = 0; i < q->nidx; i++) {
@@ -1072,20 +1073,21 @@ TEST_CASE("stress: a second gio_qp_wait on an abandoned command returns by its d
 
 	uint32_t idx = 0;
 	REQUIRE(gio_qp_reserve_wait(qp, 1, gio_deadline_in(5000000000ull), &idx) == 0);
-	gio_sqe *sqe = gio_qp_sqe(qp, idx);
-	REQUIRE(gio_prep_read(sqe, 1, 0, 1) == 0);
-	gio_sqe_set_sgl_data(sqe, addr, kPage);
-	REQUIRE(gio_qp_commit(qp, idx, 1, gio_deadline_in(5000000000ull)) == 0);
+	gio_sqe sqe;
+	REQUIRE(gio_prep_read(&sqe, 1, 0, 1) == 0);
+	gio_sqe_set_sgl_data(&sqe, addr, kPage);
+	REQUIRE(gio_qp_put(qp, idx, &sqe, 0, 0) == 0);
+	gio_qp_publish(qp);
 	const uint32_t cid = idx & (qp->sq_depth - 1);
-	CHECK(gio_qp_wait(qp, cid, gio_deadline_in(50000000ull), nullptr, nullptr) == -ETIME);
-	CHECK(qp->slots[cid].state == GIO_CMD_ABANDONED);
+	CHECK(gio_qp_wait(qp, idx, gio_deadline_in(50000000ull), nullptr, nullptr) == -ETIME);
+	CHECK(gio_cmd_state(qp->slots[cid].state) == GIO_CMD_ABANDONED);
 
 	// Again, from another thread, so that a wait that never returns fails the test instead of
 	// hanging it.
 	auto done = std::make_shared<std::atomic<int>>(1);
 	auto rc = std::make_shared<std::atomic<int>>(0);
-	std::thread waiter([qp, cid, done, rc] {
-		rc->store(gio_qp_wait(qp, cid, gio_deadline_in(50000000ull), nullptr, nullptr));
+	std::thread waiter([qp, idx, done, rc] {
+		rc->store(gio_qp_wait(qp, idx, gio_deadline_in(50000000ull), nullptr, nullptr));
 		done->store(0);
 	});
 	const uint64_t t0 = gio_now_ns();

@@ -115,11 +115,11 @@ int gio_qp_submit_wait(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t ti
 	deadline = gio_deadline_in(timeout_ns);
 	rc = gio_qp_reserve_wait(qp, 1, deadline, &idx);
 	if (rc == 0) {
-		gio__qp_put(qp, idx, sqe);
-		rc = gio__qp_publish(qp, idx, 1, deadline);
+		rc = gio_qp_put(qp, idx, sqe, 0, 0);
+		gio_qp_publish(qp);
 	}
 	if (rc == 0)
-		rc = gio_qp_wait(qp, idx & (qp->sq_depth - 1), deadline, &st, dw0);
+		rc = gio_qp_wait(qp, idx, deadline, &st, dw0);
 	if (status)
 		*status = st;
 	if (rc == -EIO)

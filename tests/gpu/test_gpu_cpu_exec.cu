@@ -61,7 +61,7 @@ __global__ void producers(gio_qp *qps, uint32_t nqps, uint64_t addr, uint32_t no
 				gio_prep_read(&sqe, 1, slba, kObj >> kLbaShift);
 			gio_sqe_set_sgl_data(&sqe, addr + (uint64_t)obj * kObj, kObj);
 		}
-		int rc = gio_submit_warp(qp, &sqe, active, deadline, &cid);
+		int rc = gio_submit_warp(qp, &sqe, 0, 0, active, deadline, &cid);
 		if (rc == 0)
 			rc = gio_wait_warp(qp, cid, active, deadline, &st);
 		if (!active)
@@ -109,7 +109,7 @@ __global__ void one(gio_qp *qp, uint64_t slba, uint64_t addr, uint64_t timeout_n
 	gio_sqe_set_sgl_data(&sqe, addr, 1u << kLbaShift);
 	const uint64_t t0 = gio_now_ns(), deadline = gio_deadline_in(timeout_ns);
 	*st = 0;
-	*rc = gio_submit(qp, &sqe, deadline, &cid);
+	*rc = gio_submit(qp, &sqe, 0, 0, deadline, &cid);
 	if (*rc == 0)
 		*rc = gio_wait(qp, cid, deadline, st);
 	*waited_ns = gio_now_ns() - t0;

@@ -121,7 +121,7 @@ __device__ void producers(gio_qp *qps, unsigned char *buf, uint64_t buf_addr, un
 			else
 				gio_prep_read(&sqe, GIO_TGT_NSID, slba, kObj >> kLbaShift);
 			gio_sqe_set_sgl_data(&sqe, buf_addr + (uint64_t)obj * kObj, kObj);
-			int rc = gio_submit_warp(qp, &sqe, 1, deadline, &cid);
+			int rc = gio_submit_warp(qp, &sqe, 0, 0, 1, deadline, &cid);
 			if (rc == 0)
 				rc = gio_wait(qp, cid, deadline, &st);
 			if (rc)
@@ -145,7 +145,7 @@ __device__ void producers(gio_qp *qps, unsigned char *buf, uint64_t buf_addr, un
 		uint16_t st = 0;
 		gio_prep_read(&sqe, GIO_TGT_NSID, kNsBytes >> kLbaShift, 1);
 		gio_sqe_set_sgl_data(&sqe, buf_addr, 1u << kLbaShift);
-		if (gio_submit(qp, &sqe, deadline, &cid) == 0 && gio_wait(qp, cid, deadline, &st) == -EIO)
+		if (gio_submit(qp, &sqe, 0, 0, deadline, &cid) == 0 && gio_wait(qp, cid, deadline, &st) == -EIO)
 			oob_status[warp] = st;
 	}
 }

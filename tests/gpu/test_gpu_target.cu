@@ -63,11 +63,11 @@ __device__ void produce(gio_qp *qps, uint32_t nqps, unsigned char *buf, uint64_t
 			}
 			int rc;
 			if (qp->sq_depth > 32) { // the warp verbs: 32 commands, one doorbell, a warp reaping
-				rc = gio_submit_warp(qp, &sqe, active, deadline, &cid);
+				rc = gio_submit_warp(qp, &sqe, 0, 0, active, deadline, &cid);
 				if (rc == 0)
 					rc = gio_wait_warp(qp, cid, active, deadline, &st);
 			} else { // rings smaller than a warp: every lane on its own
-				rc = active ? gio_submit(qp, &sqe, deadline, &cid) : 0;
+				rc = active ? gio_submit(qp, &sqe, 0, 0, deadline, &cid) : 0;
 				if (rc == 0 && active)
 					rc = gio_wait(qp, cid, deadline, &st);
 			}
@@ -97,21 +97,21 @@ __device__ void produce(gio_qp *qps, uint32_t nqps, unsigned char *buf, uint64_t
 		const uint64_t nsze = (uint64_t)nobj * kObj >> kLbaShift;
 		gio_prep_read(&sqe, GIO_TGT_NSID, nsze, 1); // past the end
 		gio_sqe_set_sgl_data(&sqe, addr, 1u << kLbaShift);
-		r->oob_rc = gio_submit(qp, &sqe, deadline, &cid);
+		r->oob_rc = gio_submit(qp, &sqe, 0, 0, deadline, &cid);
 		if (r->oob_rc == 0)
 			r->oob_rc = gio_wait(qp, cid, deadline, &st);
 		r->oob_status = st;
 		st = 0;
 		gio_prep_read(&sqe, GIO_TGT_NSID, 0, 1); // into memory nobody registered
 		gio_sqe_set_sgl_data(&sqe, unreg_addr, 1u << kLbaShift);
-		r->unreg_rc = gio_submit(qp, &sqe, deadline, &cid);
+		r->unreg_rc = gio_submit(qp, &sqe, 0, 0, deadline, &cid);
 		if (r->unreg_rc == 0)
 			r->unreg_rc = gio_wait(qp, cid, deadline, &st);
 		r->unreg_status = st;
 		st = 0;
 		gio_prep_read(&sqe, GIO_TGT_NSID, 0, 2); // an SGL of one block for two
 		gio_sqe_set_sgl_data(&sqe, addr, 1u << kLbaShift);
-		r->short_rc = gio_submit(qp, &sqe, deadline, &cid);
+		r->short_rc = gio_submit(qp, &sqe, 0, 0, deadline, &cid);
 		if (r->short_rc == 0)
 			r->short_rc = gio_wait(qp, cid, deadline, &st);
 		r->short_status = st;
@@ -152,7 +152,7 @@ __global__ void deadline_probe(gio_qp *qp, uint64_t addr, uint64_t timeout_ns, i
 	gio_prep_read(&sqe, GIO_TGT_NSID, 0, 1);
 	gio_sqe_set_sgl_data(&sqe, addr, 1u << kLbaShift);
 	const uint64_t t0 = gio_now_ns(), deadline = gio_deadline_in(timeout_ns);
-	*rc = gio_submit(qp, &sqe, deadline, &cid);
+	*rc = gio_submit(qp, &sqe, 0, 0, deadline, &cid);
 	if (*rc == 0)
 		*rc = gio_wait(qp, cid, deadline, nullptr);
 	*waited_ns = gio_now_ns() - t0;

@@ -33,17 +33,19 @@ int main(void)
 	struct gio_uring u;
 	uint32_t first, i, head = 0;
 	uint16_t st;
+	struct gio_sqe flush;
 	const uint64_t t0 = gio_now_ns();
 
 	if (gio_qp_init(&qp, sq, DEPTH, cq, DEPTH, slots, 1, &sq_db, &cq_db, 0))
 		return fail("gio_qp_init");
 	if (gio_qp_reserve(&qp, 3, &first))
 		return fail("gio_qp_reserve");
-	for (i = 0; i < 3; i++)
-		if (gio_prep_read(gio_qp_sqe(&qp, first + i), 1, 8 * i, 8))
-			return fail("gio_prep_read");
-	if (gio_qp_commit(&qp, first, 3, gio_deadline_in(1000000000ull)))
-		return fail("gio_qp_commit");
+	for (i = 0; i < 3; i++) {
+		struct gio_sqe sqe;
+		if (gio_prep_read(&sqe, 1, 8 * i, 8) || gio_qp_put(&qp, first + i, &sqe, i, 0))
+			return fail("gio_prep_read / gio_qp_put");
+	}
+	gio_qp_publish(&qp);
 
 	/* The controller: every entry the tail doorbell covers, completed in order. */
 	if (gio_load_acquire(&sq_db) != 3)
@@ -66,8 +68,10 @@ int main(void)
 	if (gio_load_acquire(&cq_db) != 3)
 		return fail("the CQ head doorbell does not cover the three consumed entries");
 	/* A wait with a passed deadline returns -ETIME and the ring's indices. */
-	if (gio_qp_reserve(&qp, 1, &first) || gio_qp_commit(&qp, first, 1, gio_deadline_in(1000000000ull)) ||
-	    gio_qp_wait(&qp, first, gio_now_ns(), &st, NULL) != -ETIME || qp.last_timeout.sq_committed != 4)
+	if (gio_qp_reserve(&qp, 1, &first) || gio_prep_flush(&flush, 1) || gio_qp_put(&qp, first, &flush, 0, 0))
+		return fail("a fourth command");
+	gio_qp_publish(&qp);
+	if (gio_qp_wait(&qp, first, gio_now_ns(), &st, NULL) != -ETIME || qp.last_timeout.sq_committed != 4)
 		return fail("an expired deadline did not report -ETIME with the ring's indices");
 	if (gio_uring_init(&u, ring_slots, 4))
 		return fail("gio_uring_init");

@@ -938,15 +938,17 @@ static int run_bench(const char *bdf, double seconds)
 		while (rc == 0) {
 			if (tail - head < (uint32_t)qd[k] && t1 - t0 < seconds) {
 				uint32_t idx;
-				struct gio_sqe *sqe;
+				struct gio_sqe sqe;
 				rc = gio_qp_reserve_wait(qp, 1, gio_deadline_in(IO_TIMEOUT_NS), &idx);
 				if (rc)
 					break;
-				sqe = gio_qp_sqe(qp, idx);
-				gio_prep_read(sqe, info.nsid, (tail % 32) * (4096 / info.lba_bytes), 4096 / info.lba_bytes);
-				gio_sqe_set_sgl_data(sqe, b.addr + (tail % 32) * 4096ull, 4096);
-				rc = gio_qp_commit(qp, idx, 1, gio_deadline_in(IO_TIMEOUT_NS));
-				fifo[tail++ % 64] = idx & (qp->sq_depth - 1);
+				rc = gio_prep_read(&sqe, info.nsid, (tail % 32) * (4096 / info.lba_bytes), 4096 / info.lba_bytes);
+				if (rc)
+					break;
+				gio_sqe_set_sgl_data(&sqe, b.addr + (tail % 32) * 4096ull, 4096);
+				rc = gio_qp_put(qp, idx, &sqe, tail, 0);
+				gio_qp_publish(qp);
+				fifo[tail++ % 64] = idx; /* the ticket */
 			} else if (tail != head) {
 				rc = gio_qp_wait(qp, fifo[head++ % 64], gio_deadline_in(IO_TIMEOUT_NS), NULL, NULL);
 				done++;

@@ -9,10 +9,11 @@
  * | --- | --- | --- |
  * | gio_submit() | one thread | reserve one slot, write the SQE, commit, ring |
  * | gio_submit_warp() | all 32 lanes | one reservation for the warp's active lanes, one doorbell |
- * | gio_submit_block() | all threads of the block | one reservation and one doorbell per block |
+ * | gio_submit_block() | all threads of the block | one reservation and one doorbell per block (gio_block_submit: CUB's caller-provided TempStorage) |
  * | gio_wait() | the submitting thread | its command's result, by a deadline |
  * | gio_wait_warp() | all 32 lanes | each lane's result; the warp reaps 32 CQEs at a time |
  * | gio_qp_reap_warp() | all 32 lanes | consume available completions, one doorbell per run |
+ * | gio_qp_peek_batch_warp() | all 32 lanes | take detached completions with their user data, a lane each |
  * | gio_wait_iocb() | any thread | an IOCB's completion, by a deadline (compute kernels) |
  * | gio_iocb_issue_block() | all threads of a block | an I/O kernel body: a thread per IOCTX |
  *
@@ -43,23 +44,29 @@
 
 /**
  * @brief Submits one command from one thread.
- * @param qp        the queue pair.
- * @param sqe       the command (its CID is set here).
- * @param deadline  absolute `%globaltimer` deadline for room in the ring and the ordered commit.
- * @param cid       receives the command identifier to wait on.
- * @return 0, or `-ETIME` (no room, or an earlier producer never committed; gio_qp::last_timeout).
+ * @param qp         the queue pair.
+ * @param sqe        the command (its CID is set here).
+ * @param user_data  returned with the completion (gio_qp_peek_batch()).
+ * @param flags      0 (wait by CID with gio_wait()) or GIO_CMD_F_DETACHED (completion list).
+ * @param deadline   absolute `%globaltimer` deadline for room in the ring.
+ * @param cid        receives the command's ticket, to wait on (its CID is `*cid & (sq_depth - 1)`;
+ *                   see gio_qp_try_result()).
+ * @return 0, `-ETIME` (no room by the deadline, or the reservation was cancelled as stalled;
+ *         gio_qp::last_timeout), or `-EINVAL` (unknown flag).
  *
- * Any device thread, independently.
+ * Any device thread, independently. Never waits on another producer.
  */
-GIO_DEV int gio_submit(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t deadline, uint32_t *cid)
+GIO_DEV int gio_submit(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t user_data, uint32_t flags,
+		       uint64_t deadline, uint32_t *cid)
 {
 	uint32_t idx;
 	int rc = gio_qp_reserve_wait(qp, 1, deadline, &idx);
 	if (rc)
 		return rc;
-	gio__qp_put(qp, idx, sqe);
-	*cid = idx & (qp->sq_depth - 1);
-	return gio__qp_publish(qp, idx, 1, deadline);
+	rc = gio_qp_put(qp, idx, sqe, user_data, flags);
+	*cid = idx;
+	gio_qp_publish(qp);
+	return rc;
 }
 
 /* The warp form of gio_qp_reserve(): lane i checks slot first + i (one acquire load per lane
@@ -82,7 +89,8 @@ GIO_DEV int gio__qp_reserve_warp(struct gio_qp *qp, uint32_t n, uint32_t *first)
 		if (r + n - head > mask) /* at most depth - 1 entries past the controller's head */
 			return -EBUSY;
 		/* Pairs with the release that frees a slot (see gio_qp_reserve()). */
-		const int busy = lane < n && gio_load_acquire_in(GIO__QSC(qp), &qp->slots[(r + lane) & mask].state) != GIO_CMD_FREE;
+		const int busy = lane < n && gio_load_acquire_in(GIO__QSC(qp), &qp->slots[(r + lane) & mask].state) !=
+						     gio__qp_word(qp, r + lane, GIO_CMD_FREE);
 		if (__any_sync(0xffffffffu, busy))
 			return -EBUSY;
 		if (lane == 0)
@@ -94,16 +102,81 @@ GIO_DEV int gio__qp_reserve_warp(struct gio_qp *qp, uint32_t n, uint32_t *first)
 	}
 }
 
+/* The warp form of one advance pass (gio__qp_advance_once()): lane i checks the state of head
+ * + i, a ballot gives the ready prefix 32 entries at a time. All lanes; lane 0 holds the role.
+ * [own, own_end) is the caller's batch, ready since it wrote it: where the head is its first
+ * entry (the common case: nobody ahead unready), the head moves over it without a look. */
+GIO_DEV void gio__qp_advance_once_warp(struct gio_qp *qp, uint32_t own, uint32_t own_end)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	const uint32_t mask = qp->sq_depth - 1;
+	uint32_t r = 0, c0 = 0, c;
+	if (lane == 0) {
+		r = gio_load_acquire_in(GIO__QSC(qp), &qp->sq_reserved);
+		c0 = gio_load_relaxed(&qp->sq_committed);
+	}
+	r = __shfl_sync(0xffffffffu, r, 0);
+	c = c0 = __shfl_sync(0xffffffffu, c0, 0);
+	if (c == own)
+		c = own_end;
+	while (c != r) {
+		/* Acquire per lane: pairs with the producer's release of INFLIGHT (its entry). */
+		const int ok = lane < r - c &&
+			       gio__qp_ready(qp, c + lane, gio_load_acquire_in(GIO__QSC(qp), &qp->slots[(c + lane) & mask].state));
+		const unsigned run = __ballot_sync(0xffffffffu, ok);
+		const uint32_t k = ~run ? (uint32_t)__ffs(~run) - 1u : 32u;
+		c += k;
+		if (k < 32)
+			break;
+	}
+	/* Every lane's acquire before lane 0's release of the committed index and the doorbell
+	 * (the barrier orders memory among the lanes; see the file comment). */
+	__syncwarp();
+	if (lane == 0) {
+		if (c != r)
+			c = gio__qp_stalled(qp, c, r);
+		if (c != c0) {
+			gio_store_release_in(GIO__QSC(qp), &qp->sq_committed, c);
+			gio__qp_doorbell(qp, c);
+		}
+	}
+	__syncwarp();
+}
+
+/* The warp form of gio_qp_publish(), with the caller's ready batch [own, own_end) (own ==
+ * own_end: none). All lanes. */
+GIO_DEV void gio__qp_publish_warp(struct gio_qp *qp, uint32_t own, uint32_t own_end)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	uint32_t w = 0;
+	int held = lane == 0 ? gio__qp_role_take(qp, &w) : 0;
+	if (!__shfl_sync(0xffffffffu, held, 0))
+		return;
+	for (;;) {
+		int done = 0;
+		gio__qp_advance_once_warp(qp, own, own_end);
+		if (lane == 0)
+			done = gio__qp_role_drop(qp, &w);
+		if (__shfl_sync(0xffffffffu, done, 0))
+			return;
+	}
+}
+
 /* The warp form of gio_qp_reserve_wait(): reaps with the warp while the ring is full. */
 GIO_DEV uint32_t gio_qp_reap_warp(struct gio_qp *qp);
 GIO_DEV int gio__qp_reserve_wait_warp(struct gio_qp *qp, uint32_t n, uint64_t deadline, uint32_t *first)
 {
-	uint32_t spins = 0;
+	uint32_t spins = 0, at = 0xffffffffu;
+	uint64_t since = 0;
 	for (;;) {
 		const int rc = gio__qp_reserve_warp(qp, n, first);
 		if (rc != -EBUSY)
 			return rc;
 		if (gio_qp_reap_warp(qp))
+			continue;
+		gio__qp_publish_warp(qp, 0, 0);
+		/* A waited result left uncollected where the ring needs its slot (lane 0 decides). */
+		if (__shfl_sync(0xffffffffu, (threadIdx.x & 31u) == 0 ? gio__qp_drop_stale(qp, n, &at, &since) : 0, 0))
 			continue;
 		/* Lane 0's clock decides for the warp. */
 		if (__shfl_sync(0xffffffffu, gio_deadline_passed(deadline), 0)) {
@@ -117,86 +190,174 @@ GIO_DEV int gio__qp_reserve_wait_warp(struct gio_qp *qp, uint32_t n, uint64_t de
 
 /**
  * @brief Submits one command per active lane of a warp, with one reservation and one doorbell.
- * @param qp        the queue pair (the same for every lane).
- * @param sqe       this lane's command; ignored when @p active is 0.
- * @param active    non-zero when this lane has a command.
- * @param deadline  absolute deadline (lane 0's clock decides).
- * @param cid       receives this lane's command identifier when active.
- * @return 0 on every lane, or `-ETIME` on every lane (then nothing was submitted, or, when an
- *         earlier producer never committed, the commands stay unpublished; see gio_qp_commit()).
+ * @param qp         the queue pair (the same for every lane).
+ * @param sqe        this lane's command; ignored when @p active is 0.
+ * @param user_data  this lane's user data (returned with a detached completion).
+ * @param flags      this lane's GIO_CMD_F_* (0: wait by CID).
+ * @param active     non-zero when this lane has a command.
+ * @param deadline   absolute deadline for room in the ring (lane 0's clock decides).
+ * @param cid        receives this lane's ticket when active (see gio_submit()).
+ * @return this lane's result: 0; `-ETIME` on every lane when no room appeared by the deadline
+ *         (nothing submitted), or on a lane whose entry was cancelled as stalled (that command
+ *         only); `-EINVAL` on a lane with an unknown flag (that command only: it is cancelled
+ *         rather than sent); 0 on inactive lanes.
  *
  * All 32 lanes of the warp must call it together (full mask), with the same @p qp. At most
- * sq_depth - 1 lanes may be active. The reservation checks its slots a lane each; each lane
- * writes its SQE with the CID set and marks its slot; the leader publishes.
+ * sq_depth - 1 lanes may be active. The reservation checks its slots a lane each; each lane puts
+ * its own entry; the warp publishes whatever is ready at the head of the ring. Never waits on
+ * another producer.
  */
-GIO_DEV int gio_submit_warp(struct gio_qp *qp, const struct gio_sqe *sqe, int active, uint64_t deadline, uint32_t *cid)
+GIO_DEV int gio_submit_warp(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t user_data, uint32_t flags,
+			    int active, uint64_t deadline, uint32_t *cid)
 {
 	const unsigned lane = threadIdx.x & 31u;
 	const unsigned mask = __ballot_sync(0xffffffffu, active);
 	const uint32_t n = (uint32_t)__popc(mask);
 	uint32_t first = 0;
-	int rc;
+	int rc = 0;
 	if (n == 0)
 		return 0;
+	const unsigned leader = (unsigned)__ffs(mask) - 1u;
+	uint32_t st = 0;
 	rc = gio__qp_reserve_wait_warp(qp, n, deadline, &first);
 	if (rc)
 		return rc;
+	/* One claim for the batch (see gio__qp_claim()), by the lane of its first entry. */
+	rc = __shfl_sync(0xffffffffu, lane == leader ? gio__qp_claim(qp, first) : 0, leader);
+	if (rc)
+		return active ? rc : 0;
 	if (active) {
 		const uint32_t idx = first + (uint32_t)__popc(mask & ((1u << lane) - 1u));
-		gio__qp_put(qp, idx, sqe);
-		*cid = idx & (qp->sq_depth - 1);
+		st = gio__qp_write(qp, idx, sqe, user_data, flags);
+		/* The rest of the batch is ready with its first entry: relaxed marks here, covered by
+		 * the leader's release below. */
+		if (idx != first)
+			gio_store_relaxed(&qp->slots[idx & (qp->sq_depth - 1)].state, gio__qp_word(qp, idx, st));
+		*cid = idx;
+		rc = st == GIO_CMD_CANCELLED ? -EINVAL : 0;
 	}
-	__syncwarp(); /* every lane's SQE and slot before the leader's release (see the file comment) */
-	if (lane == 0)
-		rc = gio__qp_publish(qp, first, n, deadline);
-	return __shfl_sync(0xffffffffu, rc, 0);
+	__syncwarp(); /* every lane's entry before the leader's release (see the file comment) */
+	if (lane == leader)
+		gio_store_release_in(GIO__QSC(qp), &qp->slots[first & (qp->sq_depth - 1)].state, gio__qp_word(qp, first, st));
+	/* Lane 0 may hold the role; the leader's release is ordered before its use by the barrier in
+	 * the publish (the shuffle of the role). */
+	__syncwarp();
+	gio__qp_publish_warp(qp, first, first + n);
+	return rc;
 }
 
 /**
- * @brief Submits one command per active thread of a block, with one reservation and one doorbell.
- * @tparam BLOCK_THREADS  the block size (as launched).
- * @param qp        the queue pair (the same for every thread).
- * @param sqe       this thread's command; ignored when @p active is 0.
- * @param active    non-zero when this thread has a command.
- * @param deadline  absolute deadline (thread 0's value counts).
- * @param cid       receives this thread's command identifier when active.
- * @return 0 on every thread, or thread 0's `-ETIME` on every thread (nothing submitted).
+ * @brief Block-wide submission (CUB's shape): one reservation and one doorbell per block.
+ * @tparam BLOCK_THREADS  the block size, as launched.
  *
- * All threads of the block must call it together. At most sq_depth - 1 threads may be active.
- * Uses CUB's BlockScan for the ranks (its shared storage is declared here).
+ * Declare its TempStorage in shared memory and pass it to the constructor, as with CUB's block
+ * primitives; a `__syncthreads()` is needed before the storage is reused for anything else
+ * (consecutive calls of submit() on the same storage are safe).
  */
 template <int BLOCK_THREADS>
-__device__ int gio_submit_block(struct gio_qp *qp, const struct gio_sqe *sqe, int active, uint64_t deadline,
-				uint32_t *cid)
-{
+class gio_block_submit {
 	typedef cub::BlockScan<uint32_t, BLOCK_THREADS> Scan;
-	__shared__ typename Scan::TempStorage scan;
-	__shared__ uint32_t first;
-	__shared__ int rc;
-	uint32_t rank, total;
-	Scan(scan).ExclusiveSum(active ? 1u : 0u, rank, total);
-	if (total == 0)
-		return 0;
-	if (threadIdx.x == 0)
-		rc = gio_qp_reserve_wait(qp, total, deadline, &first);
-	__syncthreads();
-	if (rc == 0 && active) {
-		/* Each thread marks its own slot: thread 0 publishes only (no serial pass over up to
-		 * a block's worth of entries). */
-		gio__qp_put(qp, first + rank, sqe);
-		*cid = (first + rank) & (qp->sq_depth - 1);
+	struct storage {
+		typename Scan::TempStorage scan;
+		uint32_t first;
+		uint32_t first_state; /* the ready mark of the batch's first entry */
+		int rc;
+	};
+
+    public:
+	/** @brief Shared memory the block's threads use together (one per block). */
+	struct TempStorage : cub::Uninitialized<storage> {};
+
+	/** @brief Binds the block's shared storage (every thread passes the same).
+	 * @param tmp  the block's TempStorage, in shared memory. */
+	__device__ explicit gio_block_submit(TempStorage &tmp) : tmp_(tmp.Alias()) {}
+
+	/**
+	 * @brief Submits one command per active thread of the block.
+	 * @param qp         the queue pair (the same for every thread).
+	 * @param sqe        this thread's command; ignored when @p active is 0.
+	 * @param user_data  this thread's user data.
+	 * @param flags      this thread's GIO_CMD_F_*.
+	 * @param active     non-zero when this thread has a command.
+	 * @param deadline   absolute deadline for room in the ring (thread 0's value counts).
+	 * @param cid        receives this thread's ticket when active (see gio_submit()).
+	 * @return this thread's result, as gio_submit_warp(): 0; thread 0's `-ETIME` on every thread
+	 *         when no room appeared (nothing submitted); `-ETIME` or `-EINVAL` for this thread's
+	 *         command only when it was cancelled or its flags are unknown; 0 when inactive.
+	 *
+	 * All threads of the block together. At most sq_depth - 1 threads may be active.
+	 */
+	__device__ int submit(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t user_data, uint32_t flags,
+			      int active, uint64_t deadline, uint32_t *cid)
+	{
+		uint32_t rank, total, first;
+		int rc, mine = 0;
+		Scan(tmp_.scan).ExclusiveSum(active ? 1u : 0u, rank, total);
+		if (total == 0)
+			return 0;
+		if (threadIdx.x == 0) {
+			uint32_t f = 0;
+			int r = gio_qp_reserve_wait(qp, total, deadline, &f);
+			if (r == 0)
+				r = gio__qp_claim(qp, f); /* one claim for the batch (see gio__qp_claim()) */
+			tmp_.rc = r;
+			tmp_.first = f;
+		}
+		__syncthreads(); /* thread 0's reservation before every thread reads it */
+		rc = tmp_.rc;
+		first = tmp_.first;
+		if (rc == 0 && active) {
+			const uint32_t idx = first + rank;
+			const uint32_t st = gio__qp_write(qp, idx, sqe, user_data, flags);
+			if (rank)
+				gio_store_relaxed(&qp->slots[idx & (qp->sq_depth - 1)].state, gio__qp_word(qp, idx, st));
+			else
+				tmp_.first_state = st;
+			mine = st == GIO_CMD_CANCELLED ? -EINVAL : 0;
+			*cid = idx;
+		}
+		/* Every entry before thread 0's release of the batch and its publication (one doorbell
+		 * for the block), and every read of the storage before the next call writes it. */
+		__syncthreads();
+		if (rc == 0 && threadIdx.x == 0) {
+			gio_store_release_in(GIO__QSC(qp), &qp->slots[first & (qp->sq_depth - 1)].state,
+					     gio__qp_word(qp, first, tmp_.first_state));
+			gio_qp_publish(qp);
+		}
+		return rc ? (active ? rc : 0) : mine;
 	}
-	__syncthreads(); /* every thread's SQE and slot before thread 0's release */
-	if (rc == 0 && threadIdx.x == 0)
-		rc = gio__qp_publish(qp, first, total, deadline);
-	__syncthreads();
-	return rc;
+
+    private:
+	storage &tmp_;
+};
+
+/**
+ * @brief Submits one command per active thread of a block (gio_block_submit::submit()).
+ * @tparam BLOCK_THREADS  the block size, as launched.
+ * @param tmp        the block's shared gio_block_submit<BLOCK_THREADS>::TempStorage.
+ * @param qp         the queue pair (the same for every thread).
+ * @param sqe        this thread's command; ignored when @p active is 0.
+ * @param user_data  this thread's user data.
+ * @param flags      this thread's GIO_CMD_F_*.
+ * @param active     non-zero when this thread has a command.
+ * @param deadline   absolute deadline for room in the ring (thread 0's value counts).
+ * @param cid        receives this thread's ticket when active (see gio_submit()).
+ * @return as gio_block_submit::submit().
+ *
+ * All threads of the block together.
+ */
+template <int BLOCK_THREADS>
+__device__ int gio_submit_block(typename gio_block_submit<BLOCK_THREADS>::TempStorage &tmp, struct gio_qp *qp,
+				const struct gio_sqe *sqe, uint64_t user_data, uint32_t flags, int active,
+				uint64_t deadline, uint32_t *cid)
+{
+	return gio_block_submit<BLOCK_THREADS>(tmp).submit(qp, sqe, user_data, flags, active, deadline, cid);
 }
 
 /**
  * @brief Waits for a submitted command's result.
  * @param qp        the queue pair.
- * @param cid       from gio_submit() / _warp / _block.
+ * @param cid       the ticket from gio_submit() / _warp / _block.
  * @param deadline  absolute deadline.
  * @param status    receives the status field, or NULL.
  * @return 0, `-EIO` (NVMe error, see @p status), `-ETIME` (abandoned; see giouring/ring/qp.h).
@@ -224,14 +385,17 @@ GIO_DEV int gio_wait(struct gio_qp *qp, uint32_t cid, uint64_t deadline, uint16_
 GIO_DEV uint32_t gio_qp_reap_warp(struct gio_qp *qp)
 {
 	const unsigned lane = threadIdx.x & 31u;
-	const uint32_t cq_mask = qp->cq_depth - 1;
-	uint32_t head = 0, total = 0;
+	const uint32_t cq_mask = qp->cq_depth - 1, sq_mask = qp->sq_depth - 1;
+	uint32_t head = 0, total = 0, tail = 0;
 	int got = lane == 0 ? gio_cas_in(GIO__QSC(qp), &qp->cq_lock, 0, 1) : 0;
 	if (!__shfl_sync(0xffffffffu, got, 0))
 		return 0;
-	if (lane == 0)
+	if (lane == 0) {
 		head = gio_load_relaxed(&qp->cq_head);
+		tail = gio_load_relaxed(&qp->cpl_tail);
+	}
 	head = __shfl_sync(0xffffffffu, head, 0);
+	tail = __shfl_sync(0xffffffffu, tail, 0);
 	for (;;) {
 		const uint32_t idx = head + lane;
 		struct gio_cqe *cqe = &qp->cq[idx & cq_mask];
@@ -242,10 +406,17 @@ GIO_DEV uint32_t gio_qp_reap_warp(struct gio_qp *qp)
 		const unsigned ok = __ballot_sync(0xffffffffu, lane < qp->cq_depth && (st & 1u) == phase);
 		const uint32_t n = ~ok ? (uint32_t)__ffs(~ok) - 1u : 32u; /* the run from the head */
 		uint32_t sqhd = 0;
+		int listed = 0;
+		unsigned lst;
 		if (n == 0)
 			break;
 		if (lane < n)
-			gio__qp_take_cqe(qp, cqe, st);
+			listed = gio__qp_take_cqe(qp, cqe, st);
+		/* Detached completions go to the list in CQ order: a rank per listing lane. */
+		lst = __ballot_sync(0xffffffffu, listed);
+		if (listed)
+			qp->slots[(tail + (uint32_t)__popc(lst & ((1u << lane) - 1u))) & sq_mask].cpl = cqe->cid;
+		tail += (uint32_t)__popc(lst);
 		if (lane == n - 1)
 			sqhd = cqe->sqhd;
 		sqhd = __shfl_sync(0xffffffffu, sqhd, n - 1);
@@ -256,17 +427,60 @@ GIO_DEV uint32_t gio_qp_reap_warp(struct gio_qp *qp)
 		if (n < 32 || total >= qp->cq_depth)
 			break;
 	}
-	/* Every lane's slot updates before lane 0 publishes the head and frees the reaper role. */
+	/* Every lane's slot updates before lane 0 publishes the list tail and the head and frees the
+	 * reaper role. */
 	__syncwarp();
-	if (lane == 0)
+	if (lane == 0) {
+		gio_store_release_in(GIO__QSC(qp), &qp->cpl_tail, tail);
 		gio__qp_reap_end(qp, head, total);
+	}
 	return total;
+}
+
+/**
+ * @brief Takes completions of detached commands, a lane each (the warp form of
+ * gio_qp_peek_batch()).
+ * @param qp   the queue pair (the same for every lane).
+ * @param out  this lane's completion, valid when the lane's index is below the result.
+ * @return completions taken (0 to 32), on every lane: lane i holds completion i.
+ *
+ * All 32 lanes of the warp together. Reaps with the warp and publishes unpublished entries
+ * first, as gio_qp_peek_batch() does.
+ */
+GIO_DEV uint32_t gio_qp_peek_batch_warp(struct gio_qp *qp, struct gio_cpl *out)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	uint32_t h = 0, t = 0, n;
+	int got = 0;
+	gio_qp_reap_warp(qp);
+	if (__shfl_sync(0xffffffffu, gio__qp_unpublished(qp), 0))
+		gio__qp_publish_warp(qp, 0, 0);
+	if (lane == 0 && gio_cas_in(GIO__QSC(qp), &qp->cpl_lock, 0, 1)) {
+		got = 1;
+		h = gio_load_relaxed(&qp->cpl_head);
+		t = gio_load_acquire_in(GIO__QSC(qp), &qp->cpl_tail); /* pairs with the reaper's release */
+	}
+	if (!__shfl_sync(0xffffffffu, got, 0))
+		return 0;
+	h = __shfl_sync(0xffffffffu, h, 0);
+	t = __shfl_sync(0xffffffffu, t, 0);
+	n = t - h < 32u ? t - h : 32u;
+	/* Lane 0's acquire of the tail before the other lanes read the listed slots. */
+	__syncwarp();
+	if (lane < n)
+		gio__qp_take_listed(qp, h + lane, out);
+	__syncwarp();
+	if (lane == 0) {
+		gio_store_relaxed(&qp->cpl_head, h + n);
+		gio_store_release_in(GIO__QSC(qp), &qp->cpl_lock, 0);
+	}
+	return n;
 }
 
 /**
  * @brief Waits for the commands a warp submitted, reaping for all with the whole warp.
  * @param qp        the queue pair (the same for every lane).
- * @param cid       this lane's command, from gio_submit_warp().
+ * @param cid       this lane's ticket, from gio_submit_warp().
  * @param active    non-zero when this lane has a command.
  * @param deadline  absolute deadline.
  * @param status    receives this lane's status field, or NULL.
@@ -286,6 +500,9 @@ GIO_DEV int gio_wait_warp(struct gio_qp *qp, uint32_t cid, int active, uint64_t 
 			return rc;
 		if (gio_qp_reap_warp(qp))
 			continue;
+		/* Not on the fast path: entries are published by their producers; this is for a stall. */
+		if (spins >= 16 && __shfl_sync(0xffffffffu, gio__qp_unpublished(qp), 0))
+			gio__qp_publish_warp(qp, 0, 0);
 		/* Lane 0's clock decides for the warp, so every lane returns together. */
 		if (__shfl_sync(0xffffffffu, gio_deadline_passed(deadline), 0)) {
 			if (rc == -EAGAIN)
@@ -318,7 +535,8 @@ GIO_DEV int gio_wait_iocb(const struct gio_iocb *b, uint64_t deadline)
  * All threads of every block of the grid; launch `ceil(nctx / blockDim.x)` blocks of a multiple
  * of 32 threads, after setting b->done = b->failed = 0, b->first_error = 0xffffffff and b->state
  * = GIO_IOCB_RUNNING (the host does it before the launch). The last thread to record a result
- * releases GIO_IOCB_DONE.
+ * releases GIO_IOCB_DONE. An IOCB with a zero timeout_ns is refused: every IOCTX gets `-EINVAL`
+ * and nothing is submitted.
  */
 GIO_DEV void gio_iocb_issue_block(struct gio_iocb *b, const struct gio_iocb_target *tg)
 {
@@ -333,17 +551,24 @@ GIO_DEV void gio_iocb_issue_block(struct gio_iocb *b, const struct gio_iocb_targ
 	uint16_t st = 0;
 	if (active && gio_ioctx_to_sqe(&b->ctx[i], tg->nsid, tg->lba_shift, &sqe) != 0) {
 		invalid = 1;
-		gio_prep_flush(&sqe, tg->nsid); /* keeps the batch whole; the IOCTX reports -EINVAL */
+		gio_prep_cmd(&sqe, GIO_NVM_OPC_FLUSH, tg->nsid); /* keeps the batch whole; the IOCTX reports -EINVAL */
 	}
-	rc = gio_submit_warp(qp, &sqe, active, deadline, &cid);
-	if (!active)
-		return;
-	if (rc == 0)
-		rc = gio_wait(qp, cid, deadline, &st);
+	if (b->timeout_ns == 0) { /* the same for every thread: refused, not "expire at once" */
+		if (!active)
+			return;
+		rc = -EINVAL;
+	} else {
+		rc = gio_submit_warp(qp, &sqe, i, 0, active, deadline, &cid);
+		if (!active)
+			return;
+		if (rc == 0)
+			rc = gio_wait(qp, cid, deadline, &st);
+	}
 	if (invalid && rc != -ETIME)
 		rc = -EINVAL;
 	b->ctx[i].qp = (uint16_t)(warp % tg->nqps);
-	b->ctx[i].cid = (uint16_t)cid;
+	b->ctx[i].cid = (uint16_t)(cid & (qp->sq_depth - 1));
+	b->ctx[i].ticket = cid;
 	b->ctx[i].status = st;
 	b->ctx[i].result = rc;
 	if (rc) {

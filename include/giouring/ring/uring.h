@@ -61,6 +61,8 @@ struct gio_ioctx {
 	int32_t result;           /**< Result: 0, `-EIO` (see status), `-ETIME`, or `-EINVAL`. */
 	uint16_t qp;              /**< Engine use: index of the queue pair it went to. */
 	uint16_t cid;             /**< Engine use: its command identifier there. */
+	uint32_t ticket;          /**< Engine use: its ticket there (gio_qp_try_result()). */
+	uint32_t rsvd2;           /**< Zero. */
 };
 
 /** @brief A batch of IOCTXs with per-batch completion. */
@@ -74,7 +76,9 @@ struct gio_iocb {
 	int32_t first_result;    /**< Its result. */
 	uint16_t first_status;   /**< Its NVMe status field. */
 	uint16_t rsvd;           /**< Zero. */
-	uint64_t timeout_ns;     /**< Deadline for the whole batch, counted from when the engine takes it. */
+	uint64_t timeout_ns;     /**< Deadline for the whole batch, counted from when the engine takes it;
+				      non-zero (a zero timeout is refused with `-EINVAL`, not taken as
+				      "expire at once"). */
 };
 
 /** @brief Where an IOCB's commands go: queue pairs of one namespace. */
@@ -131,7 +135,8 @@ GIO_HD void gio__iocb_result(struct gio_iocb *b, uint32_t i, int32_t rc, uint16_
  * @param b    the IOCB (state set to GIO_IOCB_RUNNING, then GIO_IOCB_DONE).
  * @param tg   the queue pairs and namespace.
  * @return 0 when every IOCTX succeeded; else the first error's result (`-EIO` with its NVMe status
- *         in the IOCB, `-ETIME` at the deadline, `-EINVAL` for a malformed IOCTX or IOCB).
+ *         in the IOCB, `-ETIME` at the deadline, `-EINVAL` for a malformed IOCTX or IOCB: no
+ *         IOCTX, more than GIO_IOCB_MAX_CTX, no queue pair, or a zero timeout_ns).
  *
  * Any thread, host or device; one engine per IOCB. IOCTXs go to queue pairs in runs of
  * `tg->batch`, one doorbell per run; when a ring is full the engine collects the oldest
@@ -149,7 +154,7 @@ GIO_HD int gio_iocb_run(struct gio_iocb *b, const struct gio_iocb_target *tg)
 	b->first_result = 0;
 	b->first_status = 0;
 	gio_store_release(&b->state, GIO_IOCB_RUNNING);
-	if (n == 0 || n > GIO_IOCB_MAX_CTX || tg->nqps == 0) {
+	if (n == 0 || n > GIO_IOCB_MAX_CTX || tg->nqps == 0 || b->timeout_ns == 0) {
 		b->first_result = -EINVAL;
 		gio_store_release(&b->state, GIO_IOCB_DONE);
 		return -EINVAL;
@@ -177,21 +182,21 @@ GIO_HD int gio_iocb_run(struct gio_iocb *b, const struct gio_iocb_target *tg)
 			}
 			for (j = 0; j < k; j++) {
 				struct gio_ioctx *x = &b->ctx[issued + j];
-				struct gio_sqe *sqe = gio_qp_sqe(qp, first + j);
+				struct gio_sqe sqe;
 				x->qp = (uint16_t)q;
 				x->cid = (uint16_t)((first + j) & (qp->sq_depth - 1));
+				x->ticket = first + j;
 				x->result = 1; /* in flight */
-				if (gio_ioctx_to_sqe(x, tg->nsid, tg->lba_shift, sqe) != 0) {
-					/* The slot must still be committed in order: send a Flush in its place and
+				if (gio_ioctx_to_sqe(x, tg->nsid, tg->lba_shift, &sqe) != 0) {
+					/* The entry must still carry a command: send a Flush in its place and
 					 * report the IOCTX as invalid when its completion comes. */
-					gio_prep_flush(sqe, tg->nsid);
+					gio_prep_cmd(&sqe, GIO_NVM_OPC_FLUSH, tg->nsid);
 					x->result = -EINVAL;
 				}
+				if (gio_qp_put(qp, first + j, &sqe, issued + j, 0) != 0)
+					x->result = -ETIME; /* cancelled as stalled: not submitted */
 			}
-			if (gio_qp_commit(qp, first, k, deadline) != 0) {
-				for (j = 0; j < k; j++)
-					b->ctx[issued + j].result = -ETIME;
-			}
+			gio_qp_publish(qp);
 			issued += k;
 		}
 		/* Collect the oldest outstanding IOCTX (completions arrive per queue pair in order). */
@@ -202,7 +207,7 @@ GIO_HD int gio_iocb_run(struct gio_iocb *b, const struct gio_iocb_target *tg)
 			if (x->result == -ETIME) {
 				gio__iocb_result(b, collected, -ETIME, 0);
 			} else {
-				rc = gio_qp_wait(tg->qps[x->qp], x->cid, deadline, &st, (uint32_t *)0);
+				rc = gio_qp_wait(tg->qps[x->qp], x->ticket, deadline, &st, (uint32_t *)0);
 				if (x->result == -EINVAL && rc != -ETIME)
 					rc = -EINVAL;
 				gio__iocb_result(b, collected, rc, st);
@@ -268,7 +273,7 @@ GIO_HD int gio_uring_init(struct gio_uring *u, struct gio_iocb **slots, uint32_t
  * @param u  the ring.
  * @param b  the IOCB, state GIO_IOCB_IDLE, its IOCTXs filled.
  * @return 0, `-EBUSY` (ring full), or `-EINVAL` (IOCB busy, or no IOCTX, or more than
- *         GIO_IOCB_MAX_CTX).
+ *         GIO_IOCB_MAX_CTX, or a zero timeout_ns).
  *
  * The ring's producer only.
  */
@@ -277,7 +282,7 @@ GIO_HD int gio_uring_submit(struct gio_uring *u, struct gio_iocb *b)
 	const uint32_t t = u->tail;
 	if (b->state != GIO_IOCB_IDLE && b->state != GIO_IOCB_DONE)
 		return -EINVAL;
-	if (b->nctx == 0 || b->nctx > GIO_IOCB_MAX_CTX)
+	if (b->nctx == 0 || b->nctx > GIO_IOCB_MAX_CTX || b->timeout_ns == 0)
 		return -EINVAL;
 	if (t - gio_load_acquire(&u->head) >= u->depth)
 		return -EBUSY;
