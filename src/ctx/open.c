@@ -231,12 +231,14 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 
 void gio_ctx_info(const struct gio_ctx *c, struct gio_ns_info *info)
 {
-	*info = c->info;
+	static const struct gio_ns_info none;
+	if (info)
+		*info = c ? c->info : none;
 }
 
 const struct gio_dptr_caps *gio_ctx_dptr_caps(const struct gio_ctx *c)
 {
-	return &c->caps;
+	return c ? &c->caps : NULL;
 }
 
 const char *gio_ctx_iommu(const struct gio_ctx *c)

@@ -117,8 +117,9 @@ int gio_ctx_close(struct gio_ctx *ctx);
 
 /**
  * @brief Describes the namespace and the controller's rules.
- * @param ctx   the context.
- * @param info  receives the description.
+ * @param ctx   the context, or NULL.
+ * @param info  receives the description: all zero for a NULL @p ctx (no namespace, no queues:
+ *              nothing a caller can act on); NULL does nothing.
  *
  * Any thread.
  */
@@ -126,8 +127,8 @@ void gio_ctx_info(const struct gio_ctx *ctx, struct gio_ns_info *info);
 
 /**
  * @brief The controller's data pointer rules, for gio_sgl_build() and gio_prp_build().
- * @param ctx  the context.
- * @return the rules (SGLS, page size, MDTS).
+ * @param ctx  the context, or NULL.
+ * @return the rules (SGLS, page size, MDTS), valid until gio_ctx_close(); NULL for a NULL @p ctx.
  *
  * Any thread.
  */
@@ -325,7 +326,8 @@ uint32_t gio_ctx_qp_doorbells(struct gio_ctx *ctx, const struct gio_qp *qp);
  * @brief Sets the faults the software target injects from now on.
  * @param ctx    the context.
  * @param fault  the faults, or NULL for none.
- * @return 0, or `-EOPNOTSUPP` for a context that has no software target (`nvme-pci`).
+ * @return 0, `-EINVAL` for a NULL @p ctx, or `-EOPNOTSUPP` for a context that has no software
+ *         target (`nvme-pci`).
  *
  * Any thread; for tests.
  */
