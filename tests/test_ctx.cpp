@@ -335,7 +335,7 @@ TEST_CASE("injected faults: status, dropped completion, stall", "[ctx][fault]")
 
 	// A dropped completion: the deadline fires and the slot (its CID) stays quarantined. The
 	// ring goes on until it wraps to that slot; then reservations time out instead of reusing
-	// the CID of a command that may still complete. Recovery is a new queue pair.
+	// the CID of a command that may still complete.
 	f = gio_fault{};
 	f.drop_nth = 1;
 	gio_ctx_inject(ctx, &f);
@@ -349,7 +349,12 @@ TEST_CASE("injected faults: status, dropped completion, stall", "[ctx][fault]")
 		REQUIRE(rw(qp, ctx, false, 0, 1, a, &st) == 0);
 	CHECK(rw(qp, ctx, false, 0, 1, a, &st, 100000000ull) == -ETIME);
 	CHECK(qp->slots[qp->last_timeout.sq_reserved & 7].state == GIO_CMD_ABANDONED);
+	// Recovery: destroy it (the deletion aborts the withheld command, whose submitter was told
+	// -ETIME already, so nothing is reported) and take its qid again.
+	const uint16_t wedged = qp->qid;
+	CHECK(gio_ctx_qp_destroy(ctx, qp, 5 * kSecond, nullptr, nullptr) == 0);
 	REQUIRE(gio_ctx_qp_create(ctx, 8, &qp) == 0);
+	CHECK(qp->qid == wedged);
 
 	// A stalled doorbell: commands wait; a short deadline fires; a long one succeeds.
 	f = gio_fault{};
