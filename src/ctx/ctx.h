@@ -119,9 +119,10 @@ int gio__bring_up(struct gio_ctx *c, uint32_t nsid, int dptr);
 int gio__register_locked(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr);
 int gio__add_region_locked(struct gio_ctx *c, void *ptr, size_t len, int fd, uint64_t off, int lib, uint64_t *addr);
 /* Removes the region registered at ptr (host or device table): its IOMMU mapping, then its table
- * entry with the executor quiesced. lib_ok: the library's own memory may go too. 0, -ENOENT,
- * -EBUSY (library memory, !lib_ok), -ETIME (no quiesce) or the unmap's -errno, with a message. */
-int gio__remove_region_locked(struct gio_ctx *c, const void *ptr, int lib_ok);
+ * entry with the executor quiesced (within timeout_ns). lib_ok: the library's own memory may go
+ * too. 0, -ENOENT, -EBUSY (library memory, !lib_ok), -ETIME (no quiesce) or the unmap's -errno,
+ * with a message. */
+int gio__remove_region_locked(struct gio_ctx *c, const void *ptr, int lib_ok, uint64_t timeout_ns);
 /* Why this context cannot map files and dma-bufs, or NULL where it can. */
 const char *gio__no_fd_mapping(const struct gio_ctx *c);
 /* Zeroed, page-aligned memory the controller can reach; *addr receives its bus address. */

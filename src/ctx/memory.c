@@ -78,7 +78,7 @@ static void table_remove(struct gio_dma_region *t, struct gio__region_meta *meta
 	gio_store_release(&map->count, n - 1);
 }
 
-int gio__remove_region_locked(struct gio_ctx *c, const void *ptr, int lib_ok)
+int gio__remove_region_locked(struct gio_ctx *c, const void *ptr, int lib_ok, uint64_t timeout_ns)
 {
 	const uint64_t a = (uint64_t)(uintptr_t)ptr;
 	uint32_t i, k;
@@ -99,7 +99,7 @@ int gio__remove_region_locked(struct gio_ctx *c, const void *ptr, int lib_ok)
 			return rc;
 		/* The software target reads the tables while it serves: out of them only with every
 		 * executor thread between passes, so no command holds a pointer into the region. */
-		if (c->started && (rc = gio__exec_quiesce(&c->exec, GIO__QUIESCE_TIMEOUT_NS)))
+		if (c->started && (rc = gio__exec_quiesce(&c->exec, timeout_ns)))
 			return rc;
 		table_remove(t, k ? NULL : c->region_meta, map, i);
 		if (c->started)
@@ -128,7 +128,7 @@ int gio_ctx_unregister(struct gio_ctx *c, const void *ptr)
 	if (!ptr)
 		return gio__fail(-ENOENT, "giouring: gio_ctx_unregister: no region registered at NULL");
 	pthread_mutex_lock(&c->lock);
-	rc = gio__remove_region_locked(c, ptr, 0);
+	rc = gio__remove_region_locked(c, ptr, 0, GIO__QUIESCE_TIMEOUT_NS);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }

@@ -181,6 +181,13 @@ static void sync_doorbells(struct gio__qp_mem *m)
 	}
 }
 
+/* What is left of deadline, in nanoseconds (0 once it passed). */
+static uint64_t left_ns(uint64_t deadline)
+{
+	const uint64_t now = gio_host_now_ns();
+	return deadline > now ? deadline - now : 0;
+}
+
 /* Delete I/O SQ or CQ of m's qid within what is left of deadline. A queue the controller does
  * not have (Invalid Queue Identifier) is gone already: after a create or delete that timed out,
  * the controller went one way or the other. 0, -ETIME or -EIO with a message. */
@@ -277,10 +284,10 @@ static int teardown(struct gio_ctx *c, struct gio__qp_mem *m, uint64_t deadline,
 		m->cq_on = 0;
 	}
 	/* No bus address of the queue memory stays valid. */
-	if (m->sq_reg && (rc = gio__remove_region_locked(c, m->sq, 1)))
+	if (m->sq_reg && (rc = gio__remove_region_locked(c, m->sq, 1, left_ns(deadline))))
 		goto region_failed;
 	m->sq_reg = 0;
-	if (m->cq_reg && (rc = gio__remove_region_locked(c, m->cq, 1)))
+	if (m->cq_reg && (rc = gio__remove_region_locked(c, m->cq, 1, left_ns(deadline))))
 		goto region_failed;
 	m->cq_reg = 0;
 	if (c->qps[m->qid] == m) {

@@ -907,7 +907,8 @@ int gio__exec_start(struct gio__exec *e, int nthreads)
 
 int gio__exec_quiesce(struct gio__exec *e, uint64_t timeout_ns)
 {
-	const uint64_t t = gio_host_now_ns() + timeout_ns;
+	const uint64_t now = gio_host_now_ns();
+	const uint64_t t = timeout_ns > UINT64_MAX / 2 - now ? UINT64_MAX / 2 : now + timeout_ns; /* no wrap */
 	const struct timespec until = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
 	const int rc = pthread_rwlock_clockwrlock(&e->quiesce, CLOCK_MONOTONIC, &until);
 	if (rc == ETIMEDOUT)

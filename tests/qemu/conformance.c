@@ -603,9 +603,10 @@ static void test_proxy(struct gio_ctx *ctx, const struct gio_ns_info *info)
 /* ---- lifecycles: queue pairs destroyed, regions unregistered -------------------------------- */
 
 /* Cycles of the churn check per controller (each: a queue pair created and destroyed, and a
- * buffer registered and unregistered). Under TCG a cycle took 7.5 to 8 ms through the type1
- * container and 4.6 to 5.3 ms through iommufd (2 cores): 1000 cycles keep each controller's
- * share to under 10 s, the whole QEMU label within a few minutes. */
+ * buffer registered and unregistered). Under TCG on 2 cores a cycle took 7.5 to 16 ms through
+ * the type1 container and 4.6 to 14 ms through iommufd (the upper ends on a machine busy with
+ * other work): 1000 cycles keep each controller's share under 20 s, and the QEMU label (three
+ * boots) took 2 minutes. */
 #define MAX_QPS 1024 /* more qids than any controller here grants */
 #ifndef CHURN_CYCLES
 #define CHURN_CYCLES 1000
