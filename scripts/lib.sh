@@ -10,6 +10,8 @@
 #                    whole suite, i.e. without ctest arguments, as CI does), 1 (always), 0 (never)
 #   GIO_SAN_STRESS_COMMANDS  GIO_STRESS_COMMANDS of test_stress in the sanitizer stages
 #                    (default 100000)
+#   GIO_SAN_CHURN_CYCLES  GIO_CHURN_CYCLES of test_lifecycle in the ThreadSanitizer stage
+#                    (default 10000; the AddressSanitizer stage runs the full 100000)
 
 gio_log() { printf '==> %s\n' "$*" >&2; }
 gio_die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -92,6 +94,6 @@ gio_qemu_report() {
   [[ -f "$log" ]] && grep -q "Testing: qemu\." "$log" || return 0
   gio_banner "QEMU conformance report (from $log)"
   awk '/Testing: qemu\./ { on = 1 } /^".*" end time/ { on = 0 } on' "$log" |
-    grep -E '^(== controller|== p2p|  IOMMU interface|  nsid|COMMANDS|RESULT|NOTE|SKIP|FAIL|  errors\.|  giouring: |  peer BAR|qemu-[a-z]+: (IOMMU faults|PASS|FAIL|booting))' || true
+    grep -E '^(== controller|== p2p|  IOMMU interface|  nsid|COMMANDS|CHURN|RESULT|NOTE|SKIP|FAIL|  errors\.|  outstanding|  giouring: |  peer BAR|qemu-[a-z]+: (IOMMU faults|PASS|FAIL|booting))' || true
   awk '/==INFO-KERNEL==/ { on = 1; next } /==INFO-KERNEL-RC/ { print; on = 0 } on' "$log"
 }

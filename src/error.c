@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <giouring/host/ctx.h>
 
@@ -14,10 +15,14 @@ static _Thread_local char last_error[512];
 
 int gio__fail(int rc, const char *fmt, ...)
 {
+	/* Formatted elsewhere first: callers quote the previous message (gio_last_error() as an
+	 * argument), which vsnprintf into the same buffer would overwrite while reading it. */
+	char msg[sizeof(last_error)];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	memcpy(last_error, msg, sizeof(msg));
 	return rc;
 }
 

@@ -32,6 +32,10 @@ struct gio__backend {
 	/* Maps bytes [off, off + len) of a file or dma-buf (page multiples); NULL where the backend
 	 * cannot (the software target, VFIO type1). */
 	int (*dma_map_fd)(void *priv, int fd, uint64_t off, size_t len, uint64_t *iova);
+	/* Undoes one dma_map(ptr, len) (fd 0) or dma_map_fd(..., len) (fd 1) that returned iova:
+	 * the IOMMU mapping goes, then its IOVA range is free for later maps. 0 or -errno with a
+	 * message (the mapping then stays). NULL where dma_map is. */
+	int (*dma_unmap)(void *priv, void *ptr, size_t len, int fd, uint64_t iova);
 	const char *iommu; /* "iommufd", "type1", or NULL for the software target */
 	void (*close)(void *priv);
 };

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../src/exec/devcopy.h"
+#include "../src/internal.h"
 
 namespace {
 
@@ -128,6 +129,40 @@ TEST_CASE("gio_last_error() names only the latest call's failure", "[ctx][errors
 	CHECK(std::string(gio_last_error()).find("queue depth 3") != std::string::npos);
 	CHECK(gio_ctx_close(ctx) == 0);
 	CHECK(std::string(gio_last_error()).empty());
+}
+
+TEST_CASE("a message may quote the previous one: gio__fail formats before it overwrites", "[ctx][errors]")
+{
+	// Callers pass gio_last_error() as an argument (an admin timeout quotes the ring's message):
+	// formatting straight into the thread's buffer overlapped the input with the output.
+	gio__fail(-EIO, "inner %d", 42);
+	CHECK(gio__fail(-ETIME, "outer (%s) end", gio_last_error()) == -ETIME);
+	CHECK(std::string(gio_last_error()) == "outer (inner 42) end");
+	// Quoting twice, and a message as long as the buffer: truncated, never garbled.
+	gio__fail(-EIO, "%s", std::string(600, 'x').c_str());
+	gio__fail(-EIO, "a%sb", gio_last_error());
+	const std::string m = gio_last_error();
+	CHECK(m.size() == 511);
+	CHECK(m[0] == 'a');
+	CHECK(m.find_first_not_of('x', 1) == std::string::npos);
+}
+
+TEST_CASE("NULL contexts: info zeroed, caps NULL, inject -EINVAL, no crash", "[ctx][errors]")
+{
+	gio_ns_info info;
+	std::memset(&info, 0x5a, sizeof(info));
+	gio_ctx_info(nullptr, &info);
+	const gio_ns_info zero{};
+	CHECK(std::memcmp(&info, &zero, sizeof(info)) == 0);
+	gio_ctx_info(nullptr, nullptr);
+	CHECK(gio_ctx_dptr_caps(nullptr) == nullptr);
+	gio_fault f{};
+	CHECK(gio_ctx_inject(nullptr, &f) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("gio_ctx_inject") != std::string::npos);
+	gio_ctx *ctx = nullptr;
+	REQUIRE(gio_ctx_open("mem://host?size=1M", &ctx) == 0);
+	gio_ctx_info(ctx, nullptr); // nothing to fill: nothing done
+	CHECK(gio_ctx_close(ctx) == 0);
 }
 
 TEST_CASE("URI numbers: digits with K M G T suffixes, overflow refused", "[ctx][uri]")
@@ -300,7 +335,7 @@ TEST_CASE("injected faults: status, dropped completion, stall", "[ctx][fault]")
 
 	// A dropped completion: the deadline fires and the slot (its CID) stays quarantined. The
 	// ring goes on until it wraps to that slot; then reservations time out instead of reusing
-	// the CID of a command that may still complete. Recovery is a new queue pair.
+	// the CID of a command that may still complete.
 	f = gio_fault{};
 	f.drop_nth = 1;
 	gio_ctx_inject(ctx, &f);
@@ -314,7 +349,12 @@ TEST_CASE("injected faults: status, dropped completion, stall", "[ctx][fault]")
 		REQUIRE(rw(qp, ctx, false, 0, 1, a, &st) == 0);
 	CHECK(rw(qp, ctx, false, 0, 1, a, &st, 100000000ull) == -ETIME);
 	CHECK(gio_cmd_state(qp->slots[qp->last_timeout.sq_reserved & 7].state) == GIO_CMD_ABANDONED);
+	// Recovery: destroy it (the deletion aborts the withheld command, whose submitter was told
+	// -ETIME already, so nothing is reported) and take its qid again.
+	const uint16_t wedged = qp->qid;
+	CHECK(gio_ctx_qp_destroy(ctx, qp, 5 * kSecond, nullptr, nullptr) == 0);
 	REQUIRE(gio_ctx_qp_create(ctx, 8, &qp) == 0);
+	CHECK(qp->qid == wedged);
 
 	// A stalled doorbell: commands wait; a short deadline fires; a long one succeeds.
 	f = gio_fault{};

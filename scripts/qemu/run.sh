@@ -212,17 +212,23 @@ case "$mode" in
     # Debian's kernel has no iommufd: iommu=auto must have taken the legacy container.
     n=$(grep -c '^  IOMMU interface: type1 (asked: auto)$' "$qlog.txt" || true)
     ((n == 2)) || die "iommu=auto took another interface than type1 on a kernel without iommufd"
-    grep -E '^(RESULT|COMMANDS)' "$qlog.txt" >&2 ;;
+    # Queue pairs destroyed with commands outstanding, and churned: on both controllers.
+    for want in 'PASS lifecycle.outstanding.all-outstanding-reported' 'PASS lifecycle.churn'; do
+      n=$(grep -c "^$want\$" "$qlog.txt" || true)
+      ((n == 2)) || die "want '$want' for both controllers, got $n"
+    done
+    grep -E '^(RESULT|COMMANDS|CHURN)' "$qlog.txt" >&2 ;;
   iommufd)
     n=$(grep -c '^RESULT .* fail=0$' "$qlog.txt" || true)
     ((n == 3)) || die "want RESULT ... fail=0 for both controllers and p2p, got $n"
     for want in 'PASS bringup.iommu' 'PASS fd-map.memfd-io-both-ways' 'PASS fd-map.foreign-dmabuf-refused' \
-                'PASS p2p.import-peer-bar' 'PASS p2p.io-both-ways'; do
+                'PASS fd-map.unregister-and-again' 'PASS lifecycle.churn' 'PASS p2p.import-peer-bar' \
+                'PASS p2p.io-both-ways' 'PASS p2p.unregister'; do
       grep -q "^$want\$" "$qlog.txt" || die "no '$want' line"
     done
     # The second controller ran with iommu=auto, which must take iommufd where it exists.
     grep -q '^  IOMMU interface: iommufd (asked: auto)$' "$qlog.txt" || die "iommu=auto did not take iommufd"
-    grep -E '^(RESULT|COMMANDS)' "$qlog.txt" >&2 ;;
+    grep -E '^(RESULT|COMMANDS|CHURN)' "$qlog.txt" >&2 ;;
   bench)
     grep -q '^BENCH QD32' "$qlog.txt" || die "no bench figures"
     grep '^BENCH' "$qlog.txt" >&2 ;;

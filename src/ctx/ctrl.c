@@ -93,8 +93,16 @@ static const char *opc_name(uint8_t opc)
 
 int gio__admin(struct gio_ctx *c, const struct gio_sqe *sqe, uint32_t *dw0)
 {
+	uint16_t st;
+	return gio__admin_within(c, sqe, GIO__ADMIN_TIMEOUT_NS, &st, dw0);
+}
+
+int gio__admin_within(struct gio_ctx *c, const struct gio_sqe *sqe, uint64_t timeout_ns, uint16_t *status,
+		      uint32_t *dw0)
+{
 	uint16_t st = 0;
-	int rc = gio_qp_submit_wait(&c->admin, sqe, GIO__ADMIN_TIMEOUT_NS, &st, dw0);
+	int rc = gio_qp_submit_wait(&c->admin, sqe, timeout_ns, &st, dw0);
+	*status = st;
 	if (rc == -EIO)
 		return gio__fail(-EIO, "giouring: %s failed: %s (status 0x%04x, SCT %u SC 0x%02x%s)", opc_name(sqe->opc),
 				 gio_status_str(st), st, gio_status_sct(st), gio_status_sc(st), gio_status_dnr(st) ? ", DNR" : "");

@@ -3,6 +3,7 @@
  * for nvme-pci; the CPU executor's copy engine for the software target). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +30,9 @@ static int overlap_check(struct gio_ctx *c, void *ptr, size_t len)
 }
 
 /* Adds [ptr, ptr + len) to the region table; its bus address comes from the backend: for ptr
- * itself (fd < 0), or for bytes [off, off + len) of the file or dma-buf fd. c->lock held. */
-int gio__add_region_locked(struct gio_ctx *c, void *ptr, size_t len, int fd, uint64_t off, uint64_t *addr)
+ * itself (fd < 0), or for bytes [off, off + len) of the file or dma-buf fd. `lib`: memory the
+ * library owns (queues, Identify data), which gio_ctx_unregister() refuses. c->lock held. */
+int gio__add_region_locked(struct gio_ctx *c, void *ptr, size_t len, int fd, uint64_t off, int lib, uint64_t *addr)
 {
 	uint64_t a = (uint64_t)(uintptr_t)ptr;
 	uint32_t n = c->map.count;
@@ -52,6 +54,8 @@ int gio__add_region_locked(struct gio_ctx *c, void *ptr, size_t len, int fd, uin
 	c->regions[n].addr = a;
 	c->regions[n].len = len;
 	c->regions[n].ptr = ptr;
+	c->region_meta[n].lib = (uint8_t)(lib != 0);
+	c->region_meta[n].from_fd = (uint8_t)(fd >= 0);
 	gio_store_release(&c->map.count, n + 1); /* pairs with the acquire in gio_dma_map_find */
 	if (addr)
 		*addr = a;
@@ -60,7 +64,73 @@ int gio__add_region_locked(struct gio_ctx *c, void *ptr, size_t len, int fd, uin
 
 int gio__register_locked(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
 {
-	return gio__add_region_locked(c, ptr, len, -1, 0, addr);
+	return gio__add_region_locked(c, ptr, len, -1, 0, 1, addr);
+}
+
+/* Removes entry i of a table (n entries) by moving the last into its place; the software
+ * target's executor is quiesced (or there is none), so no reader walks the table meanwhile. */
+static void table_remove(struct gio_dma_region *t, struct gio__region_meta *meta, struct gio_dma_map *map, uint32_t i)
+{
+	const uint32_t n = map->count;
+	t[i] = t[n - 1];
+	if (meta)
+		meta[i] = meta[n - 1];
+	gio_store_release(&map->count, n - 1);
+}
+
+int gio__remove_region_locked(struct gio_ctx *c, const void *ptr, int lib_ok, uint64_t timeout_ns)
+{
+	const uint64_t a = (uint64_t)(uintptr_t)ptr;
+	uint32_t i, k;
+	int rc;
+	for (k = 0; k < 2; k++) {
+		struct gio_dma_region *t = k ? c->dev_regions : c->regions;
+		struct gio_dma_map *map = k ? &c->dev_map : &c->map;
+		for (i = 0; i < map->count && t[i].ptr != ptr; i++)
+			;
+		if (i == map->count)
+			continue;
+		if (!k && c->region_meta[i].lib && !lib_ok)
+			return gio__fail(-EBUSY, "giouring: gio_ctx_unregister: %p is queue or Identify memory of the library "
+					 "(gio_ctx_qp_destroy() releases a queue pair's)", ptr);
+		/* The IOMMU mapping first: while it fails the region stays registered, whole. */
+		if (!k && c->be.dma_unmap &&
+		    (rc = c->be.dma_unmap(c->be.priv, t[i].ptr, (size_t)t[i].len, c->region_meta[i].from_fd, t[i].addr)))
+			return rc;
+		/* The software target reads the tables while it serves: out of them only with every
+		 * executor thread between passes, so no command holds a pointer into the region. */
+		if (c->started && (rc = gio__exec_quiesce(&c->exec, timeout_ns)))
+			return rc;
+		table_remove(t, k ? NULL : c->region_meta, map, i);
+		if (c->started)
+			gio__exec_resume(&c->exec);
+		return 0;
+	}
+	for (k = 0; k < 2; k++) {
+		const struct gio_dma_region *t = k ? c->dev_regions : c->regions;
+		const uint32_t n = k ? c->dev_map.count : c->map.count;
+		for (i = 0; i < n; i++) {
+			const uint64_t p = (uint64_t)(uintptr_t)t[i].ptr;
+			if (a > p && a - p < t[i].len)
+				return gio__fail(-ENOENT, "giouring: gio_ctx_unregister: %p lies inside the region registered "
+						 "at %p + %" PRIu64 ": unregister it by its start", ptr, t[i].ptr, t[i].len);
+		}
+	}
+	return gio__fail(-ENOENT, "giouring: gio_ctx_unregister: no region registered at %p", ptr);
+}
+
+int gio_ctx_unregister(struct gio_ctx *c, const void *ptr)
+{
+	int rc;
+	gio__clear_error();
+	if (!c)
+		return gio__fail(-EINVAL, "giouring: gio_ctx_unregister: no context");
+	if (!ptr)
+		return gio__fail(-ENOENT, "giouring: gio_ctx_unregister: no region registered at NULL");
+	pthread_mutex_lock(&c->lock);
+	rc = gio__remove_region_locked(c, ptr, 0, GIO__QUIESCE_TIMEOUT_NS);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }
 
 /* Why this context cannot map files and dma-bufs, or NULL where it can. */
@@ -88,7 +158,7 @@ int gio_ctx_register_fd(struct gio_ctx *c, int fd, uint64_t offset, size_t len, 
 	if (fd < 0)
 		return gio__fail(-EBADF, "giouring: gio_ctx_register_fd: fd %d", fd);
 	pthread_mutex_lock(&c->lock);
-	rc = gio__add_region_locked(c, ptr, len, fd, offset, addr);
+	rc = gio__add_region_locked(c, ptr, len, fd, offset, 0, addr);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -100,7 +170,7 @@ int gio_ctx_register(struct gio_ctx *c, void *ptr, size_t len, uint64_t *addr)
 	if (!c)
 		return gio__fail(-EINVAL, "giouring: gio_ctx_register: no context");
 	pthread_mutex_lock(&c->lock);
-	rc = gio__register_locked(c, ptr, len, addr);
+	rc = gio__add_region_locked(c, ptr, len, -1, 0, 0, addr);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }

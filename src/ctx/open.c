@@ -3,6 +3,7 @@
  * bring-up (ctrl.c), and everything undone in reverse at close. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,6 +219,7 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 	c->map.regions = c->regions;
 	c->dev_map.regions = c->dev_regions;
 	c->exec.fd = -1;
+	c->exec.hang_pipe[0] = c->exec.hang_pipe[1] = -1;
 	rc = open_ctx(c, uri);
 	if (rc) {
 		char msg[512];
@@ -231,12 +233,14 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out)
 
 void gio_ctx_info(const struct gio_ctx *c, struct gio_ns_info *info)
 {
-	*info = c->info;
+	static const struct gio_ns_info none;
+	if (info)
+		*info = c ? c->info : none;
 }
 
 const struct gio_dptr_caps *gio_ctx_dptr_caps(const struct gio_ctx *c)
 {
-	return &c->caps;
+	return c ? &c->caps : NULL;
 }
 
 const char *gio_ctx_iommu(const struct gio_ctx *c)
@@ -252,12 +256,25 @@ int gio_ctx_inject(struct gio_ctx *c, const struct gio_fault *f)
 		return gio__fail(-EINVAL, "giouring: gio_ctx_inject: no context");
 	if (!c->started)
 		return gio__fail(-EOPNOTSUPP, "giouring: fault injection needs the software target (file:// or mem://host)");
+	if (f && f->hang_nth) {
+		if (c->exec.kind != GIO__BACKING_FILE)
+			return gio__fail(-EOPNOTSUPP, "giouring: hang_nth needs a file target: a memory store has nothing to wait for");
+		pthread_mutex_lock(&c->lock);
+		if (c->exec.hang_pipe[0] < 0 && pipe2(c->exec.hang_pipe, O_CLOEXEC)) {
+			const int err = errno;
+			pthread_mutex_unlock(&c->lock);
+			return gio__fail(-err, "giouring: hang_nth: pipe2: %s", strerror(err));
+		}
+		pthread_mutex_unlock(&c->lock);
+	}
 	pthread_mutex_lock(&c->exec.fault_lock);
 	c->exec.fault = f ? *f : none;
 	if (c->exec.fault.fail_nth)
 		c->exec.fault.fail_nth += c->exec.io_seen;
 	if (c->exec.fault.drop_nth)
 		c->exec.fault.drop_nth += c->exec.io_seen;
+	if (c->exec.fault.hang_nth)
+		c->exec.fault.hang_nth += c->exec.io_seen;
 	pthread_mutex_unlock(&c->exec.fault_lock);
 	__atomic_store_n(&c->exec.stall_until_ns, f && f->stall_ms ? gio_host_now_ns() + f->stall_ms * 1000000ull : 0,
 			 __ATOMIC_RELAXED);
@@ -273,13 +290,13 @@ static int shut_down(struct gio_ctx *c)
 	for (i = GIO__MAX_QPS; i >= 1; i--) {
 		struct gio_sqe sqe;
 		struct gio__qp_mem *m = c->qps[i];
-		if (!m || !m->live)
+		if (!m)
 			continue;
-		if (gio_prep_delete_sq(&sqe, (uint16_t)i) ||
-		    gio_qp_submit_wait(&c->admin, &sqe, GIO__CLOSE_ADMIN_TIMEOUT_NS, NULL, NULL) == -ETIME)
+		if (m->sq_on && (gio_prep_delete_sq(&sqe, (uint16_t)i) ||
+				 gio_qp_submit_wait(&c->admin, &sqe, GIO__CLOSE_ADMIN_TIMEOUT_NS, NULL, NULL) == -ETIME))
 			break;
-		if (gio_prep_delete_cq(&sqe, (uint16_t)i) ||
-		    gio_qp_submit_wait(&c->admin, &sqe, GIO__CLOSE_ADMIN_TIMEOUT_NS, NULL, NULL) == -ETIME)
+		if (m->cq_on && (gio_prep_delete_cq(&sqe, (uint16_t)i) ||
+				 gio_qp_submit_wait(&c->admin, &sqe, GIO__CLOSE_ADMIN_TIMEOUT_NS, NULL, NULL) == -ETIME))
 			break;
 	}
 	gio__clear_error(); /* a refused delete is not the close's failure */
@@ -290,45 +307,43 @@ static int shut_down(struct gio_ctx *c)
 
 static void free_queues(struct gio_ctx *c)
 {
-	const struct gio__cudart *rt = NULL;
 	uint32_t i;
-	for (i = 1; i <= GIO__MAX_QPS; i++) {
-		struct gio__qp_mem *m = c->qps[i];
-		if (!m)
-			continue;
-		if (m->pinned) {
-			/* Pinned queue memory came from the runtime, which is loaded then. */
-			rt = rt ? rt : gio__cudart();
-			if (m->pinned_base)
-				rt->free_host(m->pinned_base);
-			if (m->hbm_base)
-				(void)rt->dev_free(m->hbm_base);
-		} else {
-			free(m->sq);
-			free(m->cq);
-			free(m->slots);
-		}
-		free(m);
-	}
+	for (i = 1; i <= GIO__MAX_QPS; i++)
+		if (c->qps[i])
+			gio__qp_free(c->qps[i]);
 }
 
 int gio_ctx_close(struct gio_ctx *c)
 {
-	int rc = 0, rc2;
+	int rc = 0, rc2, stuck = 0, sync = 1;
 	gio__clear_error();
 	if (!c)
 		return 0;
 	gio__proxy_stop(c); /* no doorbell writes to queues being deleted */
 	if (c->enabled)
 		rc = shut_down(c);
-	if (c->started)
-		gio__exec_stop(&c->exec);
+	if (c->started && (rc2 = gio__exec_stop(&c->exec, GIO__CLOSE_EXEC_TIMEOUT_NS, &stuck))) {
+		/* The backing store did not answer: its failure is the close's (the shutdown's
+		 * timeout, if any, followed from it), and a store that does not answer is not
+		 * flushed either. */
+		rc = rc2;
+		sync = 0;
+		if (stuck) {
+			/* Executor threads may come back from the store at any time and touch the
+			 * context: none of it is freed (gio__exec_stop's message says so). */
+			if (c->remove_file) {
+				unlink(c->path);
+				rmdir(c->tmpdir);
+			}
+			return rc;
+		}
+	}
 	/* Unmaps DMA (unpinning) before the memory below is freed. */
 	if (c->mmio_gpu > 0) /* before BAR0 is unmapped */
 		(void)gio__cudart()->host_unregister(c->be.bar);
 	if (c->be.close)
 		c->be.close(c->be.priv);
-	rc2 = gio__backing_close(&c->exec, c->path);
+	rc2 = gio__backing_close(&c->exec, c->path, sync);
 	if (rc == 0)
 		rc = rc2;
 	if (c->remove_file) {

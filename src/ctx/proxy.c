@@ -22,8 +22,11 @@ static void *proxy_main(void *arg)
 		const uint32_t n = gio_load_acquire(&c->nqps);
 		uint32_t i, k, moved = 0;
 		for (i = 1; i <= n; i++) {
-			struct gio__qp_mem *m = c->qps[i];
-			if (!m || !m->proxied)
+			/* Pairs with the stores of gio_ctx_qp_create (the entry is complete) and of
+			 * gio_ctx_qp_destroy (the doorbells taken back, the entry gone); seq_cst, with the
+			 * pass counter below, for gio__proxy_wait_pass. */
+			struct gio__qp_mem *m = __atomic_load_n(&c->qps[i], __ATOMIC_SEQ_CST);
+			if (!m || !__atomic_load_n(&m->proxied, __ATOMIC_SEQ_CST))
 				continue;
 			for (k = 0; k < 2; k++) {
 				/* Pairs with the ring's release store of the shadow tail/head: the entries
@@ -37,12 +40,31 @@ static void *proxy_main(void *arg)
 				}
 			}
 		}
+		/* Nothing loaded in this pass is used after this point (gio__proxy_wait_pass). */
+		__atomic_fetch_add(&c->proxy_pass, 1, __ATOMIC_SEQ_CST);
 		if (moved)
 			spins = 0;
 		else
 			gio_backoff(&spins);
 	}
 	return NULL;
+}
+
+int gio__proxy_wait_pass(struct gio_ctx *c, uint64_t deadline, const char *what)
+{
+	uint64_t p0;
+	uint32_t spins = 0;
+	if (!c->proxy_started)
+		return 0;
+	/* A pass that loaded a pointer before the caller's store (seq_cst, before this load) ends
+	 * by p0 + 1; p0 + 2 leaves a margin for a pass that began right at the load. */
+	p0 = __atomic_load_n(&c->proxy_pass, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&c->proxy_pass, __ATOMIC_SEQ_CST) - p0 < 2) {
+		if (gio_deadline_passed(deadline))
+			return gio__fail(-ETIME, "giouring: the doorbell proxy thread did not finish a pass in time (%s)", what);
+		gio_backoff(&spins);
+	}
+	return 0;
 }
 
 int gio__proxy_start(struct gio_ctx *c)

@@ -1,6 +1,7 @@
 /* I/O queue pairs of a context: memory (host, pinned and GPU-mapped for GPU producers, or GPU
- * memory for nvme-pci), doorbells (the target's, direct MMIO for GPU threads, or the proxy), and
- * their creation on the controller (Create I/O CQ, then SQ). */
+ * memory for nvme-pci), doorbells (the target's, direct MMIO for GPU threads, or the proxy), their
+ * creation on the controller (Create I/O CQ, then SQ) and their end (Delete I/O SQ, the last
+ * completions, Delete I/O CQ, the memory and the qid given back). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <giouring/proto/prep.h>
+#include <giouring/proto/status.h>
 #include <giouring/ring/clock.h>
 
 #include "../cuda/cudart.h"
@@ -51,10 +53,11 @@ static int hbm_queues(struct gio_ctx *c, struct gio__qp_mem *m, size_t sq_bytes,
 		return gio__fail(-EIO, "giouring: GIO_CTX_QP_HBM: cudaMemsetAsync: %s", gio__cuda_err(e));
 	if ((rc = gio__gpu_dmabuf(m->sq, len, &fd)))
 		return rc;
-	rc = gio__add_region_locked(c, m->sq, len, fd, 0, &addr);
+	rc = gio__add_region_locked(c, m->sq, len, fd, 0, 1, &addr);
 	close(fd); /* on success the IOAS holds its own reference */
 	if (rc)
 		return rc;
+	m->sq_reg = 1;
 	m->sq_addr = addr;
 	m->cq_addr = addr + sq_bytes;
 	return 0;
@@ -127,6 +130,208 @@ static int bar_map_for_gpu(struct gio_ctx *c)
 	return 0;
 }
 
+/* The lowest qid no queue pair holds, or 0 when every granted one is taken; c->lock held. */
+static uint32_t free_qid(const struct gio_ctx *c)
+{
+	uint32_t i;
+	for (i = 1; i <= c->info.io_queues; i++)
+		if (!c->qps[i])
+			return i;
+	return 0;
+}
+
+/* Makes m the holder of its qid (seq_cst: the proxy thread loads entries so, see proxy.c); c->lock
+ * held. */
+static void publish(struct gio_ctx *c, struct gio__qp_mem *m)
+{
+	__atomic_store_n(&c->qps[m->qid], m, __ATOMIC_SEQ_CST);
+	if (m->qid > c->nqps)
+		gio_store_release(&c->nqps, m->qid); /* pairs with the proxy's acquire */
+}
+
+void gio__qp_free(struct gio__qp_mem *m)
+{
+	if (m->pinned) {
+		/* Pinned queue memory came from the runtime, which is loaded then. */
+		const struct gio__cudart *rt = gio__cudart();
+		if (rt && m->pinned_base)
+			rt->free_host(m->pinned_base);
+		if (rt && m->hbm_base)
+			(void)rt->dev_free(m->hbm_base);
+	} else {
+		free(m->sq);
+		free(m->cq);
+		free(m->slots);
+	}
+	free(m);
+}
+
+/* Writes the shadow doorbells that the proxy thread has not mirrored yet (a queue pair whose
+ * doorbells were taken back from it: this thread rings them now). */
+static void sync_doorbells(struct gio__qp_mem *m)
+{
+	uint32_t k;
+	for (k = 0; k < 2; k++) {
+		const uint32_t v = gio_load_acquire(&m->shadow[k]);
+		if (v != m->mirrored[k]) {
+			m->mirrored[k] = v;
+			gio_fence_release();
+			gio_mmio_write32((volatile uint32_t *)m->hw_db[k], v);
+		}
+	}
+}
+
+/* What is left of deadline, in nanoseconds (0 once it passed). */
+static uint64_t left_ns(uint64_t deadline)
+{
+	const uint64_t now = gio_host_now_ns();
+	return deadline > now ? deadline - now : 0;
+}
+
+/* Delete I/O SQ or CQ of m's qid within what is left of deadline. A queue the controller does
+ * not have (Invalid Queue Identifier) is gone already: after a create or delete that timed out,
+ * the controller went one way or the other. 0, -ETIME or -EIO with a message. */
+static int delete_queue(struct gio_ctx *c, const struct gio__qp_mem *m, int is_cq, uint64_t deadline)
+{
+	const char *what = is_cq ? "Delete I/O Completion Queue" : "Delete I/O Submission Queue";
+	const uint64_t now = gio_host_now_ns();
+	struct gio_sqe sqe;
+	uint16_t st;
+	uint32_t dw0;
+	char msg[512];
+	int rc;
+	if (now >= deadline)
+		return gio__fail(-ETIME, "giouring: queue %u: no time left to send %s", m->qid, what);
+	rc = is_cq ? gio_prep_delete_cq(&sqe, (uint16_t)m->qid) : gio_prep_delete_sq(&sqe, (uint16_t)m->qid);
+	if (!rc)
+		rc = gio__admin_within(c, &sqe, deadline - now, &st, &dw0);
+	if (rc == -EIO && gio_status_sct(st) == GIO_SCT_CMD_SPECIFIC && gio_status_sc(st) == GIO_SC_QID_INVALID)
+		return 0;
+	if (rc) {
+		snprintf(msg, sizeof(msg), "%s", gio_last_error());
+		return gio__fail(rc, "giouring: queue %u: %s %s within %" PRIu64 " ms: %s", m->qid, what,
+				 rc == -ETIME ? "did not complete" : "failed", (deadline - now + 999999) / 1000000, msg);
+	}
+	return 0;
+}
+
+/* The queue pair's last completions, once the controller deleted its SQ: whatever the CQ holds
+ * is reaped, then every command not yet collected is reported once. 0 where the CPU cannot read
+ * the rings (GIO_CTX_QP_HBM), else how many were reported. */
+static int report(struct gio__qp_mem *m, gio_qp_outcome_fn fn, void *arg)
+{
+	struct gio_qp *qp = &m->qp;
+	uint32_t i;
+	int n = 0;
+	if (m->hbm)
+		return 0;
+	while (gio_qp_reap(qp))
+		;
+	for (i = 0; i < qp->sq_depth; i++) {
+		struct gio_cmd_slot *s = &qp->slots[i];
+		const uint32_t w = gio_load_acquire(&s->state), st = gio_cmd_state(w);
+		struct gio_qp_outcome o;
+		memset(&o, 0, sizeof(o));
+		o.cid = (uint16_t)i;
+		o.user_data = s->user_data;
+		if (st == GIO_CMD_DONE) {
+			/* Waited or detached alike (a detached one is still on the completion list). */
+			o.status = s->status;
+			o.dw0 = s->dw0;
+			o.posted = 1;
+			gio_store_release(&s->state, gio__qp_freed(qp, w));
+		} else if (st == GIO_CMD_INFLIGHT) {
+			/* No completion before the Delete's own: the specification has the deletion abort
+			 * what it did not complete, and lets a controller do so without posting (QEMU 7.2
+			 * posts none for commands it had not fetched). */
+			o.status = GIO_SF(GIO_SCT_GENERIC, GIO_SC_ABORT_SQ_DELETED);
+			gio_store_release(&s->state, gio__qp_freed(qp, w));
+		} else {
+			/* Free; abandoned (its submitter was told -ETIME already); or cancelled (nobody's). */
+			continue;
+		}
+		n++;
+		if (fn)
+			fn(arg, &o);
+	}
+	return n;
+}
+
+/* Undoes a queue pair on the controller and in the context, resuming where an earlier call
+ * stopped: doorbells back from the proxy thread, Delete I/O SQ, the outcomes, Delete I/O CQ,
+ * the memory's regions, the table entry, the memory. Returns the commands reported, or -errno
+ * with a message, m then kept (and still its qid's holder while it is in the table). c->lock
+ * held. */
+static int teardown(struct gio_ctx *c, struct gio__qp_mem *m, uint64_t deadline, gio_qp_outcome_fn fn, void *arg)
+{
+	char msg[512];
+	int rc, n = 0;
+	if (__atomic_load_n(&m->proxied, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&m->proxied, 0, __ATOMIC_SEQ_CST);
+		snprintf(msg, sizeof(msg), "queue %u: taking its doorbells back", m->qid);
+		if ((rc = gio__proxy_wait_pass(c, deadline, msg))) {
+			__atomic_store_n(&m->proxied, 1, __ATOMIC_SEQ_CST);
+			return rc;
+		}
+		m->db_taken = 1;
+		sync_doorbells(m); /* commands published to the shadow reach the controller */
+	}
+	if (m->sq_on) {
+		if ((rc = delete_queue(c, m, 0, deadline)))
+			return rc;
+		m->sq_on = 0;
+		n = report(m, fn, arg);
+		if (m->db_taken)
+			sync_doorbells(m); /* the CQ head after the reap */
+	}
+	if (m->cq_on) {
+		if ((rc = delete_queue(c, m, 1, deadline)))
+			return rc;
+		m->cq_on = 0;
+	}
+	/* No bus address of the queue memory stays valid. */
+	if (m->sq_reg && (rc = gio__remove_region_locked(c, m->sq, 1, left_ns(deadline))))
+		goto region_failed;
+	m->sq_reg = 0;
+	if (m->cq_reg && (rc = gio__remove_region_locked(c, m->cq, 1, left_ns(deadline))))
+		goto region_failed;
+	m->cq_reg = 0;
+	if (c->qps[m->qid] == m) {
+		/* The proxy thread may hold the entry from a pass still running. */
+		__atomic_store_n(&c->qps[m->qid], NULL, __ATOMIC_SEQ_CST);
+		snprintf(msg, sizeof(msg), "queue %u: letting go of its entry; its memory is left allocated", m->qid);
+		if ((rc = gio__proxy_wait_pass(c, deadline, msg)))
+			return rc; /* m leaks: the proxy thread may yet read it; the qid is free again */
+	}
+	gio__qp_free(m);
+	return n;
+region_failed:
+	snprintf(msg, sizeof(msg), "%s", gio_last_error());
+	return gio__fail(rc, "giouring: queue %u: unregistering its memory: %s", m->qid, msg);
+}
+
+int gio_ctx_qp_destroy(struct gio_ctx *c, struct gio_qp *qp, uint64_t timeout_ns, gio_qp_outcome_fn fn, void *arg)
+{
+	struct gio__qp_mem *m = NULL;
+	uint32_t i;
+	int rc;
+	gio__clear_error();
+	if (!c || !qp)
+		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_destroy: NULL %s", c ? "queue pair" : "context");
+	pthread_mutex_lock(&c->lock);
+	for (i = 1; i <= c->nqps && !m; i++)
+		if (c->qps[i] && &c->qps[i]->qp == qp)
+			m = c->qps[i];
+	if (!m) {
+		pthread_mutex_unlock(&c->lock);
+		return gio__fail(-EINVAL, "giouring: gio_ctx_qp_destroy: %p is not a queue pair of this context (destroyed "
+				 "already, or another context's)", (void *)qp);
+	}
+	rc = teardown(c, m, gio_deadline_in(timeout_ns), fn, arg);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
 int gio_ctx_qp_create(struct gio_ctx *c, uint32_t depth, struct gio_qp **out)
 {
 	return gio_ctx_qp_create_ex(c, depth, 0, out);
@@ -161,22 +366,25 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 	if (depth < 2 || (depth & (depth - 1)) || depth > c->info.max_queue_entries)
 		return gio__fail(-EINVAL, "giouring: queue depth %u: a power of two from 2 to %u", depth, c->info.max_queue_entries);
 	pthread_mutex_lock(&c->lock);
-	if (c->nqps >= c->info.io_queues) {
+	qid = free_qid(c);
+	if (!qid) {
 		pthread_mutex_unlock(&c->lock);
-		return gio__fail(-EBUSY, "giouring: all %u granted I/O queue pairs are in use", c->info.io_queues);
+		return gio__fail(-EBUSY, "giouring: all %u granted I/O queue pairs are in use (gio_ctx_qp_destroy() gives "
+				 "one back)", c->info.io_queues);
 	}
-	qid = c->nqps + 1;
 	m = calloc(1, sizeof(*m));
 	if (!m) {
 		pthread_mutex_unlock(&c->lock);
 		return gio__fail(-ENOMEM, "giouring: no memory for a queue pair");
 	}
+	m->qid = qid;
 	if (flags & (GIO_CTX_QP_PINNED | GIO_CTX_QP_HBM)) {
 		const size_t sq_bytes = (depth * sizeof(struct gio_sqe) + 4095) & ~(size_t)4095;
 		const size_t cq_bytes = (depth * sizeof(struct gio_cqe) + 4095) & ~(size_t)4095;
 		const size_t slot_bytes = depth * sizeof(struct gio_cmd_slot) + 2 * sizeof(uint32_t);
 		const int hbm = (flags & GIO_CTX_QP_HBM) != 0;
 		m->pinned = 1;
+		m->hbm = (uint8_t)hbm;
 		/* One allocation, aligned here: queues must start on 4 KiB (Create I/O SQ/CQ), and
 		 * cudaHostAlloc suballocates small sizes below page alignment (seen on the H200: the
 		 * second queue pair's CQ was refused). SQ, CQ, then the slots and the two shadow
@@ -191,23 +399,28 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 			m->cq = (char *)m->sq + sq_bytes;
 			m->slots = (char *)m->cq + cq_bytes;
 		}
-		if (!m->slots) { /* nothing registered yet: give everything back, keep the qid */
+		if (!m->slots) { /* nothing allocated: give everything back */
 			free(m);
 			pthread_mutex_unlock(&c->lock);
 			return gio__fail(-ENODEV, "giouring: no pinned queue memory: %s",
 					 gio__cudart_why()[0] ? gio__cudart_why() : "cudaHostAlloc failed");
 		}
-		if (hbm)
+		if (hbm) {
 			rc = hbm_queues(c, m, sq_bytes, cq_bytes);
-		else if (!(rc = gio__register_locked(c, m->sq, sq_bytes, &m->sq_addr)))
-			rc = gio__register_locked(c, m->cq, cq_bytes, &m->cq_addr);
+		} else if (!(rc = gio__register_locked(c, m->sq, sq_bytes, &m->sq_addr))) {
+			m->sq_reg = 1;
+			if (!(rc = gio__register_locked(c, m->cq, cq_bytes, &m->cq_addr)))
+				m->cq_reg = 1;
+		}
 		if (!rc && !c->be.mmio)
 			rc = bar_map_for_gpu(c);
 		if (rc)
 			goto fail;
 	} else {
 		m->sq = gio__alloc_dma(c, depth * sizeof(struct gio_sqe), &m->sq_addr);
+		m->sq_reg = m->sq != NULL;
 		m->cq = m->sq ? gio__alloc_dma(c, depth * sizeof(struct gio_cqe), &m->cq_addr) : NULL;
+		m->cq_reg = m->cq != NULL;
 		m->slots = calloc(depth, sizeof(struct gio_cmd_slot));
 	}
 	if (!m->sq || !m->cq || !m->slots) {
@@ -249,26 +462,33 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 			       m->cq_addr, m->sq_addr);
 		goto fail;
 	}
-	if ((rc = gio_prep_create_cq(&sqe, (uint16_t)qid, depth, m->cq_addr, 0, 0)) || (rc = gio__admin(c, &sqe, &dw0)))
+	(void)gio_prep_create_cq(&sqe, (uint16_t)qid, depth, m->cq_addr, 0, 0);
+	rc = gio__admin(c, &sqe, &dw0);
+	m->cq_on = rc == 0 || rc == -ETIME; /* after a timeout the controller may yet create it */
+	if (rc)
 		goto fail;
-	if ((rc = gio_prep_create_sq(&sqe, (uint16_t)qid, depth, (uint16_t)qid, m->sq_addr)) ||
-	    (rc = gio__admin(c, &sqe, &dw0))) {
-		/* The CQ exists on the controller: remove it so the qid is not left half made. */
-		if (gio_prep_delete_cq(&sqe, (uint16_t)qid) == 0)
-			(void)gio_qp_submit_wait(&c->admin, &sqe, GIO__ADMIN_TIMEOUT_NS, NULL, NULL);
+	(void)gio_prep_create_sq(&sqe, (uint16_t)qid, depth, (uint16_t)qid, m->sq_addr);
+	rc = gio__admin(c, &sqe, &dw0);
+	m->sq_on = rc == 0 || rc == -ETIME;
+	if (rc)
 		goto fail;
-	}
-	m->live = 1;
-	c->qps[qid] = m;
-	gio_store_release(&c->nqps, qid); /* pairs with the proxy's acquire: the entry is complete */
+	publish(c, m);
 	pthread_mutex_unlock(&c->lock);
 	*out = &m->qp;
 	return 0;
 fail:
-	/* Queue memory stays registered (regions are never removed); it is freed at close. */
-	m->proxied = 0;
-	c->qps[qid] = m;
-	gio_store_release(&c->nqps, qid);
+	/* Nothing of it may stay on the controller: what may exist there is deleted (the queue
+	 * pair had no command), then memory and qid are given back. Where that cannot be made
+	 * sure (the controller does not answer), the queue pair stays the context's, qid and
+	 * memory reserved, and close deletes it. */
+	{
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s", gio_last_error());
+		m->proxied = 0; /* never published: the proxy thread has not seen it */
+		if (teardown(c, m, gio_deadline_in(GIO__ADMIN_TIMEOUT_NS), NULL, NULL) < 0)
+			publish(c, m);
+		gio__fail(rc, "%s", msg);
+	}
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }

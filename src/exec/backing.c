@@ -98,14 +98,19 @@ int gio__backing_mem(struct gio__exec *e, uint64_t size)
 	return 0;
 }
 
-int gio__backing_close(struct gio__exec *e, const char *path)
+int gio__backing_close(struct gio__exec *e, const char *path, int sync)
 {
-	int rc = 0;
-	if (e->kind == GIO__BACKING_FILE && e->fd >= 0 && fsync(e->fd))
+	int rc = 0, i;
+	if (sync && e->kind == GIO__BACKING_FILE && e->fd >= 0 && fsync(e->fd))
 		rc = gio__fail(-errno, "giouring: fsync %s: %s", path, strerror(errno));
 	if (e->fd >= 0)
 		close(e->fd);
 	e->fd = -1;
+	for (i = 0; i < 2; i++) {
+		if (e->hang_pipe[i] >= 0)
+			close(e->hang_pipe[i]);
+		e->hang_pipe[i] = -1;
+	}
 	free(e->mem);
 	e->mem = NULL;
 	return rc;

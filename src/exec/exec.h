@@ -14,6 +14,7 @@
 enum gio__backing { GIO__BACKING_MEM, GIO__BACKING_FILE };
 
 #define GIO__EXEC_MAX_THREADS 16
+#define GIO__EXEC_MAX_DROPPED 64 /* withheld completions remembered for Delete I/O SQ */
 
 struct gio__exec {
 	struct gio_tgt *tgt;
@@ -26,10 +27,18 @@ struct gio__exec {
 	uint32_t idle_us; /* longest sleep of an idle thread between polls (URI idle_us, default 200) */
 	pthread_t threads[GIO__EXEC_MAX_THREADS];
 	uint32_t stop;
+	uint64_t stop_deadline;   /* set before stop: when close stops waiting for the backing store */
+	int hang_pipe[2];         /* the hang fault's pipe (nobody writes it), or -1 */
 	pthread_rwlock_t quiesce; /* I/O serving holds it shared; CC changes and admin, exclusive */
 	pthread_mutex_t fault_lock;
 	struct gio_fault fault; /* under fault_lock */
 	uint64_t io_seen;       /* I/O commands fetched, under fault_lock */
+	/* Commands whose completion the drop fault withheld: fetched, never completed. A Delete I/O
+	 * SQ aborts them (a real controller aborts its hung commands); under fault_lock. */
+	struct {
+		uint16_t qid, cid;
+	} dropped[GIO__EXEC_MAX_DROPPED];
+	uint32_t ndropped;
 	uint64_t stall_until_ns; /* atomic */
 	void *workers_mem;       /* the threads' state */
 	/* Copy engine for segments in device memory (tgt->copy_map); set before the first device
@@ -39,7 +48,17 @@ struct gio__exec {
 };
 
 int gio__exec_start(struct gio__exec *e, int nthreads);
-void gio__exec_stop(struct gio__exec *e);
+/* Waits until every executor thread is between passes and holds them there (the quiesce lock,
+ * exclusive) until gio__exec_resume(): no command is in progress and none reads the region
+ * tables meanwhile. 0, or -ETIME with a message when a pass outlasts timeout_ns (a command still
+ * in the backing store). */
+int gio__exec_quiesce(struct gio__exec *e, uint64_t timeout_ns);
+void gio__exec_resume(struct gio__exec *e);
+/* Stops the threads. Requests still in the backing store after timeout_ns are abandoned (their
+ * bounce buffers kept), and the threads end; -ETIME with a message then. A thread that does not
+ * end within a second more is inside a call that does not return: *stuck counts them, nothing
+ * is freed (they may touch any of the executor's and target's memory), -ETIME. */
+int gio__exec_stop(struct gio__exec *e, uint64_t timeout_ns, int *stuck);
 /* Copy streams and pinned staging for device segments, made in the calling thread before the
  * first device region is published (see executor.c); 0 or -errno with a message. */
 int gio__exec_dev_prepare(struct gio__exec *e);
@@ -56,7 +75,8 @@ int gio__backing_file(struct gio__exec *e, const char *path, uint64_t size, int 
 /* A zeroed memory backing store of @size bytes for @e. 0 or -ENOMEM with a message. */
 int gio__backing_mem(struct gio__exec *e, uint64_t size);
 
-/* Closes the backing store (fsync first for a file: its error is returned, with a message). */
-int gio__backing_close(struct gio__exec *e, const char *path);
+/* Closes the backing store (fsync first for a file when sync: its error is returned, with a
+ * message), and the hang fault's pipe. */
+int gio__backing_close(struct gio__exec *e, const char *path, int sync);
 
 #endif

@@ -54,7 +54,28 @@ struct worker {
 	uint32_t ngrave;
 	uint32_t copies;       /* enqueued on it since the last wait */
 	int copy_failed;       /* an enqueue failed since the last wait */
+	uint32_t abandoned;    /* io_uring requests left in the backing store at close */
+	uint32_t exited;       /* set (release) as the thread's last act: gio__exec_stop joins then */
 };
+
+/* Memory left to the kernel: bounce buffers of io_uring requests abandoned at close, which the
+ * backing store may still write when it answers. Kept here rather than dropped, so that it stays
+ * reachable (and leak checkers see it as kept on purpose); past the end it is dropped. */
+static void *graveyard[256];
+static uint32_t graveyard_n;
+
+static void bury(void *p)
+{
+	const uint32_t i = __atomic_fetch_add(&graveyard_n, 1, __ATOMIC_RELAXED);
+	if (p && i < sizeof(graveyard) / sizeof(graveyard[0]))
+		graveyard[i] = p;
+}
+
+/* Whether close's wait for this executor is over (gio__exec_stop): its deadline passed. */
+static int stop_due(const struct gio__exec *e)
+{
+	return gio_load_acquire(&e->stop) && gio_deadline_passed(e->stop_deadline);
+}
 
 #define ZBUF (1u << 20)
 
@@ -64,11 +85,12 @@ struct cmd_fault {
 	uint16_t status;
 	int drop;
 	uint32_t delay_us;
+	int hang;
 };
 
 static struct cmd_fault next_fault(struct gio__exec *e)
 {
-	struct cmd_fault f = {0, 0, 0, 0};
+	struct cmd_fault f = {0, 0, 0, 0, 0};
 	pthread_mutex_lock(&e->fault_lock);
 	e->io_seen++;
 	if (e->fault.fail_nth && e->io_seen == e->fault.fail_nth) {
@@ -79,6 +101,10 @@ static struct cmd_fault next_fault(struct gio__exec *e)
 	if (e->fault.drop_nth && e->io_seen == e->fault.drop_nth) {
 		f.drop = 1;
 		e->fault.drop_nth = 0;
+	}
+	if (e->fault.hang_nth && e->io_seen == e->fault.hang_nth) {
+		f.hang = 1;
+		e->fault.hang_nth = 0;
 	}
 	f.delay_us = e->fault.delay_us;
 	pthread_mutex_unlock(&e->fault_lock);
@@ -98,13 +124,54 @@ static void sleep_us(uint32_t us)
 	nanosleep(&ts, NULL);
 }
 
+/* The delay fault's sleep, in slices of at most 10 ms that end early once close has begun. */
+static void delay_us(const struct gio__exec *e, uint32_t us)
+{
+	while (us && !gio_load_acquire(&e->stop)) {
+		const uint32_t slice = us < 10000 ? us : 10000;
+		sleep_us(slice);
+		us -= slice;
+	}
+}
+
 static void complete(struct gio__exec *e, uint16_t qid, uint16_t cid, uint16_t st, const struct cmd_fault *f)
 {
-	if (f->drop)
-		return; /* the completion is lost: the host's deadline must catch it */
+	if (f->drop) {
+		/* The completion is lost: the host's deadline must catch it. Remembered, so that a
+		 * Delete I/O SQ aborts it as a controller aborts a hung command. */
+		pthread_mutex_lock(&e->fault_lock);
+		if (e->ndropped < GIO__EXEC_MAX_DROPPED) {
+			e->dropped[e->ndropped].qid = qid;
+			e->dropped[e->ndropped].cid = cid;
+			e->ndropped++;
+		}
+		pthread_mutex_unlock(&e->fault_lock);
+		return;
+	}
 	if (f->delay_us)
-		sleep_us(f->delay_us);
+		delay_us(e, f->delay_us);
 	gio_tgt_post(e->tgt, qid, cid, f->fail ? f->status : st, 0);
+}
+
+/* Before a Delete I/O SQ of qid runs (I/O serving quiesced): every command of the queue still
+ * outstanding ends with Command Aborted due to SQ Deletion, those fetched and withheld (the drop
+ * fault) first, then those the tail doorbell shows and nobody fetched. */
+static void abort_sq(struct gio__exec *e, uint16_t qid)
+{
+	const uint16_t st = GIO_SF(GIO_SCT_GENERIC, GIO_SC_ABORT_SQ_DELETED);
+	uint32_t i, k = 0;
+	if (qid == 0 || qid > GIO_TGT_MAX_IO_QUEUES || !gio_load_relaxed(&e->tgt->sq[qid].live))
+		return; /* gio_tgt_admin() refuses the command */
+	pthread_mutex_lock(&e->fault_lock);
+	for (i = 0; i < e->ndropped; i++) {
+		if (e->dropped[i].qid == qid)
+			gio_tgt_post(e->tgt, qid, e->dropped[i].cid, st, 0);
+		else
+			e->dropped[k++] = e->dropped[i];
+	}
+	e->ndropped = k;
+	pthread_mutex_unlock(&e->fault_lock);
+	(void)gio_tgt_abort_unfetched(e->tgt, qid);
 }
 
 static int serve_admin(struct gio__exec *e)
@@ -113,7 +180,10 @@ static int serve_admin(struct gio__exec *e)
 	int n = 0;
 	while (gio_tgt_fetch(e->tgt, 0, &sqe) == 1) {
 		uint32_t dw0;
-		uint16_t st = gio_tgt_admin(e->tgt, &sqe, &dw0);
+		uint16_t st;
+		if (sqe.opc == GIO_ADMIN_OPC_DELETE_SQ)
+			abort_sq(e, (uint16_t)GIO_GET(sqe.cdw10, QUEUE_CDW10_QID));
+		st = gio_tgt_admin(e->tgt, &sqe, &dw0);
 		gio_tgt_post(e->tgt, 0, sqe.cid, st, dw0);
 		n++;
 	}
@@ -160,7 +230,7 @@ static int dev_wait(struct worker *w, int *abandon)
 	}
 	deadline = gio_deadline_in(dc->timeout_ns);
 	while ((rc = dc->query(dc->priv, w->stream)) == -EAGAIN) {
-		if (gio_deadline_passed(deadline)) {
+		if (gio_deadline_passed(deadline) || stop_due(w->e)) {
 			fprintf(stderr,
 				"giouring: executor thread %d: %u copies to or from the GPU did not complete within %" PRIu64
 				" ms; their commands fail with Data Transfer Error\n",
@@ -474,7 +544,27 @@ static uint32_t file_fetch(struct worker *w, uint16_t qid, struct pending *pend,
 		if (p->st || p->f.fail)
 			continue;
 		if (p->io.opc == GIO_NVM_OPC_WRITE_ZEROES) {
+			/* The hang fault: a synchronous write into a file system that never answers. */
+			if (p->f.hang) {
+				char byte;
+				while (read(e->hang_pipe[0], &byte, 1) < 0 && errno == EINTR)
+					;
+			}
 			p->st = write_zeroes(w, &p->io);
+			continue;
+		}
+		if (p->f.hang) {
+			/* The hang fault: a request the backing store never completes (a read of a pipe
+			 * nobody writes). Should it end after all, it transferred nothing: a media error. */
+			struct io_uring_sqe *u = io_uring_get_sqe(&w->ring);
+			if (!u) {
+				p->st = GIO_SF(GIO_SCT_GENERIC, GIO_SC_INTERNAL);
+				continue;
+			}
+			io_uring_prep_read(u, e->hang_pipe[0], w->zeroes, 1, 0);
+			io_uring_sqe_set_data64(u, n - 1);
+			p->submitted = 1;
+			(*inflight)++;
 			continue;
 		}
 		if (p->io.opc != GIO_NVM_OPC_FLUSH) {
@@ -557,8 +647,10 @@ static int transient(int rc)
 }
 
 /* Submits everything queued and reaps every completion. Returns 0, or a negative errno when
- * io_uring failed for good: the requests still out may yet write into pend and into the hosts'
- * buffers, so the worker must stop using both (see worker_main). */
+ * io_uring failed for good (or -ECANCELED: close's deadline passed with requests still in the
+ * backing store, w->abandoned of them): the requests still out may yet write into pend and into
+ * the hosts' buffers, so the worker must stop using both (see worker_main). Waits are slices of
+ * 100 ms, so that close's deadline is seen even when the store never answers. */
 static int file_run(struct worker *w, struct pending *pend, uint32_t inflight)
 {
 	uint32_t queued = inflight;
@@ -566,6 +658,10 @@ static int file_run(struct worker *w, struct pending *pend, uint32_t inflight)
 	while (inflight) {
 		struct io_uring_cqe *c;
 		int rc;
+		if (stop_due(w->e)) {
+			w->abandoned = inflight;
+			return -ECANCELED;
+		}
 		if (queued) {
 			rc = io_uring_submit(&w->ring);
 			if (rc > 0) {
@@ -574,7 +670,14 @@ static int file_run(struct worker *w, struct pending *pend, uint32_t inflight)
 				return rc;
 			}
 		}
-		rc = queued ? io_uring_peek_cqe(&w->ring, &c) : io_uring_wait_cqe(&w->ring, &c);
+		if (queued) {
+			rc = io_uring_peek_cqe(&w->ring, &c);
+		} else {
+			struct __kernel_timespec slice = {0, 100000000};
+			rc = io_uring_wait_cqe_timeout(&w->ring, &c, &slice);
+			if (rc == -ETIME)
+				continue;
+		}
 		if (rc == -EAGAIN && queued) {
 			gio_backoff(&spins);
 			continue;
@@ -599,9 +702,10 @@ static int serve_file(struct worker *w, uint16_t qid, struct pending *pend)
 	int rc = inflight ? file_run(w, pend, inflight) : 0;
 	if (rc < 0) {
 		/* Nothing is posted for this batch: the hosts' deadlines report it (-ETIME), and no
-		 * completion claims data that may still be moving. */
-		fprintf(stderr, "giouring: executor thread %d: io_uring failed (%s); it stops serving\n", w->id,
-			strerror(-rc));
+		 * completion claims data that may still be moving. Abandoned at close: close says so. */
+		if (rc != -ECANCELED)
+			fprintf(stderr, "giouring: executor thread %d: io_uring failed (%s); it stops serving\n", w->id,
+				strerror(-rc));
 		return rc;
 	}
 	for (i = 0; i < n; i++) {
@@ -655,8 +759,10 @@ static void *worker_main(void *arg)
 	}
 	if (e->kind == GIO__BACKING_FILE) {
 		pend = calloc(BATCH, sizeof(*pend));
-		if (!pend)
+		if (!pend) {
+			gio_store_release(&w->exited, 1);
 			return NULL;
+		}
 		w->pend_live = pend;
 	}
 	while (!gio_load_acquire(&e->stop)) {
@@ -665,8 +771,15 @@ static void *worker_main(void *arg)
 		/* Register and admin work changes queue fields the I/O servers read: it runs with
 		 * every I/O server out (the lock prefers writers, so a busy target still resets). */
 		if (w->id == 0 && (gio_tgt_cc_changed(e->tgt) || gio_tgt_admin_pending(e->tgt))) {
+			int changed;
 			pthread_rwlock_wrlock(&e->quiesce);
-			did += gio_tgt_poll_regs(e->tgt);
+			changed = gio_tgt_poll_regs(e->tgt);
+			if (changed) { /* a reset or shutdown dropped every queue, withheld commands too */
+				pthread_mutex_lock(&e->fault_lock);
+				e->ndropped = 0;
+				pthread_mutex_unlock(&e->fault_lock);
+			}
+			did += changed;
 			did += serve_admin(e);
 			pthread_rwlock_unlock(&e->quiesce);
 		}
@@ -707,8 +820,10 @@ static void *worker_main(void *arg)
 		}
 	}
 	/* A broken worker's pend may still be the target of io_uring requests: io_uring_queue_exit
-	 * (in gio__exec_stop) cancels and waits for them first, so pend is freed after it. */
+	 * (in gio__exec_stop) cancels what it can, and pend is freed after it; or kept for good when
+	 * requests were abandoned in a backing store that did not answer. */
 	w->pend = pend;
+	gio_store_release(&w->exited, 1);
 	return NULL;
 }
 
@@ -790,11 +905,59 @@ int gio__exec_start(struct gio__exec *e, int nthreads)
 	return 0;
 }
 
-void gio__exec_stop(struct gio__exec *e)
+int gio__exec_quiesce(struct gio__exec *e, uint64_t timeout_ns)
 {
-	int i;
+	const uint64_t now = gio_host_now_ns();
+	const uint64_t t = timeout_ns > UINT64_MAX / 2 - now ? UINT64_MAX / 2 : now + timeout_ns; /* no wrap */
+	const struct timespec until = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
+	const int rc = pthread_rwlock_clockwrlock(&e->quiesce, CLOCK_MONOTONIC, &until);
+	if (rc == ETIMEDOUT)
+		return gio__fail(-ETIME, "giouring: the executor's threads did not finish their passes within %" PRIu64
+				 " ms (a command still in the backing store or a copy engine)", timeout_ns / 1000000);
+	if (rc)
+		return gio__fail(-rc, "giouring: quiescing the executor: %s", strerror(rc));
+	return 0;
+}
+
+void gio__exec_resume(struct gio__exec *e)
+{
+	pthread_rwlock_unlock(&e->quiesce);
+}
+
+int gio__exec_stop(struct gio__exec *e, uint64_t timeout_ns, int *stuck)
+{
 	struct worker *ws = e->workers_mem;
+	uint64_t join_deadline;
+	uint32_t abandoned = 0;
+	int i, nstuck = 0;
+	*stuck = 0;
+	e->stop_deadline = gio_deadline_in(timeout_ns);
 	gio_store_release(&e->stop, 1);
+	/* Every wait of a thread is a slice of at most 100 ms that looks at the stop deadline; a
+	 * second on top covers the slices. A thread that has not ended by then is inside a call that
+	 * does not return (a synchronous write into a file system that does not answer). */
+	join_deadline = e->stop_deadline + 1000000000ull;
+	for (i = 0; i < e->nthreads; i++) {
+		uint32_t spins = 0;
+		while (!gio_load_acquire(&ws[i].exited) && !gio_deadline_passed(join_deadline))
+			gio_backoff(&spins);
+		if (!gio_load_acquire(&ws[i].exited))
+			nstuck++;
+	}
+	if (nstuck) {
+		/* Nothing the threads may touch is freed: they may come back at any time. */
+		for (i = 0; i < e->nthreads; i++)
+			if (!gio_load_acquire(&ws[i].exited))
+				pthread_detach(e->threads[i]);
+			else
+				pthread_join(e->threads[i], NULL);
+		*stuck = nstuck;
+		return gio__fail(-ETIME,
+				 "giouring: %d executor thread(s) did not stop within %" PRIu64 " ms: inside the backing "
+				 "store, which does not answer; the context's memory (queues, registers, executor state, "
+				 "backing store) is left allocated, since they may yet touch it",
+				 nstuck, (join_deadline - e->stop_deadline + timeout_ns) / 1000000);
+	}
 	for (i = 0; i < e->nthreads; i++)
 		pthread_join(e->threads[i], NULL);
 	for (i = 0; ws && i < e->nthreads; i++) {
@@ -811,7 +974,17 @@ void gio__exec_stop(struct gio__exec *e)
 		for (j = 0; e->dc && e->dc->abandoned_freeable && j < ws[i].ngrave; j++)
 			e->dc->host_free(e->dc->priv, ws[i].grave[j]);
 		free(ws[i].zeroes);
-		if (ws[i].pend) {
+		if (ws[i].pend && ws[i].abandoned) {
+			/* Requests left in a store that did not answer may still write their bounce
+			 * buffers (and the hosts' memory) when it does: kept, not freed. */
+			abandoned += ws[i].abandoned;
+			for (j = 0; j < BATCH; j++) {
+				bury(ws[i].pend[j].bounce);
+				if (ws[i].pend[j].pbounce_owned)
+					bury(ws[i].pend[j].pbounce);
+			}
+			bury(ws[i].pend);
+		} else if (ws[i].pend) {
 			for (j = 0; j < BATCH; j++) {
 				free(ws[i].pend[j].bounce);
 				if (ws[i].pend[j].pbounce && ws[i].pend[j].pbounce_owned)
@@ -824,4 +997,11 @@ void gio__exec_stop(struct gio__exec *e)
 	e->workers_mem = NULL;
 	pthread_mutex_destroy(&e->fault_lock);
 	pthread_rwlock_destroy(&e->quiesce);
+	if (abandoned)
+		return gio__fail(-ETIME,
+				 "giouring: %u request(s) were still in the backing store %" PRIu64 " ms after close stopped the "
+				 "executor and were abandoned: the memory they name, and their bounce buffers, may yet be "
+				 "written when it answers (the bounce buffers are left allocated)",
+				 abandoned, timeout_ns / 1000000);
+	return 0;
 }

@@ -14,6 +14,7 @@
 #define GIO__IOMMU_IOAS_ALLOC _IO(GIO__IOMMUFD_TYPE, 0x81)
 #define GIO__IOMMU_IOAS_IOVA_RANGES _IO(GIO__IOMMUFD_TYPE, 0x84)
 #define GIO__IOMMU_IOAS_MAP _IO(GIO__IOMMUFD_TYPE, 0x85)
+#define GIO__IOMMU_IOAS_UNMAP _IO(GIO__IOMMUFD_TYPE, 0x86)
 #define GIO__IOMMU_IOAS_MAP_FILE _IO(GIO__IOMMUFD_TYPE, 0x8f)
 
 struct gio__iommu_ioas_alloc {
@@ -47,6 +48,13 @@ struct gio__iommu_ioas_map {
 	uint64_t user_va;
 	uint64_t length;
 	uint64_t iova;
+};
+
+struct gio__iommu_ioas_unmap {
+	uint32_t size;
+	uint32_t ioas_id;
+	uint64_t iova;
+	uint64_t length; /* in: bytes to unmap; out: bytes unmapped */
 };
 
 struct gio__iommu_ioas_map_file {

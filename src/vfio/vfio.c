@@ -216,6 +216,44 @@ static int dma_map_fd(void *priv, int fd, uint64_t off, size_t len, uint64_t *io
 			 strerror(-rc), rc == -EINVAL ? " (a file must be a memfd or on hugetlbfs; a dma-buf must cover the range)" : "");
 }
 
+static int dma_unmap(void *priv, void *ptr, size_t len, int fd, uint64_t iova)
+{
+	struct vfio *v = priv;
+	const long pg = sysconf(_SC_PAGESIZE);
+	const uintptr_t start = (uintptr_t)ptr & ~(uintptr_t)(pg - 1);
+	/* The range dma_map or dma_map_fd mapped: whole pages around ptr, or the fd's bytes. */
+	const uint64_t base = fd ? iova : iova - ((uintptr_t)ptr - start);
+	const uint64_t span = fd ? len : (((uintptr_t)ptr + len + (uintptr_t)pg - 1) & ~(uintptr_t)(pg - 1)) - start;
+	const char *what;
+	uint64_t done;
+	int rc;
+	if (v->iommufd >= 0) {
+		struct gio__iommu_ioas_unmap u = {.size = sizeof(u), .ioas_id = v->ioas, .iova = base, .length = span};
+		what = "IOMMU_IOAS_UNMAP";
+		rc = ioctl(v->iommufd, GIO__IOMMU_IOAS_UNMAP, &u);
+		done = u.length;
+	} else {
+		struct vfio_iommu_type1_dma_unmap u = {.argsz = sizeof(u), .iova = base, .size = span};
+		what = "VFIO_IOMMU_UNMAP_DMA";
+		rc = ioctl(v->container, VFIO_IOMMU_UNMAP_DMA, &u);
+		done = u.size;
+	}
+	if (rc)
+		return gio__fail(-errno, "giouring: %s of IOVA 0x%" PRIx64 " + %" PRIu64 ": %s", what, base, span,
+				 strerror(errno));
+	if (done != span) /* both interfaces unmap whole mappings: another size means another mapping */
+		return gio__fail(-EIO, "giouring: %s of IOVA 0x%" PRIx64 " + %" PRIu64 " unmapped %" PRIu64 " bytes", what,
+				 base, span, done);
+	__atomic_fetch_sub(&v->mapped_bytes, span, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&v->lock);
+	rc = gio__iova_free(&v->iova, base, span);
+	pthread_mutex_unlock(&v->lock);
+	if (rc) /* neither can happen (a full extent table, a range free already); the unmap stands */
+		fprintf(stderr, "giouring: notice: IOVA 0x%" PRIx64 " + %" PRIu64 " is unmapped but not given back to the "
+			"allocator (%s)\n", base, span, rc == -ENOSPC ? "its extent table is full" : "it was free already");
+	return 0;
+}
+
 static void vfio_close(void *priv)
 {
 	struct vfio *v = priv;
@@ -413,6 +451,7 @@ int gio__vfio_open(const char *bdf, int iommu, struct gio__backend *be)
 	be->priv = v;
 	be->dma_map = dma_map;
 	be->dma_map_fd = use_iommufd ? dma_map_fd : NULL;
+	be->dma_unmap = dma_unmap;
 	be->iommu = use_iommufd ? "iommufd" : "type1";
 	be->close = vfio_close;
 	return 0;

@@ -10,7 +10,7 @@
 //            completions with gio_qp_peek_batch_warp and a third with gio_qp_wait_batch; every
 //            user data must come back exactly once
 //   iocb     gio_iocb_issue_block (+ an IOCB with a zero timeout, refused) and gio_wait_iocb
-//   frozen   one lane reserves four entries, puts two and stops (200 ms; 1 s quick) while other warps
+//   frozen   one lane reserves four entries, puts two and stops (200 ms; 5 s under a sanitizer) while other warps
 //            submit: they finish before it wakes; its two unput entries are cancelled, its two
 //            put results are dropped when the ring needs their slots; it is told -ETIME for each
 //   stray    32 completions naming no command, consumed by one warp in one run: all counted
@@ -503,7 +503,7 @@ void verbs(uint16_t flags, const char *mode, bool quick)
 
 	{ // frozen producer
 		/* stall_ns and keep_ns 5 ms, frozen for 200 ms; under a sanitizer, where a live warp can
-		 * take longer than 5 ms to collect its own result, 100 ms and 1 s. */
+		 * take longer than 5 ms to collect its own result, 100 ms and 5 s. */
 		Setup su(flags, quick ? 100000000ull : 5000000ull);
 		Counts *n = new_counts();
 		int *frc;
@@ -514,7 +514,7 @@ void verbs(uint16_t flags, const char *mode, bool quick)
 			frc[i] = 1;
 		times[0] = times[1] = 0;
 		const uint32_t frounds = quick ? 4 : 40;
-		k_frozen<<<2, 128, 0, s>>>(su.r.qps, frounds, n, frc, times, quick ? 1000000000ull : 200000000ull);
+		k_frozen<<<2, 128, 0, s>>>(su.r.qps, frounds, n, frc, times, quick ? 5000000000ull : 200000000ull);
 		run_on(s, "frozen");
 		Ctrl c[kQueues];
 		su.finish(c);

@@ -47,8 +47,9 @@
  * refuses anything else with Data Transfer Error; for `nvme-pci` they are IOVAs, and an address
  * outside every mapping is refused by the IOMMU (a DMA fault in the kernel log).
  *
- * Thread safety: gio_ctx_register() and gio_ctx_qp_create() may be called from any thread; a
- * queue pair may be used by many threads at once (giouring/ring/qp.h); gio_ctx_close() last, alone.
+ * Thread safety: gio_ctx_register(), gio_ctx_unregister() and gio_ctx_qp_create() may be called
+ * from any thread; a queue pair may be used by many threads at once (giouring/ring/qp.h) until
+ * gio_ctx_qp_destroy(), which no other thread may overlap; gio_ctx_close() last, alone.
  */
 #ifndef GIOURING_HOST_CTX_H
 #define GIOURING_HOST_CTX_H
@@ -84,6 +85,12 @@ struct gio_fault {
 	uint32_t delay_us;   /**< Delay every I/O completion by this much. */
 	uint64_t drop_nth;   /**< Never complete the Nth I/O command (1-based) from now on. */
 	uint32_t stall_ms;   /**< Ignore doorbells for this long, starting now. */
+	uint32_t rsvd2;      /**< Zero. */
+	/** File targets: the Nth I/O command (1-based) from now on never comes back from the backing
+	 *  store, as on a file system that stopped answering: its read, write or flush becomes an
+	 *  io_uring read of a pipe nobody writes; a Write Zeroes (a synchronous write) blocks its
+	 *  executor thread in a read of that pipe. For gio_ctx_close()'s bounds. */
+	uint64_t hang_nth;
 };
 
 /**
@@ -106,19 +113,31 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out);
  * @brief Deletes the I/O queues, shuts the controller down (CC.SHN, waiting for CSTS.SHST) and
  * releases everything.
  * @param ctx  the context, or NULL.
- * @return 0, or `-ETIME` when the shutdown did not complete within CAP.TO, or `-errno` of the
- *         file's final flush (the data written before is then not known to be stable).
+ * @return 0, or `-ETIME` when the shutdown did not complete within CAP.TO or the software
+ *         target's backing store did not answer (below), or `-errno` of the file's final flush
+ *         (the data written before is then not known to be stable). The message says which.
  *
  * One thread, after every other use has ended. Data written before close is read back by a later
  * context on the same file or controller. Queue deletion is best effort (500 ms per command):
  * the shutdown that follows stops the controller either way, and its result is what is returned.
+ *
+ * Bounded: the software target's executor threads wait for the backing store in slices of at
+ * most 100 ms. Requests still in it 2 s after the shutdown (which such a request holds up too,
+ * for its own bounds) are abandoned: close returns `-ETIME` and does not flush the file; their
+ * bounce buffers stay allocated, and the memory those commands named may still be written when
+ * the store answers (the kernel holds the requests), so keep it. A thread that has not ended a
+ * second later is inside a call that does not return (a synchronous write, Write Zeroes, into a
+ * file system that stopped answering): close returns `-ETIME` and frees none of the context
+ * (registers, queues, executor and backing store state), since that thread may come back and
+ * touch any of it. Either way close returns within about 5 s on a software target.
  */
 int gio_ctx_close(struct gio_ctx *ctx);
 
 /**
  * @brief Describes the namespace and the controller's rules.
- * @param ctx   the context.
- * @param info  receives the description.
+ * @param ctx   the context, or NULL.
+ * @param info  receives the description: all zero for a NULL @p ctx (no namespace, no queues:
+ *              nothing a caller can act on); NULL does nothing.
  *
  * Any thread.
  */
@@ -126,8 +145,8 @@ void gio_ctx_info(const struct gio_ctx *ctx, struct gio_ns_info *info);
 
 /**
  * @brief The controller's data pointer rules, for gio_sgl_build() and gio_prp_build().
- * @param ctx  the context.
- * @return the rules (SGLS, page size, MDTS).
+ * @param ctx  the context, or NULL.
+ * @return the rules (SGLS, page size, MDTS), valid until gio_ctx_close(); NULL for a NULL @p ctx.
  *
  * Any thread.
  */
@@ -143,9 +162,36 @@ const struct gio_dptr_caps *gio_ctx_dptr_caps(const struct gio_ctx *ctx);
  *         table or the IOVA space is full), or for `nvme-pci` `-errno` of VFIO_IOMMU_MAP_DMA or
  *         IOMMU_IOAS_MAP (`-ENOMEM` often means the locked-memory limit).
  *
- * Any thread. Registration lasts until the context closes.
+ * Any thread. Registration lasts until gio_ctx_unregister() of @p ptr or the context closes.
  */
 int gio_ctx_register(struct gio_ctx *ctx, void *ptr, size_t len, uint64_t *addr);
+
+/**
+ * @brief Removes a region registered by gio_ctx_register(), gio_ctx_register_device(),
+ * gio_ctx_register_ex() or gio_ctx_register_fd().
+ * @param ctx  the context.
+ * @param ptr  the pointer the region was registered with (its first byte), as given to the
+ *             register call: every one of them takes it, whatever the bus address became (an
+ *             IOVA on `nvme-pci`, the pointer itself on a software target), and it is what the
+ *             program frees afterwards.
+ * @return 0; `-EINVAL` for a NULL @p ctx; `-ENOENT` when no region starts at @p ptr (the message
+ *         says so when @p ptr lies inside one); `-EBUSY` for the library's own queue or Identify
+ *         memory (gio_ctx_qp_destroy() releases a queue pair's); `-ETIME` when the software
+ *         target's executor threads did not finish their passes within 15 s (a command still in
+ *         the backing store; the region stays registered); for `nvme-pci` `-errno` of
+ *         VFIO_IOMMU_UNMAP_DMA or IOMMU_IOAS_UNMAP (the region stays registered). Each with a
+ *         message (gio_last_error()).
+ *
+ * Any thread. The region's bus addresses stop being valid: on `nvme-pci` the IOMMU mapping is
+ * removed (unpinning the memory, releasing a dma-buf's reference) and its IOVA range is free for
+ * later registrations; the software target takes it out of its tables while every executor
+ * thread is between commands, so a command that names the region afterwards completes with Data
+ * Transfer Error, and none touches the memory. Commands in flight that name the region must end
+ * first: on `nvme-pci` a controller's DMA to the unmapped range is refused by the IOMMU (a fault
+ * in the kernel log; the controller reports what it reports: QEMU's completes with success and
+ * moves no data), so free the memory only after those commands completed.
+ */
+int gio_ctx_unregister(struct gio_ctx *ctx, const void *ptr);
 
 /**
  * @brief Registers GPU memory (a device pointer) for data pointers of the software target.
@@ -169,7 +215,8 @@ int gio_ctx_register(struct gio_ctx *ctx, void *ptr, size_t len, uint64_t *addr)
  * deadline gives its command Data Transfer Error. Queues, PRP lists and SGL segments must stay
  * in host memory: a command that points them into device memory gets Data Transfer Error.
  *
- * Any thread. Registration lasts until the context closes; free the memory after that.
+ * Any thread. Registration lasts until gio_ctx_unregister() or the context closes; free the
+ * memory after that.
  */
 int gio_ctx_register_device(struct gio_ctx *ctx, void *dev_ptr, size_t len, uint64_t *addr);
 
@@ -219,8 +266,8 @@ int gio_ctx_register_ex(struct gio_ctx *ctx, void *ptr, size_t len, uint32_t kin
  *         file that is neither a memfd nor on hugetlbfs), `-EBADF`, `-ENOSPC`; the message names
  *         the kernel release and its errno.
  *
- * Any thread. The mapping lasts until the context closes: keep the memory and its exporter
- * (the GPU allocation, the VFIO device) alive until then.
+ * Any thread. The mapping lasts until gio_ctx_unregister() of @p ptr or the context closes:
+ * keep the memory and its exporter (the GPU allocation, the VFIO device) alive until then.
  */
 int gio_ctx_register_fd(struct gio_ctx *ctx, int fd, uint64_t offset, size_t len, void *ptr, uint64_t *addr);
 
@@ -284,11 +331,14 @@ const char *gio_ctx_iommu(const struct gio_ctx *ctx);
  * @brief Creates an I/O queue pair (Create I/O CQ, then Create I/O SQ).
  * @param ctx    the context.
  * @param depth  entries of the SQ and CQ, a power of two from 2 to CAP.MQES + 1.
- * @param qp     receives the queue pair, owned by the context.
+ * @param qp     receives the queue pair, owned by the context until gio_ctx_qp_destroy() or
+ *               gio_ctx_close().
  * @return 0, `-EINVAL` (depth), `-EBUSY` (every granted queue pair is in use), `-ENOMEM`,
  *         `-EIO` (the controller refused; gio_last_error() names the status), `-ETIME`.
  *
- * Any thread.
+ * Any thread. The queue identifier is the lowest one free: destroyed queue pairs give theirs
+ * back. A failed creation leaves nothing on the controller and gives memory and identifier back,
+ * unless the controller did not answer (`-ETIME`): then both stay reserved until close.
  */
 int gio_ctx_qp_create(struct gio_ctx *ctx, uint32_t depth, struct gio_qp **qp);
 
@@ -310,6 +360,63 @@ int gio_ctx_qp_create(struct gio_ctx *ctx, uint32_t depth, struct gio_qp **qp);
  */
 int gio_ctx_qp_create_ex(struct gio_ctx *ctx, uint32_t depth, uint32_t flags, struct gio_qp **qp);
 
+/** @brief How one command of a queue pair ended, as gio_ctx_qp_destroy() reports it. */
+struct gio_qp_outcome {
+	uint16_t cid;    /**< The command's identifier (its SQ slot, giouring/ring/qp.h). */
+	uint16_t status; /**< Its status field (gio_status_str()): 0, an NVMe error, or Command Aborted due to SQ Deletion (SCT 0, SC 08h). */
+	uint32_t dw0;    /**< Completion Dword 0; 0 where none was posted. */
+	uint8_t posted;  /**< 1: the controller posted this completion. 0: it posted none before its Delete I/O Submission Queue completed; the NVMe specification has the deletion abort every command it did not complete and lets a controller do so without a completion (QEMU 7.2 posts none for commands it had not fetched), so @p status is Command Aborted due to SQ Deletion. */
+	uint8_t rsvd[3]; /**< Zero. */
+	uint64_t user_data; /**< The user data it was put with (gio_qp_put()). */
+};
+
+/** @brief Receives one outcome of gio_ctx_qp_destroy(); called on the destroying thread, with the
+ *  context's lock held: it must not call the host library. */
+typedef void (*gio_qp_outcome_fn)(void *arg, const struct gio_qp_outcome *outcome);
+
+/**
+ * @brief Destroys an I/O queue pair: Delete I/O Submission Queue, the last completions, Delete
+ * I/O Completion Queue, then its memory and queue identifier are given back.
+ * @param ctx         the context.
+ * @param qp          a queue pair of @p ctx (from gio_ctx_qp_create() or gio_ctx_qp_create_ex()).
+ * @param timeout_ns  how long the whole destroy may take (each admin command and every wait
+ *                    share this deadline).
+ * @param fn          receives each command of @p qp that had not been collected (submitted and
+ *                    not yet taken with gio_qp_wait() or gio_qp_try_result()), once, with how it
+ *                    ended; or NULL. A command whose submitter gave up at a deadline (its slot
+ *                    abandoned, giouring/ring/qp.h) is not reported again.
+ * @param arg         passed to @p fn.
+ * @return the number of commands reported (0 or more), or:
+ *   - `-EINVAL`: @p ctx or @p qp is NULL, or @p qp is no queue pair of @p ctx (another
+ *     context's, or destroyed already; a pointer from before a destroy may name a queue pair
+ *     created since at the same address);
+ *   - `-ETIME`: the deadline passed: the message names the queue and what it waited for (an
+ *     admin command, the doorbell proxy thread, the executor's threads to let go of the queue
+ *     memory);
+ *   - `-EIO`: the controller refused Delete I/O SQ or CQ (the message names its status);
+ *   - for `nvme-pci`, `-errno` of VFIO_IOMMU_UNMAP_DMA or IOMMU_IOAS_UNMAP of the queue memory.
+ *   After a failure @p qp must not be used for I/O again; call gio_ctx_qp_destroy() again to go
+ *   on from where it stopped (each command is reported once, in whichever call deleted the SQ),
+ *   or leave it to gio_ctx_close(). Only the last step's failure keeps the memory for good: when
+ *   the proxy thread does not let go of the entry, the qid is free again and the queue pair's
+ *   memory is left allocated (the thread may yet read it).
+ *
+ * Who may call: any thread, while no other thread uses @p qp, during the call or after it
+ * (submitters and waiters must have returned: the call reaps the CQ itself and frees the ring).
+ * A queue pair used by GPU threads through a device copy of struct gio_qp: copy it back over
+ * @p qp first (the ring's indices live there); for GIO_CTX_QP_HBM the CPU cannot read the CQ, so
+ * nothing is reaped or reported: end every command on the GPU first. The context's lock is held
+ * throughout: other creates, destroys and registrations wait for it.
+ *
+ * Every command ends: on the software target the deletion completes each command of the queue
+ * that was fetched and not completed (a command whose completion the drop fault of
+ * gio_ctx_inject() withheld) or that the tail doorbell shows and was not fetched with Command
+ * Aborted due to SQ Deletion, before the Delete's own completion; a controller may complete some
+ * normally first (QEMU does, for commands it had started). The qid goes back to the pool:
+ * gio_ctx_qp_create() hands out the lowest free one.
+ */
+int gio_ctx_qp_destroy(struct gio_ctx *ctx, struct gio_qp *qp, uint64_t timeout_ns, gio_qp_outcome_fn fn, void *arg);
+
 /**
  * @brief How a queue pair's doorbells are written.
  * @param ctx  the context.
@@ -325,7 +432,8 @@ uint32_t gio_ctx_qp_doorbells(struct gio_ctx *ctx, const struct gio_qp *qp);
  * @brief Sets the faults the software target injects from now on.
  * @param ctx    the context.
  * @param fault  the faults, or NULL for none.
- * @return 0, or `-EOPNOTSUPP` for a context that has no software target (`nvme-pci`).
+ * @return 0, `-EINVAL` for a NULL @p ctx, or `-EOPNOTSUPP` for a context that has no software
+ *         target (`nvme-pci`) or gio_fault::hang_nth on a memory target; `-errno` of pipe2().
  *
  * Any thread; for tests.
  */

@@ -503,6 +503,37 @@ GIO_HD void gio_tgt_post(struct gio_tgt *t, uint16_t sqid, uint16_t cid, uint16_
 }
 
 /**
+ * @brief Aborts what the tail doorbell of submission queue @p qid shows and nobody fetched: the
+ * commands a Delete I/O Submission Queue leaves behind.
+ * @param t    the target.
+ * @param qid  an I/O submission queue.
+ * @return how many commands were completed with Command Aborted due to SQ Deletion (SCT 0, SC
+ *         08h, no DNR: the command may be retried on another queue), or `-ENODEV` when @p qid is
+ *         0, out of range or not live.
+ *
+ * The register thread, with I/O serving quiesced, before gio_tgt_admin() runs the Delete I/O
+ * Submission Queue, so that each of the queue's commands ends with a completion before the
+ * deletion's own (NVMe: after all commands are completed or aborted, the controller posts the
+ * Delete's completion). Commands fetched earlier and not completed are the executor's to abort
+ * (gio_tgt_post() with the same status): only it knows their identifiers. Each command is fetched
+ * and posted as gio_tgt_fetch() and gio_tgt_post() would, so a CQ without room for another
+ * completion stops it: a host that keeps at most depth - 1 commands outstanding per queue pair
+ * (giouring/ring/qp.h does) always leaves room.
+ */
+GIO_HD int gio_tgt_abort_unfetched(struct gio_tgt *t, uint16_t qid)
+{
+	struct gio_sqe sqe;
+	int n = 0;
+	if (qid == 0 || qid > GIO_TGT_MAX_IO_QUEUES || !gio_load_relaxed(&t->sq[qid].live))
+		return -ENODEV;
+	while (gio_tgt_fetch(t, qid, &sqe) == 1) {
+		gio_tgt_post(t, qid, sqe.cid, GIO_SF(GIO_SCT_GENERIC, GIO_SC_ABORT_SQ_DELETED), 0);
+		n++;
+	}
+	return n;
+}
+
+/**
  * @brief Sums the per-queue counters.
  * @param t   the target.
  * @param st  receives the totals.
