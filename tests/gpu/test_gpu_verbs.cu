@@ -10,12 +10,13 @@
 //            completions with gio_qp_peek_batch_warp and a third with gio_qp_wait_batch; every
 //            user data must come back exactly once
 //   iocb     gio_iocb_issue_block (+ an IOCB with a zero timeout, refused) and gio_wait_iocb
-//   frozen   one lane reserves four entries, puts two and stops (200 ms; 5 s under a sanitizer) while other warps
+//   frozen   one lane reserves four entries, puts two and stops for 200 ms while other warps
 //            submit: they finish before it wakes; its two unput entries are cancelled, its two
 //            put results are dropped when the ring needs their slots; it is told -ETIME for each
 //   stray    32 completions naming no command, consumed by one warp in one run: all counted
 //
-// Exits 77 (skipped) without a GPU. GIO_GPU_QUICK=1 (the sanitizer runs) makes the rounds fewer.
+// Exits 77 (skipped) without a GPU. GIO_GPU_QUICK=1 (the sanitizer runs) makes the rounds fewer
+// and leaves the frozen case out (see verbs()).
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -501,10 +502,13 @@ void verbs(uint16_t flags, const char *mode, bool quick)
 		CK(cudaStreamDestroy(s2));
 	}
 
-	{ // frozen producer
-		/* stall_ns and keep_ns 5 ms, frozen for 200 ms; under a sanitizer, where a live warp can
-		 * take longer than 5 ms to collect its own result, 100 ms and 5 s. */
-		Setup su(flags, quick ? 100000000ull : 5000000ull);
+	if (quick) {
+		/* Under compute-sanitizer the other warps made no progress while the frozen lane slept
+		 * (seen with sleeps of 1 s and 5 s: they finished some 45 ms after it woke), so the case
+		 * would test the sanitizer's scheduling, not the ring; it runs in the plain GPU stage. */
+		std::printf("%s: frozen-producer case left out under GIO_GPU_QUICK (sanitizer runs)\n", mode);
+	} else { // frozen producer
+		Setup su(flags, 5000000ull); /* stall_ns and keep_ns 5 ms, frozen for 200 ms */
 		Counts *n = new_counts();
 		int *frc;
 		unsigned long long *times;
@@ -513,8 +517,8 @@ void verbs(uint16_t flags, const char *mode, bool quick)
 		for (int i = 0; i < 8; i++)
 			frc[i] = 1;
 		times[0] = times[1] = 0;
-		const uint32_t frounds = quick ? 4 : 40;
-		k_frozen<<<2, 128, 0, s>>>(su.r.qps, frounds, n, frc, times, quick ? 5000000000ull : 200000000ull);
+		const uint32_t frounds = 40;
+		k_frozen<<<2, 128, 0, s>>>(su.r.qps, frounds, n, frc, times, 200000000ull);
 		run_on(s, "frozen");
 		Ctrl c[kQueues];
 		su.finish(c);

@@ -386,7 +386,7 @@ GIO_DEV uint32_t gio_qp_reap_warp(struct gio_qp *qp)
 {
 	const unsigned lane = threadIdx.x & 31u;
 	const uint32_t cq_mask = qp->cq_depth - 1, sq_mask = qp->sq_depth - 1;
-	uint32_t head = 0, total = 0, tail = 0;
+	uint32_t head = 0, total = 0, tail = 0, tail0;
 	int got = lane == 0 ? gio_cas_in(GIO__QSC(qp), &qp->cq_lock, 0, 1) : 0;
 	if (!__shfl_sync(0xffffffffu, got, 0))
 		return 0;
@@ -395,7 +395,7 @@ GIO_DEV uint32_t gio_qp_reap_warp(struct gio_qp *qp)
 		tail = gio_load_relaxed(&qp->cpl_tail);
 	}
 	head = __shfl_sync(0xffffffffu, head, 0);
-	tail = __shfl_sync(0xffffffffu, tail, 0);
+	tail = tail0 = __shfl_sync(0xffffffffu, tail, 0);
 	for (;;) {
 		const uint32_t idx = head + lane;
 		struct gio_cqe *cqe = &qp->cq[idx & cq_mask];
@@ -431,7 +431,8 @@ GIO_DEV uint32_t gio_qp_reap_warp(struct gio_qp *qp)
 	 * reaper role. */
 	__syncwarp();
 	if (lane == 0) {
-		gio_store_release_in(GIO__QSC(qp), &qp->cpl_tail, tail);
+		if (tail != tail0) /* only when something was listed (see gio_qp_reap()) */
+			gio_store_release_in(GIO__QSC(qp), &qp->cpl_tail, tail);
 		gio__qp_reap_end(qp, head, total);
 	}
 	return total;
@@ -444,8 +445,8 @@ GIO_DEV uint32_t gio_qp_reap_warp(struct gio_qp *qp)
  * @param out  this lane's completion, valid when the lane's index is below the result.
  * @return completions taken (0 to 32), on every lane: lane i holds completion i.
  *
- * All 32 lanes of the warp together. Reaps with the warp and publishes unpublished entries
- * first, as gio_qp_peek_batch() does.
+ * All 32 lanes of the warp together. Reaps with the warp first, and publishes unpublished
+ * entries when it finds nothing, as gio_qp_peek_batch() does.
  */
 GIO_DEV uint32_t gio_qp_peek_batch_warp(struct gio_qp *qp, struct gio_cpl *out)
 {
@@ -453,8 +454,6 @@ GIO_DEV uint32_t gio_qp_peek_batch_warp(struct gio_qp *qp, struct gio_cpl *out)
 	uint32_t h = 0, t = 0, n;
 	int got = 0;
 	gio_qp_reap_warp(qp);
-	if (__shfl_sync(0xffffffffu, gio__qp_unpublished(qp), 0))
-		gio__qp_publish_warp(qp, 0, 0);
 	if (lane == 0 && gio_cas_in(GIO__QSC(qp), &qp->cpl_lock, 0, 1)) {
 		got = 1;
 		h = gio_load_relaxed(&qp->cpl_head);
@@ -465,6 +464,14 @@ GIO_DEV uint32_t gio_qp_peek_batch_warp(struct gio_qp *qp, struct gio_cpl *out)
 	h = __shfl_sync(0xffffffffu, h, 0);
 	t = __shfl_sync(0xffffffffu, t, 0);
 	n = t - h < 32u ? t - h : 32u;
+	if (n == 0) {
+		if (lane == 0)
+			gio_store_release_in(GIO__QSC(qp), &qp->cpl_lock, 0);
+		/* Nothing to take: publish for a stalled ring (not on the fast path). */
+		if (__shfl_sync(0xffffffffu, gio__qp_unpublished(qp), 0))
+			gio__qp_publish_warp(qp, 0, 0);
+		return 0;
+	}
 	/* Lane 0's acquire of the tail before the other lanes read the listed slots. */
 	__syncwarp();
 	if (lane < n)

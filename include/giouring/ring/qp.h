@@ -598,11 +598,11 @@ GIO_HD void gio__qp_reap_end(struct gio_qp *qp, uint32_t head, uint32_t n)
 GIO_HD uint32_t gio_qp_reap(struct gio_qp *qp)
 {
 	const uint32_t cq_mask = qp->cq_depth - 1, sq_mask = qp->sq_depth - 1;
-	uint32_t head, tail, n = 0;
+	uint32_t head, tail, tail0, n = 0;
 	if (!gio_cas_in(GIO__QSC(qp), &qp->cq_lock, 0, 1))
 		return 0;
 	head = gio_load_relaxed(&qp->cq_head);
-	tail = gio_load_relaxed(&qp->cpl_tail);
+	tail = tail0 = gio_load_relaxed(&qp->cpl_tail);
 	for (;;) {
 		struct gio_cqe *cqe = &qp->cq[head & cq_mask];
 		const uint32_t phase = 1u ^ ((head >> qp->cq_shift) & 1u);
@@ -618,8 +618,10 @@ GIO_HD uint32_t gio_qp_reap(struct gio_qp *qp)
 		n++;
 	}
 	/* Release: the detached results and list entries before the new list tail (pairs with the
-	 * taker's acquire). At most sq_depth entries are listed: one per slot in DONE. */
-	gio_store_release_in(GIO__QSC(qp), &qp->cpl_tail, tail);
+	 * taker's acquire). At most sq_depth entries are listed: one per slot in DONE. Only when
+	 * something was listed: waited commands pay nothing for the list. */
+	if (tail != tail0)
+		gio_store_release_in(GIO__QSC(qp), &qp->cpl_tail, tail);
 	gio__qp_reap_end(qp, head, n);
 	return n;
 }
@@ -804,25 +806,25 @@ GIO_HD void gio__qp_take_listed(struct gio_qp *qp, uint32_t h, struct gio_cpl *c
  * @param max  room in @p out.
  * @return completions taken (0 when none, or when another thread is taking them now).
  *
- * Any thread, host or device (one taker at a time: a try-lock). Reaps first what has arrived,
- * and publishes entries left unpublished, so a thread that only takes completions keeps the
- * ring moving. Each completion taken frees its slot.
+ * Any thread, host or device (one taker at a time: a try-lock). Reaps first what has arrived;
+ * when it finds nothing, publishes entries left unpublished, so a thread that only takes
+ * completions keeps a stalled ring moving. Each completion taken frees its slot.
  */
 GIO_HD uint32_t gio_qp_peek_batch(struct gio_qp *qp, struct gio_cpl *out, uint32_t max)
 {
 	uint32_t h, t, n = 0;
 	gio_qp_reap(qp);
-	if (gio__qp_unpublished(qp))
-		gio_qp_publish(qp);
-	if (max == 0 || !gio_cas_in(GIO__QSC(qp), &qp->cpl_lock, 0, 1))
-		return 0;
-	h = gio_load_relaxed(&qp->cpl_head);
-	t = gio_load_acquire_in(GIO__QSC(qp), &qp->cpl_tail); /* pairs with the reaper's release */
-	for (; h != t && n < max; h++, n++) {
-		gio__qp_take_listed(qp, h, &out[n]);
+	if (max && gio_cas_in(GIO__QSC(qp), &qp->cpl_lock, 0, 1)) {
+		h = gio_load_relaxed(&qp->cpl_head);
+		t = gio_load_acquire_in(GIO__QSC(qp), &qp->cpl_tail); /* pairs with the reaper's release */
+		for (; h != t && n < max; h++, n++)
+			gio__qp_take_listed(qp, h, &out[n]);
+		gio_store_relaxed(&qp->cpl_head, h);
+		gio_store_release_in(GIO__QSC(qp), &qp->cpl_lock, 0);
 	}
-	gio_store_relaxed(&qp->cpl_head, h);
-	gio_store_release_in(GIO__QSC(qp), &qp->cpl_lock, 0);
+	/* Not on the fast path: entries are published by their producers; this is for a stall. */
+	if (n == 0 && gio__qp_unpublished(qp))
+		gio_qp_publish(qp);
 	return n;
 }
 
