@@ -385,6 +385,11 @@ int gio__vfio_open(const char *bdf, int iommu, struct gio__backend *be)
 
 	if (!valid_bdf(bdf))
 		return gio__fail(-EINVAL, "giouring: nvme-pci://%s: want a PCI address dddd:bb:dd.f (e.g. 0000:01:00.0)", bdf);
+#if !defined(__x86_64__) && !defined(__aarch64__)
+	/* The barrier before an MMIO doorbell is argued for these two only (giouring/ring/ordering.h). */
+	return gio__fail(-EOPNOTSUPP, "giouring: nvme-pci://%s: this architecture has no argued barrier before MMIO "
+			 "doorbells (giouring/ring/ordering.h covers x86-64 and aarch64)", bdf);
+#endif
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return gio__fail(-ENOMEM, "giouring: no memory for VFIO state");

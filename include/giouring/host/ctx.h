@@ -100,8 +100,8 @@ struct gio_fault {
  * @return 0, or `-EINVAL` (bad URI or parameter; the message says which, see gio_last_error()),
  *         `-ENOMEM`, `-errno` of a failed file operation, `-ETIME` (controller not ready within
  *         CAP.TO), `-EIO` (an admin command failed; the message names its NVMe status),
- *         `-EOPNOTSUPP` (a URI scheme this build does not serve, or a controller needing pages
- *         above 4 KiB), `-ENODEV` (no such PCI device, no IOMMU group, or namespace @p ns
+ *         `-EOPNOTSUPP` (a URI scheme this build does not serve, `nvme-pci` on an architecture
+ *         other than x86-64 and aarch64, or a controller needing pages above 4 KiB), `-ENODEV` (no such PCI device, no IOMMU group, or namespace @p ns
  *         absent or inactive), `-EBUSY` (the device is not bound to vfio-pci, or its IOMMU group
  *         is not viable), or `-errno` of a failed VFIO call (the message names it).
  *

@@ -13,6 +13,55 @@
  *   or gio_mmio_write32() for a real controller), one doorbell per batch.
  * - Complete: gio_load_acquire16() of the CQE status word, phase check -> the other CQE fields
  *   and the data, which the acquire orders after it.
+ *
+ * @par The host's barriers, by architecture
+ * **x86-64** (TSO): stores are not reordered with older stores, an uncached MMIO store included;
+ * loads are not reordered with older loads; DMA is coherent with the caches. Every host branch is
+ * the C11 builtin, which compiles to plain moves; the fences only stop the compiler.
+ *
+ * **aarch64**: the C11 forms order only for the CPUs. GCC's release fence is `dmb ish`, and
+ * `stlr` / `ldar` order accesses only for the observers in the shareability domain of the
+ * address (Arm DEN0024A, 13.2.1), which for Linux user memory is Inner Shareable. The
+ * architecture does not promise that a PCIe controller's DMA or a GPU is in that domain, and
+ * Linux keeps the two apart: `smp_wmb()` is `dmb ishst`, but `dma_wmb()` is `dmb oshst` and
+ * `dma_rmb()` `dmb oshld` (virtio takes the dma_ forms for real hardware). So, case by case:
+ * - *MMIO doorbell* (SQ tail after the SQEs, CQ head after reading the CQEs, the doorbell proxy,
+ *   the controller's registers): gio_fence_release() is `dsb sy`, gio_mmio_write32() one `str`.
+ *   Linux's `writel()` is `dmb oshst` then `str` (`__iowmb()` is `dma_wmb()` since "arm64: io:
+ *   Relax implicit barriers in default I/O accessors"; before it, `dsb st`); SPDK's
+ *   `nvme_pcie_qpair_ring_sq_doorbell()` does `spdk_wmb()`, `dsb st`, then `spdk_mmio_write_4()`.
+ *   `dsb sy` is at least both: every earlier load and store completes, for every observer,
+ *   before the doorbell store is issued. The loads matter for the CQ head: a controller that sees
+ *   the head pass a slot may write a new CQE there, so the reads of the old one must be done.
+ *   Linux orders them with the `dma_rmb()` after each CQE's phase check, SPDK with a `dmb oshld`
+ *   there (`nvme_pcie_qpair_process_completions()`): a `dmb oshld` orders earlier loads before
+ *   later loads and stores. The cost is one DSB per doorbell write, and one write covers a batch.
+ * - *Release stores, shadow doorbells among them* (gio_store_release(), gio_store_release16()):
+ *   `dmb osh`, then the `stlr`. The reader may be a GPU: the GPU-executed target reads the shadow
+ *   SQ tail that CPU producers release; GPU reapers read the CQE status word that the CPU
+ *   executor releases. For the outer shareable domain `dmb osh` orders every earlier store before
+ *   the release store, as `dma_wmb()` does before Linux hands a descriptor to a device and
+ *   `spdk_wmb()` before SPDK writes a shadow doorbell
+ *   (`nvme_pcie_qpair_update_mmio_required()`), and every earlier load too, which `dmb oshst`
+ *   would not: a release that hands memory back (the CQ head after reading CQEs, a slot freed
+ *   after reading its result) needs those reads done. A DMB is enough here: payload and flag are
+ *   Normal memory that the same observer reads, and a DMB orders them for every observer in its
+ *   domain; the completion a DSB waits for matters only where the later access goes to another
+ *   endpoint (MMIO, above). The `stlr` stays, so the CPUs get the C11 release exactly as before.
+ *   The cost is one DMB per release store.
+ * - *Completions* (gio_load_acquire16() of the CQE status word, then the other fields and the
+ *   data): `ldarh`. Linux (`nvme_cqe_pending()` then `dma_rmb()`) and SPDK read the phase with a
+ *   plain load and then `dmb oshld`; the acquire puts that order into the load itself (no later
+ *   load is satisfied before it), which is enough for a writer in the inner shareable domain (the
+ *   CPU executor). For a writer the architecture leaves outside it (a controller's DMA, a GPU
+ *   target) only a `dmb oshld` after the load gives Linux's guarantee, and the acquire loads do
+ *   not have one yet. What no acquire orders, the reads of a batch's CQEs before its CQ head
+ *   doorbell, the `dsb sy` above orders for an MMIO doorbell and the `dmb osh` of the release
+ *   store for a shadow one.
+ *
+ * **Other architectures**: the C11 builtins, argued for CPU threads only. Their C11 release fence
+ * need not order an MMIO store (POWER's `lwsync` does not; Linux's `writel()` uses `sync`), so
+ * `nvme-pci://` refuses to open there; the software targets need only the C11 model.
  */
 #ifndef GIOURING_RING_ORDERING_H
 #define GIOURING_RING_ORDERING_H
@@ -168,6 +217,11 @@ GIO_HD void gio_store_release_in(uint32_t scope, uint32_t *p, uint32_t v)
 {
 #if defined(__CUDA_ARCH__)
 	GIO__SCOPED(scope, "st.release.gpu.u32 [%0], %1;", "st.release.sys.u32 [%0], %1;", : : "l"(p), "r"(v) : "memory");
+#elif defined(__aarch64__)
+	(void)scope;
+	/* The reader may be a GPU or a device: order for the outer shareable domain (file comment). */
+	__asm__ __volatile__("dmb osh" : : : "memory");
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 #else
 	(void)scope;
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
@@ -196,6 +250,11 @@ GIO_HD void gio_store_release16_in(uint32_t scope, uint16_t *p, uint16_t v)
 {
 #if defined(__CUDA_ARCH__)
 	GIO__SCOPED(scope, "st.release.gpu.u16 [%0], %1;", "st.release.sys.u16 [%0], %1;", : : "l"(p), "h"(v) : "memory");
+#elif defined(__aarch64__)
+	(void)scope;
+	/* The reader may be a GPU reaper: order for the outer shareable domain (file comment). */
+	__asm__ __volatile__("dmb osh" : : : "memory");
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 #else
 	(void)scope;
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
@@ -304,6 +363,12 @@ GIO_HD void gio_fence_release_in(uint32_t scope)
 {
 #if defined(__CUDA_ARCH__)
 	GIO__SCOPED(scope, "fence.acq_rel.gpu;", "fence.acq_rel.sys;", : : : "memory");
+#elif defined(__aarch64__)
+	(void)scope;
+	/* Every earlier load and store completes before a later MMIO doorbell store is issued: at least
+	 * Linux's writel() (`dmb oshst`) and SPDK's spdk_wmb() (`dsb st`), and the loads of the CQEs
+	 * before a CQ head doorbell (the file comment, "MMIO doorbell"). */
+	__asm__ __volatile__("dsb sy" : : : "memory");
 #else
 	(void)scope;
 	__atomic_thread_fence(__ATOMIC_RELEASE);
@@ -311,10 +376,12 @@ GIO_HD void gio_fence_release_in(uint32_t scope)
 }
 
 /**
- * @brief Release fence: stores before it become visible before stores after it.
+ * @brief Release fence: loads and stores before it are ordered before stores after it.
  *
- * Any thread, host or device (system scope on the device). The fence between SQE stores and the
- * doorbell; on the host it also orders plain stores before a later relaxed or MMIO store.
+ * Any thread, host or device (system scope on the device). The fence before an MMIO doorbell
+ * (gio_mmio_write32()): between SQE stores and the SQ tail, between reading CQEs and the CQ head.
+ * On the host it orders plain stores before a later relaxed or MMIO store for every observer, a
+ * PCIe device included: a compiler barrier on x86-64, `dsb sy` on aarch64 (the file comment).
  */
 GIO_HD void gio_fence_release(void)
 {
@@ -353,12 +420,16 @@ GIO_HD void gio_fence_acquire(void)
  * Any thread, host or device. The store itself is relaxed: call gio_fence_release() first so the
  * entries it announces are visible (pairs with the controller's fetch). On x86-64 a volatile store
  * to an uncached mapping is not reordered with earlier stores; the compiler barrier of the fence
- * keeps the compiler from doing so.
+ * keeps the compiler from doing so. On aarch64 the fence is `dsb sy`, and the store one `str`
+ * from a base register, as Linux's `__raw_writel()`: no writeback addressing form, which a
+ * hypervisor cannot emulate when the access traps.
  */
 GIO_HD void gio_mmio_write32(volatile uint32_t *db, uint32_t v)
 {
 #if defined(__CUDA_ARCH__)
 	asm volatile("st.mmio.relaxed.sys.global.u32 [%0], %1;" : : "l"(db), "r"(v) : "memory");
+#elif defined(__aarch64__)
+	__asm__ __volatile__("str %w0, [%1]" : : "rZ"(v), "r"(db) : "memory");
 #else
 	*db = v;
 #endif
