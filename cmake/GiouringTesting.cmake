@@ -1,6 +1,7 @@
 # Test helpers for giouring, used by tests/CMakeLists.txt.
 #
 #   gio_add_catch_test(NAME n SOURCES ... [LABELS ...] [SKIP_RETURN_CODE c] [TIMEOUT s])
+#                                 n, and n.io_uring for its test cases tagged [io_uring]
 #   gio_add_header_tests()        header.c11.<rel>, header.cuda.<rel>
 #   gio_add_install_test()        install.find_package
 #   gio_add_link_tests()          link.c11, link.cuda (two translation units, every header)
@@ -53,14 +54,34 @@ function(gio_add_catch_test)
   add_executable(${arg_NAME} ${arg_SOURCES})
   target_link_libraries(${arg_NAME} PRIVATE
     gio_catch_main Catch2::Catch2 giouring::host giouring::giouring giouring_warnings)
-  add_test(NAME ${arg_NAME} COMMAND ${arg_NAME})
-  set_tests_properties(${arg_NAME} PROPERTIES LABELS "${arg_LABELS}")
-  if(DEFINED arg_SKIP_RETURN_CODE)
-    set_tests_properties(${arg_NAME} PROPERTIES SKIP_RETURN_CODE ${arg_SKIP_RETURN_CODE})
-  endif()
-  if(DEFINED arg_TIMEOUT)
-    set_tests_properties(${arg_NAME} PROPERTIES TIMEOUT ${arg_TIMEOUT})
-  endif()
+  # Test cases that need Linux's io_uring (a file:// target: the CPU executor's file backing) carry
+  # the Catch2 tag [io_uring] and run as their own ctest test <name>.io_uring, labelled io_uring,
+  # for where the io_uring system calls are missing (qemu-user: scripts/test.sh, stage aarch64).
+  # -w NoTests: a filter that matches no test case fails instead of passing.
+  set(names ${arg_NAME})
+  set(${arg_NAME}_cmd ${arg_NAME})
+  set(${arg_NAME}_labels ${arg_LABELS})
+  foreach(src IN LISTS arg_SOURCES)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${src}) # a tag added: configure again
+    file(READ ${src} text)
+    if(text MATCHES "TEST_CASE\\([^\n]*\\[io_uring\\]")
+      list(APPEND names ${arg_NAME}.io_uring)
+      set(${arg_NAME}_cmd ${arg_NAME} "~[io_uring]" -w NoTests)
+      set(${arg_NAME}.io_uring_cmd ${arg_NAME} "[io_uring]" -w NoTests)
+      set(${arg_NAME}.io_uring_labels ${arg_LABELS} io_uring)
+      break()
+    endif()
+  endforeach()
+  foreach(t IN LISTS names)
+    add_test(NAME ${t} COMMAND ${${t}_cmd})
+    set_tests_properties(${t} PROPERTIES LABELS "${${t}_labels}")
+    if(DEFINED arg_SKIP_RETURN_CODE)
+      set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE ${arg_SKIP_RETURN_CODE})
+    endif()
+    if(DEFINED arg_TIMEOUT)
+      set_tests_properties(${t} PROPERTIES TIMEOUT ${arg_TIMEOUT})
+    endif()
+  endforeach()
 endfunction()
 
 # ---------------------------------------------------------------------------

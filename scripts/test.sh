@@ -91,7 +91,7 @@ export GIO_STRESS_COMMANDS="$san_stress"
 TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}" GIO_CTEST_WRAP=gio_no_aslr \
   GIO_CHURN_CYCLES="${GIO_SAN_CHURN_CYCLES:-10000}" \
   stage "ThreadSanitizer" build-tsan gio_sanitizer_build build-tsan thread "test_stress test_ctx test_uring test_lifecycle" -- \
-  -R '^test_(stress|ctx|uring|lifecycle)$' || { summary+=("AddressSanitizer+UBSan: not run"); finish; }
+  -R '^test_(stress|ctx|uring|lifecycle)(\.io_uring)?$' || { summary+=("AddressSanitizer+UBSan: not run"); finish; }
 
 # AddressSanitizer + UndefinedBehaviorSanitizer (no recovery: any report fails): every host unit
 # test, the stress test included, and test_lifecycle's churn at its full 100000 cycles (about 6 s

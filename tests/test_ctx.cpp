@@ -1,5 +1,7 @@
 // Host library over the software target: URIs, controller bring-up through registers and the
 // admin queue, queue pairs, registered memory, NVMe statuses and deadlines, persistence.
+// Test cases with a file:// target need Linux's io_uring: tagged [io_uring], ctest runs them as
+// test_ctx.io_uring (cmake/GiouringTesting.cmake).
 #include <catch2/catch.hpp>
 
 #include <giouring/host/ctx.h>
@@ -223,7 +225,7 @@ TEST_CASE("controller comes up; identify reports the configured rules", "[ctx]")
 	CHECK(gio_ctx_close(ctx) == 0);
 }
 
-TEST_CASE("write then read back through a queue pair, SGL and PRP", "[ctx]")
+TEST_CASE("write then read back through a queue pair, SGL and PRP", "[ctx][io_uring]")
 {
 	for (const char *uri : {"mem://host?size=16M", ""}) {
 		INFO(uri);
@@ -372,7 +374,7 @@ TEST_CASE("injected faults: status, dropped completion, stall", "[ctx][fault]")
 	CHECK(gio_ctx_close(ctx) == 0);
 }
 
-TEST_CASE("data written before close is read back by a new context on the same file", "[ctx]")
+TEST_CASE("data written before close is read back by a new context on the same file", "[ctx][io_uring]")
 {
 	char dir[] = "/tmp/gio-test-XXXXXX";
 	REQUIRE(mkdtemp(dir) != nullptr);
@@ -411,7 +413,7 @@ TEST_CASE("data written before close is read back by a new context on the same f
 // A file is accessed in one mode: O_DIRECT (where the file system takes it) or the page cache.
 // On an O_DIRECT file, segments at odd addresses and of odd lengths go through the executor's
 // bounce buffer, in both directions; the other mode must read the same bytes back.
-TEST_CASE("file target, O_DIRECT and page cache: unaligned SGL segments round-trip", "[ctx][direct]")
+TEST_CASE("file target, O_DIRECT and page cache: unaligned SGL segments round-trip", "[ctx][direct][io_uring]")
 {
 	char dir[] = "/tmp/gio-test-XXXXXX";
 	REQUIRE(mkdtemp(dir) != nullptr);
@@ -636,7 +638,7 @@ bool is_xfer_error(uint16_t st)
 
 } // namespace
 
-TEST_CASE("device memory through the copy engine: data lands, then the completion", "[ctx][devcopy]")
+TEST_CASE("device memory through the copy engine: data lands, then the completion", "[ctx][devcopy][io_uring]")
 {
 	for (const char *uri : {"mem://host?size=16M", "", "?direct=0&size=16M"}) {
 		INFO(uri);
@@ -720,7 +722,7 @@ TEST_CASE("device memory through the copy engine: data lands, then the completio
 	}
 }
 
-TEST_CASE("device memory: failing or late copies give Data Transfer Error", "[ctx][devcopy]")
+TEST_CASE("device memory: failing or late copies give Data Transfer Error", "[ctx][devcopy][io_uring]")
 {
 	for (const char *uri : {"mem://host?size=16M", ""}) {
 		INFO(uri);

@@ -1,7 +1,8 @@
 // Lifecycles of a context's queue pairs and registrations on the software target: queue pairs
 // destroyed (their outstanding commands ended and reported, their qids handed out again),
 // regions unregistered (commands naming them refused afterwards, nothing touched), and both
-// churned without end, as a long-running engine does.
+// churned without end, as a long-running engine does. Test cases with a file target need Linux's
+// io_uring: tagged [io_uring], ctest runs them as test_lifecycle.io_uring.
 #include <catch2/catch.hpp>
 
 #include <giouring/host/ctx.h>
@@ -273,7 +274,7 @@ TEST_CASE("unregister: by the registered pointer; unknown ones -ENOENT with a me
 
 // After unregistration the memory may be gone: unmapped here, so that a load or store by the
 // executor would crash the test. Commands naming it get Data Transfer Error instead.
-TEST_CASE("unregister: a command naming the region afterwards fails with Data Transfer Error", "[lifecycle][mem]")
+TEST_CASE("unregister: a command naming the region afterwards fails with Data Transfer Error", "[lifecycle][mem][io_uring]")
 {
 	for (const char *uri : {"mem://host?size=1M", "?size=1M"}) {
 		INFO(uri);
@@ -460,7 +461,7 @@ TEST_CASE("hang fault: memory targets refuse it", "[lifecycle][close]")
 
 // The request is an io_uring read the store never completes: the thread waits in slices, gives
 // it up at close's deadline (2 s), and ends; close says what was abandoned.
-TEST_CASE("close is bounded: a request the backing store never completes is abandoned", "[lifecycle][close]")
+TEST_CASE("close is bounded: a request the backing store never completes is abandoned", "[lifecycle][close][io_uring]")
 {
 	double s = 0;
 	std::string msg;
@@ -475,7 +476,7 @@ TEST_CASE("close is bounded: a request the backing store never completes is aban
 
 // A Write Zeroes is a synchronous write: the thread blocks in the store and never comes back.
 // Close gives up on it a second after the store's deadline and frees nothing it may touch.
-TEST_CASE("close is bounded: a thread stuck in the store leaves the context allocated", "[lifecycle][close]")
+TEST_CASE("close is bounded: a thread stuck in the store leaves the context allocated", "[lifecycle][close][io_uring]")
 {
 	double s = 0;
 	std::string msg;

@@ -1,5 +1,6 @@
 // Ring stress: many producer threads x many queue pairs x random sizes and offsets
-// against the software target, file-backed (io_uring executor) and memory-backed.
+// against the software target, file-backed (io_uring executor) and memory-backed. The
+// file-backed sections are tagged [io_uring]: ctest runs them as test_stress.io_uring.
 //
 // Every producer thread owns a disjoint LBA region, so it checks its data without coordination:
 // it writes random ranges (1..N blocks at random offsets) from buffers filled with a pattern of
@@ -1008,7 +1009,7 @@ uint64_t share(const Plan &p, uint32_t percent) { return std::max<uint64_t>(1, p
 } // namespace
 
 // The sections add up to GIO_STRESS_COMMANDS commands (default 10^6).
-TEST_CASE("stress: file target, many producers x queue pairs of depth 8 and 64, SGL", "[stress][sgl]")
+TEST_CASE("stress: file target, many producers x queue pairs of depth 8 and 64, SGL", "[stress][sgl][io_uring]")
 {
 	const Plan p = plan();
 	Section s{"file SGL: " + std::to_string(p.threads) + " producers x 4 qps (depth 8,64,8,64), batches 1-8",
@@ -1016,7 +1017,7 @@ TEST_CASE("stress: file target, many producers x queue pairs of depth 8 and 64, 
 	run_section(s, 1);
 }
 
-TEST_CASE("stress: file target, PRP-only controller, PRP lists and chained lists", "[stress][prp]")
+TEST_CASE("stress: file target, PRP-only controller, PRP lists and chained lists", "[stress][prp][io_uring]")
 {
 	const Plan p = plan();
 	Section s{"file PRP: " + std::to_string(p.threads) + " producers x 3 qps (depth 64,8,16), chained lists",
@@ -1024,7 +1025,7 @@ TEST_CASE("stress: file target, PRP-only controller, PRP lists and chained lists
 	run_section(s, 2);
 }
 
-TEST_CASE("stress: full ring, more producers than slots on one queue pair", "[stress][full]")
+TEST_CASE("stress: full ring, more producers than slots on one queue pair", "[stress][full][io_uring]")
 {
 	const Plan p = plan();
 	const uint32_t producers = std::max<uint32_t>(12, p.threads);
@@ -1033,7 +1034,7 @@ TEST_CASE("stress: full ring, more producers than slots on one queue pair", "[st
 	run_section(s, 3);
 }
 
-TEST_CASE("stress: depth-2 rings (one command in flight) and gio_qp_submit_wait", "[stress][tiny]")
+TEST_CASE("stress: depth-2 rings (one command in flight) and gio_qp_submit_wait", "[stress][tiny][io_uring]")
 {
 	const Plan p = plan();
 	const uint32_t producers = std::max<uint32_t>(4, p.threads / 2);
