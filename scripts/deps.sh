@@ -35,6 +35,17 @@ packages+=(
   libssl-dev
   xz-utils
 )
+# The aarch64 stage (scripts/test.sh): Debian's cross compilers, qemu-user to run their programs,
+# and the arm64 build of liburing from Debian multiarch (dpkg --add-architecture arm64, done below
+# when missing). Catch2 needs no arm64 build: Debian's catch2 2.x is headers and CMake files only,
+# which the cross build takes from the amd64 package (catch2:arm64 could not be installed beside it:
+# the package is Multi-Arch: foreign).
+packages+=(
+  gcc-aarch64-linux-gnu
+  g++-aarch64-linux-gnu
+  qemu-user
+  liburing-dev:arm64
+)
 extra_packages=()
 if [[ -n "${GIO_EXTRA_PACKAGES:-}" ]]; then
   read -r -a env_extra <<<"$GIO_EXTRA_PACKAGES"
@@ -43,8 +54,16 @@ fi
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 
+# Whether package $1 is installed: "name:arch" as named, a bare name for the native architecture
+# (or all); with multiarch a bare name may have an instance per architecture.
 installed() {
-  [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
+  local want=all native
+  native=$(dpkg --print-architecture)
+  [[ "$1" == *:* ]] && want=${1##*:}
+  dpkg-query -W -f='${Architecture} ${Status}\n' "$1" 2>/dev/null |
+    awk -v want="$want" -v native="$native" '
+      $2 " " $3 " " $4 == "install ok installed" && ($1 == want || $1 == native || $1 == "all") { ok = 1 }
+      END { exit !ok }'
 }
 
 # libFuzzer ships in libclang-rt-<N>-dev, N = clang's major version.
@@ -90,6 +109,13 @@ if ((${#missing[@]} > 0)); then
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
+  # Packages of a foreign architecture (liburing-dev:arm64) need it in dpkg's list before the update.
+  for arch in $(printf '%s\n' "${missing[@]}" | sed -n 's/^[^:]*:\([a-z0-9]*\)$/\1/p' | sort -u); do
+    if [[ "$arch" != "$(dpkg --print-architecture)" ]] && ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+      log "adding the $arch architecture to dpkg (multiarch)"
+      "${sudo_cmd[@]}" dpkg --add-architecture "$arch" || { log "error: dpkg --add-architecture $arch failed"; exit 1; }
+    fi
+  done
   if ! "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update; then
     log "error: apt-get update failed; could not install ${missing[*]}"
     exit 1

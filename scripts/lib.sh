@@ -12,6 +12,10 @@
 #                    (default 100000)
 #   GIO_SAN_CHURN_CYCLES  GIO_CHURN_CYCLES of test_lifecycle in the ThreadSanitizer stage
 #                    (default 10000; the AddressSanitizer stage runs the full 100000)
+#   GIO_AARCH64      scripts/test.sh's aarch64 stage (cross-built, run under qemu-user): auto
+#                    (default: with the sanitizer stages), 1 (always), 0 (never)
+#   GIO_AARCH64_STRESS_COMMANDS  GIO_STRESS_COMMANDS of test_stress in the aarch64 stage
+#                    (default 1000000, of which its memory-target section runs a quarter)
 
 gio_log() { printf '==> %s\n' "$*" >&2; }
 gio_die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -83,6 +87,17 @@ gio_sanitizer_build() {
   GIO_BUILD_DIR="$dir" \
     GIO_CMAKE_ARGS="-DGIOURING_SANITIZE=$sanitize -DGIOURING_CUDA=OFF -DGIOURING_FUZZ=OFF -DGIOURING_DOCS=OFF ${GIO_CMAKE_ARGS:-}" \
     gio_configure_build ${target_list[@]+"${target_list[@]}"}
+}
+
+# Cross-compiles the host library, the host tests and the examples for aarch64 in DIR, CUDA off
+# (cmake/aarch64-linux-gnu.cmake: Debian's cross compilers and arm64 libraries; ctest runs each
+# program under qemu-user).
+#   gio_aarch64_build DIR
+gio_aarch64_build() {
+  local dir=$1
+  GIO_BUILD_DIR="$dir" \
+    GIO_CMAKE_ARGS="-DCMAKE_TOOLCHAIN_FILE=$PWD/cmake/aarch64-linux-gnu.cmake -DGIOURING_CUDA=OFF -DGIOURING_FUZZ=OFF -DGIOURING_DOCS=OFF -DGIOURING_INFO=OFF ${GIO_CMAKE_ARGS:-}" \
+    gio_configure_build
 }
 
 # Prints what the QEMU conformance runs (label qemu) reported, from ctest's log of the last run in
