@@ -26,7 +26,7 @@ void gio__reg_write(struct gio_ctx *c, uint32_t off, uint32_t v)
 {
 	if (c->be.mmio) {
 		gio_fence_release(); /* queue memory written before the register that announces it */
-		*(volatile uint32_t *)((char *)c->be.bar + off) = v;
+		gio_mmio_write32((volatile uint32_t *)((char *)c->be.bar + off), v);
 		return;
 	}
 	gio_store_release((uint32_t *)((char *)c->be.bar + off), v);
