@@ -135,6 +135,7 @@ struct Point {
 	double exec_us[4], idle_pass_us; // executor warp, per batch: fetch, SQEs, data, post; per empty pass
 	unsigned long long done, errors, exec_commands;
 	bool data_moved;
+	bool checked; // URI check=1: every command's data pointer checked at submission
 	bool ok;
 };
 
@@ -150,7 +151,7 @@ std::string machine_line()
 }
 
 Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t io_warps, uint32_t exec_sms, uint32_t exec_warps,
-		uint32_t queues, uint32_t depth, uint32_t inflight, double seconds)
+		uint32_t queues, uint32_t depth, uint32_t inflight, double seconds, bool check)
 {
 	Point pt{};
 	pt.rings = rings;
@@ -162,8 +163,9 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 	pt.queues = queues;
 	pt.depth = depth;
 	char uri[512];
-	std::snprintf(uri, sizeof(uri), "mem://hbm?size=64M&data=0&queues=%u&depth=%u&sms=%u&warps=%u&rings=%s&scope=%s&profile=%d",
-		      queues, depth, exec_sms, exec_warps, rings, scope, g_profile ? 1 : 0);
+	std::snprintf(uri, sizeof(uri),
+		      "mem://hbm?size=64M&data=0&queues=%u&depth=%u&sms=%u&warps=%u&rings=%s&scope=%s&profile=%d&check=%d", queues,
+		      depth, exec_sms, exec_warps, rings, scope, g_profile ? 1 : 0, check ? 1 : 0);
 	gio_gpu_target *g = nullptr;
 	if (gio_gpu_target_open(uri, &g)) {
 		std::fprintf(stderr, "FAIL: %s: %s\n", uri, gio_last_error());
@@ -172,6 +174,7 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 	// As opened, not as asked: the row says what the target did.
 	pt.scope = (g->cfg.flags & GIO_GPU_SCOPE_SYS) ? "sys" : "gpu";
 	pt.data_moved = !(g->cfg.flags & GIO_GPU_NO_DATA);
+	pt.checked = (g->cfg.flags & GIO_GPU_CHECK) != 0;
 	void *buf;
 	KV_CK(cudaMalloc(&buf, 1 << 20));
 	uint64_t addr = 0;
@@ -261,6 +264,7 @@ int main(int argc, char **argv)
 	std::vector<std::string> rings_list = {"hbm", "host"}, scope_list = {"gpu"};
 	uint32_t io_warps = 32, exec_warps = 8, depth = 1024, inflight = 4;
 	bool quick = false;
+	std::vector<bool> check_modes = {false};
 	struct Spec {
 		std::string rings, scope;
 		uint32_t io, exec, queues;
@@ -329,13 +333,15 @@ int main(int argc, char **argv)
 			ceil_list.clear();
 		} else if (a == "--profile") {
 			g_profile = true;
+		} else if (a == "--check") {
+			check_modes = {false, true};
 		} else if (a == "--quick") {
 			quick = true;
 		} else {
 			std::fprintf(stderr,
 				     "usage: bench_gpu_cmdrate [--seconds S] [--io-sms LIST] [--exec-sms LIST (0: as many as io)]\n"
 				     "       [--queues LIST] [--io-warps N] [--exec-warps N] [--depth N] [--inflight BATCHES] [--rings hbm,host] [--scope gpu,sys]\n"
-				     "       [--points rings:io_sms:exec_sms[:scope],...] [--profile] [--json PATH] [--quick]\n"
+				     "       [--points rings:io_sms:exec_sms[:scope],...] [--profile] [--check] [--json PATH] [--quick]\n"
 				     "       [--ceiling-queues LIST (default 64,512,1024,2048; 0: none)] [--no-ceiling]\n");
 			return 2;
 		}
@@ -371,9 +377,9 @@ int main(int argc, char **argv)
 		    "I/O kernel: %u warps per SM, 32 commands per warp batch, %u batches in flight per warp; executor: %u "
 		    "warps per SM\n\n",
 		    seconds, io_warps, inflight, exec_warps);
-	std::printf("| rings | scope | I/O SMs | executor SMs | queue pairs | depth | M commands/s | M commands/s per I/O SM | "
+	std::printf("| rings | scope | check | I/O SMs | executor SMs | queue pairs | depth | M commands/s | M commands/s per I/O SM | "
 		    "commands per executor batch | data moved | errors | ok |\n");
-	std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+	std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 	std::vector<Point> pts;
 	bool all_ok = true;
 	if (points.empty())
@@ -389,23 +395,26 @@ int main(int argc, char **argv)
 			std::fprintf(stderr, "skip io %u + exec %u > %d SMs\n", sp.io, sp.exec, sms);
 			continue;
 		}
-		Point p = run_point(sp.rings.c_str(), sp.scope.c_str(), sp.io, io_warps, sp.exec, exec_warps, q, depth, inflight, seconds);
-		std::printf("| %s | %s | %u | %u | %u | %u | %.1f | %.1f | %.1f | %s | %llu | %s |\n", p.rings.c_str(), p.scope.c_str(),
-			    p.io_sms, p.exec_sms, p.queues, p.depth, p.mcmds, p.per_io_sm, p.exec_batch, p.data_moved ? "yes" : "no",
-			    p.errors, p.ok ? "yes" : "NO");
-		std::fflush(stdout);
-		all_ok &= p.ok && p.exec_commands >= p.done;
-		pts.push_back(p);
+		for (bool check : check_modes) {
+			Point p = run_point(sp.rings.c_str(), sp.scope.c_str(), sp.io, io_warps, sp.exec, exec_warps, q, depth, inflight,
+					    seconds, check);
+			std::printf("| %s | %s | %s | %u | %u | %u | %u | %.1f | %.1f | %.1f | %s | %llu | %s |\n", p.rings.c_str(),
+				    p.scope.c_str(), p.checked ? "on" : "off", p.io_sms, p.exec_sms, p.queues, p.depth, p.mcmds, p.per_io_sm,
+				    p.exec_batch, p.data_moved ? "yes" : "no", p.errors, p.ok ? "yes" : "NO");
+			std::fflush(stdout);
+			all_ok &= p.ok && p.exec_commands >= p.done && p.checked == check;
+			pts.push_back(p);
+		}
 	}
 	std::printf("\nPer batch of 32 commands, microseconds (%%globaltimer of lane 0, averaged): the producer warp's "
 		    "gio_submit_warp and gio_wait_warp; %s\n\n",
 		    g_profile ? "the executor warp's fetch, SQE read and checks, data, CQE posts, and a pass over its queues that found "
 				"nothing" : "(executor steps: run with --profile)");
-	std::printf("| rings | scope | I/O SMs | executor SMs | submit | wait | exec fetch | exec SQEs | exec data | exec post | "
-		    "exec empty pass |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+	std::printf("| rings | scope | check | I/O SMs | executor SMs | submit | wait | exec fetch | exec SQEs | exec data | exec post | "
+		    "exec empty pass |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 	for (const Point &p : pts)
-		std::printf("| %s | %s | %u | %u | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", p.rings.c_str(), p.scope.c_str(),
-			    p.io_sms, p.exec_sms, p.submit_us, p.wait_us, p.exec_us[0], p.exec_us[1], p.exec_us[2], p.exec_us[3],
+		std::printf("| %s | %s | %s | %u | %u | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", p.rings.c_str(),
+			    p.scope.c_str(), p.checked ? "on" : "off", p.io_sms, p.exec_sms, p.submit_us, p.wait_us, p.exec_us[0], p.exec_us[1], p.exec_us[2], p.exec_us[3],
 			    p.idle_pass_us);
 	std::vector<ceil_result> ceils;
 	if (!ceil_list.empty()) {
@@ -455,11 +464,11 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < pts.size(); i++) {
 			const Point &p = pts[i];
 			std::fprintf(f,
-				     "    {\"rings\": \"%s\", \"scope\": \"%s\", \"data_moved\": %s, \"io_sms\": %u, \"io_warps\": %u, \"exec_sms\": %u, \"exec_warps\": %u, "
+				     "    {\"rings\": \"%s\", \"scope\": \"%s\", \"checked\": %s, \"data_moved\": %s, \"io_sms\": %u, \"io_warps\": %u, \"exec_sms\": %u, \"exec_warps\": %u, "
 				     "\"queues\": %u, \"depth\": %u, \"ms\": %.3f, \"commands\": %llu, \"exec_commands\": %llu, "
 				     "\"mcmds_per_s\": %.2f, \"mcmds_per_s_per_io_sm\": %.2f, \"submit_us\": %.3f, \"wait_us\": %.3f, \"exec_us\": [%.3f, %.3f, %.3f, %.3f], "
 				     "\"exec_empty_pass_us\": %.3f, \"errors\": %llu, \"ok\": %s}%s\n",
-				     p.rings.c_str(), p.scope.c_str(), p.data_moved ? "true" : "false", p.io_sms, p.io_warps, p.exec_sms, p.exec_warps, p.queues, p.depth, p.ms, p.done,
+				     p.rings.c_str(), p.scope.c_str(), p.checked ? "true" : "false", p.data_moved ? "true" : "false", p.io_sms, p.io_warps, p.exec_sms, p.exec_warps, p.queues, p.depth, p.ms, p.done,
 				     p.exec_commands, p.mcmds, p.per_io_sm, p.submit_us, p.wait_us, p.exec_us[0], p.exec_us[1],
 				     p.exec_us[2], p.exec_us[3], p.idle_pass_us, p.errors, p.ok ? "true" : "false",
 				     i + 1 < pts.size() ? "," : "");

@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include <giouring/giouring.h>
-#include <giouring/target/prp_walk.h> /* the controller's view of the PRP alternative */
-#include <giouring/target/sgl_walk.h> /* the controller's view, to check each planned command */
+#include <giouring/proto/prp_walk.h> /* the controller's view of the PRP alternative */
+#include <giouring/proto/sgl_walk.h> /* the controller's view, to check each planned command */
 
 struct options {
 	uint64_t tokens;

@@ -5,7 +5,7 @@
 
 #include <giouring/proto/prep.h>
 #include <giouring/proto/prp_build.h>
-#include <giouring/target/prp_walk.h>
+#include <giouring/proto/prp_walk.h>
 #include <giouring/proto/status.h>
 
 #include <cstring>

@@ -228,7 +228,9 @@ TEST_CASE("a stall is cancelled only after stall_ns, and never over a claimed en
 	gio_sqe s;
 	fill(&s, 0);
 	// The copy completes, and the entry's ready mark follows.
-	REQUIRE(gio__qp_write(&r.qp, a, &s, 7, 0) == GIO_CMD_INFLIGHT);
+	int wrc = 1;
+	REQUIRE(gio__qp_write(&r.qp, a, &s, 7, 0, &wrc) == GIO_CMD_INFLIGHT);
+	REQUIRE(wrc == 0);
 	gio_store_release(&r.slots[a].state, gio__qp_word(&r.qp, a, GIO_CMD_INFLIGHT));
 	gio_qp_publish(&r.qp);
 	CHECK(r.qp.sq_committed == 1); // a + 1 is the new head of the ring, and unput: a new stall

@@ -4,7 +4,7 @@
 
 #include <giouring/proto/prep.h>
 #include <giouring/proto/sgl_build.h>
-#include <giouring/target/sgl_walk.h>
+#include <giouring/proto/sgl_walk.h>
 #include <giouring/proto/status.h>
 
 #include <cstring>

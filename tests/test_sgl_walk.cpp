@@ -5,7 +5,7 @@
 
 #include <giouring/proto/prep.h>
 #include <giouring/proto/sgl_build.h>
-#include <giouring/target/sgl_walk.h>
+#include <giouring/proto/sgl_walk.h>
 #include <giouring/proto/status.h>
 
 #include <cstring>
@@ -51,8 +51,25 @@ TEST_CASE("walker: valid shapes", "[walk]")
 		CHECK(f.out.n == 1);
 		CHECK(f.segs[0].len == 4096);
 		CHECK(f.walk(8192) == err(GIO_SC_SGL_INVALID_DATA_LEN));
-		CHECK(f.walk(1024) == 0); // a single block longer than the transfer is used in part
+		// Without SGLS bit 18 the SGL's length must equal the transfer's: a longer block is refused
+		// (QEMU's controller uses it in part, but a host that sends it has a length bug to find).
+		CHECK(f.walk(1024) == err(GIO_SC_SGL_INVALID_DATA_LEN));
+		f.caps.sgls |= GIO_SGLS_OVERSIZE;
+		CHECK(f.walk(1024) == 0); // with it, the block is used in part
+		CHECK(f.out.n == 1);
 		CHECK(f.segs[0].len == 1024);
+	}
+	SECTION("a chained SGL longer than the transfer: refused without OVERSIZE, cut with it")
+	{
+		gio_sgl_set(&f.mem[0], 0x5000, 512, GIO_SGL_TYPE_DATA_BLOCK);
+		gio_sgl_set(&f.mem[1], 0x9000, 1024, GIO_SGL_TYPE_DATA_BLOCK);
+		gio_sgl_set(&f.sqe.dptr.sgl, f.at(0), 32, GIO_SGL_TYPE_LAST_SEGMENT);
+		CHECK(f.walk(1536) == 0);
+		CHECK(f.walk(1024) == err(GIO_SC_SGL_INVALID_DATA_LEN)); // the last block runs 512 bytes past
+		f.caps.sgls |= GIO_SGLS_OVERSIZE;
+		CHECK(f.walk(1024) == 0);
+		REQUIRE(f.out.n == 2);
+		CHECK(f.segs[1].len == 512);
 	}
 	SECTION("zero-length data descriptors are skipped")
 	{

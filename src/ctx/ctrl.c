@@ -140,6 +140,10 @@ int gio_qp_submit_wait(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t ti
 				 "giouring: queue %u: deadline passed (cid %d; sq reserved %u committed %u rung %u head %u; cq head %u)",
 				 qp->qid, (int)s->cid, s->sq_reserved, s->sq_committed, s->sq_rung, s->sq_head, s->cq_head);
 	}
+	if (rc == -EFAULT && qp->check)
+		return gio__fail(-EFAULT, "giouring: queue %u: opcode 0x%02x not submitted: its data pointer reaches bus address "
+				 "0x%" PRIx64 ", outside registered memory (check=1)",
+				 qp->qid, sqe->opc, gio_load_relaxed64(&qp->check->fault_addr));
 	if (rc < 0)
 		return gio__fail(rc, "giouring: queue %u: submission failed (%d)", qp->qid, rc);
 	return rc;

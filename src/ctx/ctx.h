@@ -95,6 +95,10 @@ struct gio_ctx {
 	int remove_file;
 	uint64_t size;
 	int started, enabled;
+	/* URI check=1: queue pairs check every command's data pointer (check.c). */
+	int checked;
+	struct gio_qp_check check;           /* CPU producers' */
+	struct gio__check_mirror *gpu_check; /* GPU producers', in pinned memory; NULL until needed */
 };
 
 /* URI dptr=: which data pointers gio_ctx_dptr_caps() lets the builders use. */
@@ -127,6 +131,18 @@ int gio__remove_region_locked(struct gio_ctx *c, const void *ptr, int lib_ok, ui
 const char *gio__no_fd_mapping(const struct gio_ctx *c);
 /* Zeroed, page-aligned memory the controller can reach; *addr receives its bus address. */
 void *gio__alloc_dma(struct gio_ctx *c, size_t len, uint64_t *addr);
+
+/* check.c */
+struct gio__check_mirror;
+/* Fills c->check from the controller's rules, after bring-up. */
+void gio__check_setup(struct gio_ctx *c);
+/* What a new queue pair checks against: *out NULL without check=1; for GPU producers (gpu) the
+ * pinned mirror, made at the first use. 0, or -ENODEV with a message. c->lock held. */
+int gio__check_for_qp_locked(struct gio_ctx *c, int gpu, struct gio_qp_check **out);
+/* Rewrites the GPU producers' mirror after a region came or went; c->lock held. */
+void gio__check_sync_locked(struct gio_ctx *c);
+/* Frees the mirror (close). */
+void gio__check_free(struct gio_ctx *c);
 
 /* proxy.c */
 int gio__proxy_start(struct gio_ctx *c);

@@ -57,6 +57,7 @@ int gio__add_region_locked(struct gio_ctx *c, void *ptr, size_t len, int fd, uin
 	c->region_meta[n].lib = (uint8_t)(lib != 0);
 	c->region_meta[n].from_fd = (uint8_t)(fd >= 0);
 	gio_store_release(&c->map.count, n + 1); /* pairs with the acquire in gio_dma_map_find */
+	gio__check_sync_locked(c);
 	if (addr)
 		*addr = a;
 	return 0;
@@ -102,6 +103,7 @@ int gio__remove_region_locked(struct gio_ctx *c, const void *ptr, int lib_ok, ui
 		if (c->started && (rc = gio__exec_quiesce(&c->exec, timeout_ns)))
 			return rc;
 		table_remove(t, k ? NULL : c->region_meta, map, i);
+		gio__check_sync_locked(c);
 		if (c->started)
 			gio__exec_resume(&c->exec);
 		return 0;
@@ -278,6 +280,7 @@ int gio_ctx_register_device(struct gio_ctx *c, void *ptr, size_t len, uint64_t *
 	c->dev_regions[n].ptr = ptr;
 	/* Pairs with the acquire in gio_dma_map_find: the region and exec.dc before the count. */
 	gio_store_release(&c->dev_map.count, n + 1);
+	gio__check_sync_locked(c);
 	if (addr)
 		*addr = a;
 out:

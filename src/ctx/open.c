@@ -24,6 +24,7 @@ struct params {
 	int direct; /* GIO__DIRECT_* */
 	int dptr;   /* GIO__DPTR_* */
 	int iommu;  /* GIO__IOMMU_*, nvme-pci */
+	int check;  /* check=1: checked submission on every queue pair */
 };
 
 enum target_kind { TARGET_TEMP_FILE, TARGET_FILE, TARGET_MEM, TARGET_PCI };
@@ -44,6 +45,10 @@ static int parse_params(struct gio__uri *u, enum target_kind kind, struct params
 		return rc;
 	if (rc)
 		p->dptr = i == 1 ? GIO__DPTR_PRP : GIO__DPTR_AUTO;
+	if ((rc = gio__uri_u64(u, "check", 0, 1, "0, or 1 (refuse data pointers outside registered memory: -EFAULT)", &v)) < 0)
+		return rc;
+	if (rc)
+		p->check = (int)v;
 	if (kind == TARGET_PCI) {
 		if ((rc = gio__uri_choice(u, "iommu", iommu_choices, "auto, iommufd or type1", &i)) < 0)
 			return rc;
@@ -199,6 +204,10 @@ static int open_ctx(struct gio_ctx *c, const char *uri)
 	if (rc == 0)
 		rc = start_software_target(c, &p);
 out:
+	if (rc == 0 && p.check) {
+		c->checked = 1;
+		gio__check_setup(c);
+	}
 	free(u);
 	return rc;
 }
@@ -351,6 +360,7 @@ int gio_ctx_close(struct gio_ctx *c)
 		rmdir(c->tmpdir);
 	}
 	free_queues(c);
+	gio__check_free(c);
 	free(c->admin_sq);
 	free(c->admin_cq);
 	free(c->admin_slots);

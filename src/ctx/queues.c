@@ -454,7 +454,7 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 				      &m->shadow[1], 0)
 			: gio_qp_init(&m->qp, m->sq, depth, m->cq, depth, m->slots, (uint16_t)qid, m->hw_db[0], m->hw_db[1],
 				      gio__qp_flags(c));
-	if (rc)
+	if (rc || (rc = gio__check_for_qp_locked(c, m->pinned, &m->qp.check)))
 		goto fail;
 	if ((rc = gio_prep_create_cq(&sqe, (uint16_t)qid, depth, m->cq_addr, 0, 0)) ||
 	    (rc = gio_prep_create_sq(&sqe, (uint16_t)qid, depth, (uint16_t)qid, m->sq_addr))) {

@@ -80,3 +80,10 @@ void *gio__pinned_alloc(size_t len)
 	memset(p, 0, len);
 	return p;
 }
+
+void gio__pinned_free(void *p, size_t len)
+{
+	(void)len;
+	if (p)
+		(void)gio__cudart()->free_host(p);
+}

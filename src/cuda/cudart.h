@@ -32,6 +32,7 @@ struct gio__cudart {
 #define GIO__CUDA_NOT_READY 600          /* cudaErrorNotReady */
 #define GIO__CUDA_MEMCPY_DEFAULT 4       /* cudaMemcpyDefault: direction from the unified addresses */
 #define GIO__CUDA_STREAM_NON_BLOCKING 1u /* cudaStreamNonBlocking */
+#define GIO__CUDA_MEMORY_TYPE_UNREGISTERED 0 /* cudaMemoryTypeUnregistered: pageable host memory */
 #define GIO__CUDA_MEMORY_TYPE_DEVICE 2   /* cudaMemoryTypeDevice */
 
 /* The runtime, loaded at the first call; NULL (gio__cudart_why() says why) where it cannot be
@@ -46,5 +47,8 @@ const char *gio__cuda_err(int e);
 
 /* Pinned, GPU-mapped, zeroed host memory, or NULL (gio__cudart_why() names a missing runtime). */
 void *gio__pinned_alloc(size_t len);
+
+/* Releases what gio__pinned_alloc() returned (len bytes); NULL is ignored. */
+void gio__pinned_free(void *p, size_t len);
 
 #endif

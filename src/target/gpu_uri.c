@@ -74,6 +74,10 @@ static int parse(struct gio__uri *u, struct gio_gpu_target_config *cfg)
 		return rc;
 	if (rc && v == 0)
 		cfg->flags |= GIO_GPU_NO_DATA;
+	if ((rc = gio__uri_u64(u, "check", 0, 1, "0, or 1 (refuse data pointers outside registered memory: -EFAULT)", &v)) < 0)
+		return rc;
+	if (rc && v)
+		cfg->flags |= GIO_GPU_CHECK;
 	if ((rc = model_param(u, "model_read_gbps", &cfg->model.read_gbps, &cfg->flags)) < 0 ||
 	    (rc = model_param(u, "model_write_gbps", &cfg->model.write_gbps, &cfg->flags)) < 0 ||
 	    (rc = model_param(u, "model_mixed_gbps", &cfg->model.mixed_gbps, &cfg->flags)) < 0 ||

@@ -16,13 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <giouring/target/dma_map.h>
+#include <giouring/proto/dma_map.h>
 #include <giouring/proto/dptr.h>
 #include <giouring/nvme/cqe.h>
 #include <giouring/nvme/identify.h>
 #include <giouring/nvme/sgl.h>
 #include <giouring/nvme/sqe.h>
-#include <giouring/target/xfer.h>
+#include <giouring/proto/xfer.h>
 
 /* ------------------------------------------------------------------------- */
 /* Invariant checks                                                          */

@@ -54,9 +54,9 @@
 #include <string.h>
 
 #include <giouring/proto/prp_build.h>
-#include <giouring/target/prp_walk.h>
+#include <giouring/proto/prp_walk.h>
 #include <giouring/proto/sgl_build.h>
-#include <giouring/target/sgl_walk.h>
+#include <giouring/proto/sgl_walk.h>
 
 #include "fuzz_common.h"
 
@@ -299,8 +299,9 @@ static void sgl_roundtrip(const struct gio_range *ranges, uint32_t n, const stru
 				    "descriptors, %u segments)",
 				 st, rc, (unsigned)plan.ndata, (unsigned)plan.nsegments);
 		}
-		/* The walker uses a descriptor that runs past the transfer in part, so the walk above
-		 * cannot see an SGL describing more than the ranges; one byte more must be missing. */
+		/* Under GIO_SGLS_OVERSIZE the walker uses a descriptor that runs past the transfer in
+		 * part, so the walk above cannot see an SGL describing more than the ranges there; one
+		 * byte more must be missing in every mode. */
 		st = gio_sgl_walk(&sqe, plan.xfer_bytes + 1, is_write, caps, &map, &out);
 		if (st != (GIO_SF(GIO_SCT_GENERIC, GIO_SC_SGL_INVALID_DATA_LEN) | GIO_SF_DNR)) {
 			dump_ranges(ranges, n);

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: gio_prp_walk() (include/giouring/target/prp_walk.h).
+ * libFuzzer target: gio_prp_walk() (include/giouring/proto/prp_walk.h).
  *
  * Input (layout shared with fuzz_sgl_walk, see fuzz_common.h):
  *   bytes 0..11   header
@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <giouring/target/prp_walk.h>
+#include <giouring/proto/prp_walk.h>
 
 #include "fuzz_common.h"
 

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: gio_sgl_walk() (include/giouring/target/sgl_walk.h).
+ * libFuzzer target: gio_sgl_walk() (include/giouring/proto/sgl_walk.h).
  *
  * Input (see fuzz_common.h for the helpers):
  *   bytes 0..11   header
@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <giouring/target/sgl_walk.h>
+#include <giouring/proto/sgl_walk.h>
 
 #include "fuzz_common.h"
 
@@ -137,8 +137,10 @@ static uint64_t model_data(struct model *m, const struct desc *d)
 	}
 	if (errs)
 		return errs;
-	/* "A descriptor longer than what remains is used in part (as QEMU does)", with or
-	 * without GIO_SGLS_OVERSIZE. */
+	/* "A descriptor longer than what remains": Data SGL Length Invalid without
+	 * GIO_SGLS_OVERSIZE, used in part with it. */
+	if (d->len > m->remaining && !(m->sgls & GIO_SGLS_OVERSIZE))
+		return BIT(GIO_SC_SGL_INVALID_DATA_LEN);
 	take = d->len < m->remaining ? d->len : m->remaining;
 	if (fz_list_push(m->segs, &m->n, m->cap, bucket ? 0 : d->addr, take,
 			 bucket ? GIO_XFER_BIT_BUCKET : 0))

@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include <giouring/giouring.h>
-#include <giouring/target/prp_walk.h>
-#include <giouring/target/sgl_walk.h>
+#include <giouring/proto/prp_walk.h>
+#include <giouring/proto/sgl_walk.h>
 
 namespace {
 

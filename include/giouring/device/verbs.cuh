@@ -52,7 +52,8 @@
  * @param cid        receives the command's ticket, to wait on (its CID is `*cid & (sq_depth - 1)`;
  *                   see gio_qp_try_result()).
  * @return 0, `-ETIME` (no room by the deadline, or the reservation was cancelled as stalled;
- *         gio_qp::last_timeout), or `-EINVAL` (unknown flag).
+ *         gio_qp::last_timeout), `-EINVAL` (unknown flag), or `-EFAULT` (a checked queue pair
+ *         refused the data pointer: see gio_qp_put()).
  *
  * Any device thread, independently. Never waits on another producer.
  */
@@ -199,7 +200,8 @@ GIO_DEV int gio__qp_reserve_wait_warp(struct gio_qp *qp, uint32_t n, uint64_t de
  * @param cid        receives this lane's ticket when active (see gio_submit()).
  * @return this lane's result: 0; `-ETIME` on every lane when no room appeared by the deadline
  *         (nothing submitted), or on a lane whose entry was cancelled as stalled (that command
- *         only); `-EINVAL` on a lane with an unknown flag (that command only: it is cancelled
+ *         only); `-EINVAL` on a lane with an unknown flag, `-EFAULT` on a lane whose data pointer a
+ *         checked queue pair refused (that command only: it is cancelled
  *         rather than sent); 0 on inactive lanes.
  *
  * All 32 lanes of the warp must call it together (full mask), with the same @p qp. At most
@@ -228,13 +230,12 @@ GIO_DEV int gio_submit_warp(struct gio_qp *qp, const struct gio_sqe *sqe, uint64
 		return active ? rc : 0;
 	if (active) {
 		const uint32_t idx = first + (uint32_t)__popc(mask & ((1u << lane) - 1u));
-		st = gio__qp_write(qp, idx, sqe, user_data, flags);
+		st = gio__qp_write(qp, idx, sqe, user_data, flags, &rc);
 		/* The rest of the batch is ready with its first entry: relaxed marks here, covered by
 		 * the leader's release below. */
 		if (idx != first)
 			gio_store_relaxed(&qp->slots[idx & (qp->sq_depth - 1)].state, gio__qp_word(qp, idx, st));
 		*cid = idx;
-		rc = st == GIO_CMD_CANCELLED ? -EINVAL : 0;
 	}
 	__syncwarp(); /* every lane's entry before the leader's release (see the file comment) */
 	if (lane == leader)
@@ -282,7 +283,7 @@ class gio_block_submit {
 	 * @param deadline   absolute deadline for room in the ring (thread 0's value counts).
 	 * @param cid        receives this thread's ticket when active (see gio_submit()).
 	 * @return this thread's result, as gio_submit_warp(): 0; thread 0's `-ETIME` on every thread
-	 *         when no room appeared (nothing submitted); `-ETIME` or `-EINVAL` for this thread's
+	 *         when no room appeared (nothing submitted); `-ETIME`, `-EINVAL` or `-EFAULT` for this thread's
 	 *         command only when it was cancelled or its flags are unknown; 0 when inactive.
 	 *
 	 * All threads of the block together. At most sq_depth - 1 threads may be active.
@@ -308,12 +309,11 @@ class gio_block_submit {
 		first = tmp_.first;
 		if (rc == 0 && active) {
 			const uint32_t idx = first + rank;
-			const uint32_t st = gio__qp_write(qp, idx, sqe, user_data, flags);
+			const uint32_t st = gio__qp_write(qp, idx, sqe, user_data, flags, &mine);
 			if (rank)
 				gio_store_relaxed(&qp->slots[idx & (qp->sq_depth - 1)].state, gio__qp_word(qp, idx, st));
 			else
 				tmp_.first_state = st;
-			mine = st == GIO_CMD_CANCELLED ? -EINVAL : 0;
 			*cid = idx;
 		}
 		/* Every entry before thread 0's release of the batch and its publication (one doorbell

@@ -25,8 +25,12 @@
  * (`nvme-pci` only: `auto`, the default, takes iommufd where /dev/iommu and the device's VFIO cdev
  * exist and the legacy container otherwise; `iommufd` or `type1` demand one, and `iommufd` fails
  * with `-EOPNOTSUPP` where the kernel lacks it; gio_ctx_iommu() tells which was taken), `direct`
- * (files: `auto`, `0` page cache, `1` O_DIRECT required). Each target takes only its own
- * parameters: `nvme-pci` takes `ns`, `dptr` and `iommu` (the controller reports the rest),
+ * (files: `auto`, `0` page cache, `1` O_DIRECT required), `check` (`1`: every queue pair
+ * checks each command's data pointer, PRP lists and SGL segments against registered memory
+ * before it reaches the ring and refuses one outside with `-EFAULT`, giouring/ring/check.h; for
+ * GPU producers the region tables are mirrored in pinned memory, and the PRP lists and SGL
+ * segments their commands name must be in memory the GPU can read; default `0`). Each target takes only its own
+ * parameters: `nvme-pci` takes `ns`, `dptr`, `check` and `iommu` (the controller reports the rest),
  * `mem://host` all but `iommu` and `direct`. A parameter the target does not take, one given
  * twice, or a value out of range is refused with `-EINVAL` and a message naming it.
  *
@@ -462,7 +466,10 @@ const char *gio_last_error(void);
  * @param dw0         receives completion Dword 0, or NULL.
  * @return 0, `-EIO` (NVMe error: see @p status; gio_last_error() names the queue, the opcode and
  *         the status), `-ETIME` (deadline; the ring state is in gio_qp::last_timeout and in
- *         gio_last_error()), `-EINVAL` (a NULL argument, or a reservation the ring refuses).
+ *         gio_last_error()), `-EINVAL` (a NULL argument, or a reservation the ring refuses),
+ *         `-EFAULT` (URI `check=1`: the command's data pointer, PRP list or SGL segment reaches
+ *         outside registered memory; it was not submitted, and gio_last_error() names the
+ *         address).
  *
  * Any thread.
  */

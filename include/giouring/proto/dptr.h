@@ -3,7 +3,7 @@
  * @brief What data pointer builders need to know: memory ranges and a controller's rules.
  *
  * The SGL builder (giouring/proto/sgl_build.h), the PRP builder (giouring/proto/prp_build.h) and the SGL
- * walker (giouring/target/sgl_walk.h) all check a command against the same record, filled once per
+ * walker (giouring/proto/sgl_walk.h) all check a command against the same record, filled once per
  * controller from its registers and Identify data.
  */
 #ifndef GIOURING_PROTO_DPTR_H

@@ -63,6 +63,7 @@
 #include <errno.h>
 #include <stdint.h>
 
+#include "check.h"
 #include "clock.h"
 #include "../config.h"
 #include "../nvme/cqe.h"
@@ -180,6 +181,9 @@ struct gio_qp {
 	uint32_t stall_clock;  /**< Advance role only: 1 host clock, 2 device clock, 0 no stall seen. */
 	uint32_t rsvd;         /**< Zero. */
 	struct gio_qp_state last_timeout; /**< Indices when a wait last expired. */
+	/** Checked submission (giouring/ring/check.h): every command's data pointer is checked
+	 * against registered memory before it is put; NULL (gio_qp_init()'s default): unchecked. */
+	struct gio_qp_check *check;
 };
 
 /**
@@ -232,6 +236,7 @@ GIO_HD int gio_qp_init(struct gio_qp *qp, struct gio_sqe *sq, uint32_t sq_depth,
 	qp->keep_ns = 0;
 	qp->stall_at = qp->stall_end = qp->stall_clock = qp->rsvd = 0;
 	qp->stall_since = 0;
+	qp->check = 0;
 	qp->last_timeout.sq_reserved = qp->last_timeout.sq_committed = qp->last_timeout.sq_rung = 0;
 	qp->last_timeout.sq_head = qp->last_timeout.cq_head = 0;
 	qp->last_timeout.cid = 0xffffffffu;
@@ -350,15 +355,18 @@ GIO_HD int gio__qp_claim(struct gio_qp *qp, uint32_t idx)
 }
 
 /* Writes claimed index `idx`: the command with its CID set to the slot, its user data and
- * flags, or the harmless command for unknown flags (the entry must carry something, or the ring
- * would stall at it). Returns the state its ready mark is to give: INFLIGHT, or CANCELLED. */
+ * flags, or the harmless command for unknown flags or a data pointer a checked queue pair refuses
+ * (the entry must carry something, or the ring would stall at it). Returns the state its ready
+ * mark is to give, INFLIGHT or CANCELLED, and in *rc the put's result: 0, -EINVAL (flags) or
+ * -EFAULT (check). */
 GIO_HD uint32_t gio__qp_write(struct gio_qp *qp, uint32_t idx, const struct gio_sqe *sqe, uint64_t user_data,
-			      uint32_t flags)
+			      uint32_t flags, int *rc)
 {
 	const uint32_t slot = idx & (qp->sq_depth - 1);
 	struct gio_cmd_slot *s = &qp->slots[slot];
 	struct gio_sqe e;
-	if (flags & ~GIO_CMD_F_DETACHED) {
+	*rc = flags & ~GIO_CMD_F_DETACHED ? -EINVAL : qp->check ? gio_qp_check_sqe(qp->check, sqe) : 0;
+	if (*rc) {
 		gio__qp_nop(qp, slot);
 		return GIO_CMD_CANCELLED;
 	}
@@ -380,8 +388,10 @@ GIO_HD uint32_t gio__qp_write(struct gio_qp *qp, uint32_t idx, const struct gio_
  *                   GIO_CMD_F_DETACHED (the completion goes to the completion list).
  * @return 0, `-ETIME` when the entry was cancelled because the reservation sat unput at the
  *         head of the ring for gio_qp::stall_ns (the command is not submitted;
- *         gio_qp::last_timeout shows the ring), or `-EINVAL` for an unknown flag (the entry is
- *         then cancelled: a harmless command takes its place, so the ring does not stall).
+ *         gio_qp::last_timeout shows the ring), `-EINVAL` for an unknown flag, or `-EFAULT` on a
+ *         checked queue pair (gio_qp::check) for a data pointer, PRP list or SGL segment outside
+ *         the registered regions (gio_qp_check::fault_addr names it). Refused entries are
+ *         cancelled: a harmless command takes their place, so the ring does not stall.
  *
  * Any thread, host or device. The entry is ready once this returns; gio_qp_publish() sends it
  * (with every ready entry before it).
@@ -389,12 +399,13 @@ GIO_HD uint32_t gio__qp_write(struct gio_qp *qp, uint32_t idx, const struct gio_
 GIO_HD int gio_qp_put(struct gio_qp *qp, uint32_t idx, const struct gio_sqe *sqe, uint64_t user_data, uint32_t flags)
 {
 	uint32_t st;
+	int rc;
 	if (gio__qp_claim(qp, idx))
 		return -ETIME;
-	st = gio__qp_write(qp, idx, sqe, user_data, flags);
+	st = gio__qp_write(qp, idx, sqe, user_data, flags, &rc);
 	/* The ready mark. Release: the entry before it (pairs with the advance role's acquire). */
 	gio_store_release_in(GIO__QSC(qp), &qp->slots[idx & (qp->sq_depth - 1)].state, gio__qp_word(qp, idx, st));
-	return st == GIO_CMD_CANCELLED ? -EINVAL : 0;
+	return rc;
 }
 
 /* Writes the SQ tail doorbell for committed tail `c` (the advance role only). */

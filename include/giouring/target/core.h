@@ -18,7 +18,7 @@
  *   phase, SQ head, SQ and command identifiers.
  *
  * Every failure gets the NVMe status a controller returns (see each function). Bus addresses in
- * commands are resolved through the registered-memory map (giouring/target/dma_map.h): anything outside
+ * commands are resolved through the registered-memory map (giouring/proto/dma_map.h): anything outside
  * it is refused with Data Transfer Error before a byte moves.
  *
  * Concurrency contract:
@@ -42,16 +42,16 @@
 #include <string.h>
 
 #include "../config.h"
-#include "dma_map.h"
+#include "../proto/dma_map.h"
 #include "../proto/dptr.h"
 #include "../nvme/cqe.h"
 #include "../nvme/identify.h"
 #include "../nvme/regs.h"
 #include "../nvme/sqe.h"
 #include "../ring/ordering.h"
-#include "prp_walk.h"
-#include "sgl_walk.h"
-#include "xfer.h"
+#include "../proto/prp_walk.h"
+#include "../proto/sgl_walk.h"
+#include "../proto/xfer.h"
 
 GIO_EXTERN_C_BEGIN
 

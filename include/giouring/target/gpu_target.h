@@ -20,7 +20,9 @@
  * measurements), `profile=1` (the executor times its steps into gio_gpu_ctl::prof), `scope`
  * (`gpu`, the default, or `sys`: the memory scope of the ring protocol's ordering; every party of
  * these queue pairs runs on this GPU, so GPU scope suffices (GIO_QP_GPU_SCOPE), and `sys`
- * measures what the system scope a real SSD needs costs), and the SSD timing model
+ * measures what the system scope a real SSD needs costs), `check=1` (every queue pair checks each
+ * command's data pointer, PRP lists and SGL segments against the registered regions before it
+ * reaches the ring, and refuses one outside with `-EFAULT`: giouring/ring/check.h), and the SSD timing model
  * (docs/design.md, "Targets"): `model_read_gbps`, `model_write_gbps`, `model_mixed_gbps` (device
  * bandwidth; the mixed figure applies to a batch holding both), `model_lat_us` (per-command
  * latency). With a model, completions are held until the modelled time: figures measured with it
@@ -59,6 +61,7 @@ GIO_EXTERN_C_BEGIN
 #define GIO_GPU_MODEL 8u        /**< Apply the SSD timing model. */
 #define GIO_GPU_SCOPE_SYS 16u   /**< Order ring accesses at system scope (URI scope=sys; default GPU scope). */
 #define GIO_GPU_PROFILE 32u     /**< Time the executor's steps into gio_gpu_ctl::prof (URI profile=1). */
+#define GIO_GPU_CHECK 64u       /**< Queue pairs check each command's data pointer (URI check=1; giouring/ring/check.h). */
 /** @} */
 
 /** @brief Most executor warps per SM (URI `warps`): the executor kernel is compiled for blocks of

@@ -1,5 +1,5 @@
 /**
- * @file giouring/target/dma_map.h
+ * @file giouring/proto/dma_map.h
  * @brief Registered DMA regions: how a target turns bus addresses into pointers it can use.
  *
  * A software target (and the walkers that read SGL segments and PRP lists) sees only bus
@@ -36,6 +36,35 @@ struct gio_dma_map {
 	uint32_t count;                       /**< How many. */
 };
 
+/* Whether [addr, addr + len) lies wholly inside region r (len > 0; the range does not wrap). */
+GIO_HD int gio__dma_region_holds(const struct gio_dma_region *r, uint64_t addr, uint64_t len)
+{
+	return addr >= r->addr && addr - r->addr <= r->len && len <= r->len - (addr - r->addr);
+}
+
+/**
+ * @brief The registered region that holds a bus range wholly.
+ * @param map   the region table.
+ * @param addr  first bus address of the range.
+ * @param len   its length in bytes; 0 is treated as 1 (the address itself must be registered).
+ * @return the region, or NULL when the range wraps or is not wholly inside a single region.
+ *
+ * Pure; any thread, host or device. Linear in the number of regions.
+ */
+GIO_HD const struct gio_dma_region *gio_dma_map_region(const struct gio_dma_map *map, uint64_t addr, uint64_t len)
+{
+	uint32_t i, n;
+	if (len == 0)
+		len = 1;
+	if (addr + len < addr)
+		return NULL;
+	n = gio_load_acquire(&map->count); /* pairs with the registrar's release of the count */
+	for (i = 0; i < n; i++)
+		if (gio__dma_region_holds(&map->regions[i], addr, len))
+			return &map->regions[i];
+	return NULL;
+}
+
 /**
  * @brief Pointer to a bus range that lies wholly inside one registered region.
  * @param map   the region table.
@@ -48,18 +77,8 @@ struct gio_dma_map {
  */
 GIO_HD void *gio_dma_map_find(const struct gio_dma_map *map, uint64_t addr, uint64_t len)
 {
-	uint32_t i, n;
-	if (len == 0)
-		len = 1;
-	if (addr + len < addr)
-		return NULL;
-	n = gio_load_acquire(&map->count); /* pairs with the registrar's release of the count */
-	for (i = 0; i < n; i++) {
-		const struct gio_dma_region *r = &map->regions[i];
-		if (addr >= r->addr && addr - r->addr <= r->len && len <= r->len - (addr - r->addr))
-			return (char *)r->ptr + (addr - r->addr);
-	}
-	return NULL;
+	const struct gio_dma_region *r = gio_dma_map_region(map, addr, len);
+	return r ? (char *)r->ptr + (addr - r->addr) : NULL;
 }
 
 GIO_EXTERN_C_END

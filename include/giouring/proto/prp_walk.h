@@ -1,5 +1,5 @@
 /**
- * @file giouring/target/prp_walk.h
+ * @file giouring/proto/prp_walk.h
  * @brief The PRP walker: what a controller transfers for a command's PRP1/PRP2, or why it refuses.
  *
  * The controller side of giouring/proto/prp_build.h (NVM Express Base Specification 2.0c, "Physical
@@ -23,7 +23,7 @@
 
 #include "../config.h"
 #include "dma_map.h"
-#include "../proto/dptr.h"
+#include "dptr.h"
 #include "../nvme/cqe.h"
 #include "../nvme/prp.h"
 #include "../nvme/sqe.h"
@@ -78,17 +78,30 @@ GIO_HD uint16_t gio_prp_walk(const struct gio_sqe *sqe, uint64_t xfer_len,
 		return bad_offset;
 	list = prp2;
 	left_in_page = (pg - (list & mask)) / GIO_PRP_ENTRY_BYTES;
+	const unsigned char *run = NULL; /* where the entries of this list page from `list` on are */
+	uint64_t run_left = 0;            /* how many of them `run` covers */
 	while (len > 0) {
 		gio_prp_entry e;
-		const void *p = gio_dma_map_find(map, list, sizeof(e));
-		if (p == NULL)
-			return GIO_SF(GIO_SCT_GENERIC, GIO_SC_DATA_XFER_ERROR);
-		memcpy(&e, p, sizeof(e));
+		if (run_left == 0) {
+			/* One lookup for the entries this list page is read for (the lookup is linear in
+			 * the regions); entry by entry where they are not all in one region, so that a
+			 * fault names the first unregistered entry. */
+			const uint64_t pages = (len + pg - 1) / pg;
+			const uint64_t want = pages < left_in_page ? pages : left_in_page;
+			run = (const unsigned char *)gio_dma_map_find(map, list, want * sizeof(e));
+			run_left = run ? want : 1;
+			if (!run && (run = (const unsigned char *)gio_dma_map_find(map, list, sizeof(e))) == NULL)
+				return gio__xfer_fault(out, list);
+		}
+		memcpy(&e, run, sizeof(e));
+		run += sizeof(e);
+		run_left--;
 		if (e & mask)
 			return bad_offset;
 		if (left_in_page == 1 && len > pg) { /* the last slot chains to the next list page */
 			list = e;
 			left_in_page = pg / GIO_PRP_ENTRY_BYTES;
+			run_left = 0;
 			continue;
 		}
 		take = len < pg ? len : pg;

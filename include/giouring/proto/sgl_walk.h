@@ -1,5 +1,5 @@
 /**
- * @file giouring/target/sgl_walk.h
+ * @file giouring/proto/sgl_walk.h
  * @brief The SGL walker: what a controller transfers for a command's SGL, or why it refuses it.
  *
  * The controller side of giouring/proto/sgl_build.h: it follows DPTR's SGL1 descriptor through
@@ -20,10 +20,12 @@
  *   SGL Descriptor Type Invalid; the Offset sub type gives SGL Offset Invalid.
  * - With SGLS support value 2, a Data Block's address and length must be multiples of 4, else
  *   SGL Data Block Granularity Invalid.
- * - Fewer bytes than the transfer: Data SGL Length Invalid. A descriptor longer than what remains
- *   is used in part (as QEMU does); non-empty descriptors after the transfer is covered are
- *   ignored when SGLS has GIO_SGLS_OVERSIZE, else Data SGL Length Invalid. An address range that wraps: Data SGL
- *   Length Invalid.
+ * - Fewer bytes than the transfer: Data SGL Length Invalid. More (SGLS bit 18, GIO_SGLS_OVERSIZE,
+ *   clear: "the SGL length shall be equal to the amount of data to be transferred"): a descriptor
+ *   longer than what remains, or a non-empty descriptor after the transfer is covered, gives Data
+ *   SGL Length Invalid. With GIO_SGLS_OVERSIZE the first is used in part and the rest ignored.
+ *   QEMU's controller uses a longer descriptor in part even without the bit; refusing it finds
+ *   the host's length bug. An address range that wraps: Data SGL Length Invalid.
  * - Segment memory outside every registered region: Data Transfer Error (without DNR, as a DMA
  *   fault would give). Every other error sets DNR.
  * - Chains are bounded: more than gio_dptr_max_segments() segments (GIO_SGL_DEFAULT_MAX_SEGMENTS
@@ -39,7 +41,7 @@
 
 #include "../config.h"
 #include "dma_map.h"
-#include "../proto/dptr.h"
+#include "dptr.h"
 #include "../nvme/cqe.h"
 #include "../nvme/identify.h"
 #include "../nvme/sgl.h"
@@ -110,6 +112,8 @@ GIO_HD uint16_t gio__sgl_walk_data(struct gio__sgl_walk *w, const struct gio_sgl
 		if (gio_dptr_sgl_support(w->caps) == GIO_SGLS_SUPPORT_DWORD && ((d->addr | d->len) & 3u))
 			return GIO__SF_DNR(GIO_SC_SGL_INVALID_GRANULARITY);
 	}
+	if (d->len > w->remaining && !(w->caps->sgls & GIO_SGLS_OVERSIZE))
+		return GIO__SF_DNR(GIO_SC_SGL_INVALID_DATA_LEN);
 	take = d->len < w->remaining ? d->len : w->remaining;
 	st = gio__xfer_push(w->out, flags ? 0 : d->addr, take, flags);
 	if (st)
@@ -178,7 +182,7 @@ GIO_HD uint16_t gio_sgl_walk(const struct gio_sqe *sqe, uint64_t xfer_len, int i
 				return GIO__SF_DNR(GIO_SC_SGL_INVALID_DATA_LEN);
 			seg = (const unsigned char *)gio_dma_map_find(map, d.addr, d.len);
 			if (seg == NULL)
-				return GIO_SF(GIO_SCT_GENERIC, GIO_SC_DATA_XFER_ERROR);
+				return gio__xfer_fault(out, d.addr);
 			/* Byte copies: the walker reads segments of any alignment safely. */
 			memcpy(&tail, seg + (ndesc - 1) * GIO_SGL_DESC_BYTES, sizeof(tail));
 			chains = gio__sgl_is_segment(&tail);
