@@ -14,10 +14,12 @@
 # CMake then finds liburing there. Catch2 is not needed: the host tests are not built here.
 #
 # Environment:
-#   GIO_GPU_STAGES  which stages (default: tests sanitize cmdrate restore file)
+#   GIO_GPU_STAGES  which stages (default: tests sanitize cmdrate check restore file)
 #     tests     ctest -L gpu (not sanitize, not bench): tests/gpu/test_*.cu and the GPU examples
 #     sanitize  ctest -L sanitize: memcheck and racecheck of the tests in GIOURING_GPU_SANITIZE
 #     cmdrate   bench_gpu_cmdrate: NVMe commands/s from GPU warps, rings in HBM and host memory
+#     check     what checked submission (URI check=1) costs: bench_gpu_cmdrate --check, bench_check
+#     probe     probe_cuda_blocking: which CUDA calls wait behind a kernel that never ends
 #     restore   bench_kv_restore at 32K and 128K tokens beside every baseline
 #     file      bench_gpu_file: the file target's CPU executor fed by GPU warps
 #     quick     the GPU benches' smoke runs (ctest -L bench, not cpu_rings), instead of the three
@@ -27,7 +29,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:-${OUT:-gpu-out}}
-stages=" ${GIO_GPU_STAGES:-tests sanitize cmdrate restore file} "
+stages=" ${GIO_GPU_STAGES:-tests sanitize cmdrate check restore file} "
 build=${GIO_GPU_BUILD:-build-gpu}
 mkdir -p "$out"
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -121,6 +123,16 @@ if want cmdrate; then
 	bench cmdrate cmdrate.md timeout 400 "$b/bench_gpu_cmdrate" --seconds 0.3 --points "$pts" --json "$out/json/cmdrate.json"
 	bench cmdrate.profile cmdrate-profile.md timeout 120 "$b/bench_gpu_cmdrate" --seconds 0.3 --profile --no-ceiling \
 		--points hbm:2:16,hbm:32:64,host:2:16,host:8:16,host:32:16
+fi
+if want check; then
+	# Checked submission: what URI check=1 costs, on the GPU (each point with and without) and on
+	# a CPU thread of this machine.
+	bench cmdrate.check cmdrate-check.md timeout 120 "$b/bench_gpu_cmdrate" --seconds 0.3 --check --no-ceiling \
+		--points hbm:2:16,hbm:8:16,hbm:32:64,host:2:16
+	bench check.cpu check-cpu.md timeout 120 "$b/bench_check" --reps 5
+fi
+if want probe; then
+	bench probe.cuda-blocking cuda-blocking.md timeout 120 "$b/probe_cuda_blocking" --wait-ms 1500
 fi
 if want restore; then
 	for t in 32K 128K; do
