@@ -14,6 +14,8 @@
 #include "../internal.h"
 
 #define GIO__ADMIN_DEPTH 32u
+/* The software target's emulated BAR0, in whole pages (cudaHostRegister takes pages). */
+#define GIO__BAR_BYTES ((sizeof(struct gio_tgt_bar) + 4095) & ~(size_t)4095)
 #define GIO__MAX_REGIONS 1024u
 #define GIO__MAX_QPS GIO_TGT_MAX_IO_QUEUES
 #define GIO__ADMIN_TIMEOUT_NS (5ull * 1000000000ull)
@@ -43,6 +45,12 @@ struct gio__qp_mem {
 	uint32_t qid;
 	void *pinned_base;         /* pinned: the one allocation holding sq, cq and slots */
 	void *hbm_base;            /* GIO_CTX_QP_HBM: the GPU allocation holding sq and cq */
+	/* GIO_CTX_QP_HBM: the queue pair's non-blocking stream, on the GPU current at its creation:
+	 * hbm_base is allocated, zeroed and (cudaFreeAsync) released on it, since cudaFree waits
+	 * for every kernel on the device. hbm_async 0: cudaMalloc'd (a runtime without
+	 * cudaMallocAsync), released with cudaFree. */
+	void *hbm_stream;
+	uint8_t hbm_async;
 	/* GIO_CTX_QP_DB_PROXY: the ring writes these shadow words; the proxy thread mirrors them to
 	 * the controller's doorbells (hw_db), the SQ tail in [0], the CQ head in [1]. */
 	uint32_t *shadow; /* shadow_host, or after the slots in pinned memory (GPU producers) */
@@ -70,7 +78,11 @@ struct gio_ctx {
 	struct gio__devcopy cuda_dc; /* the CUDA copy engine, filled at the first device region */
 	int dev_ordinal;             /* GPU of every device region */
 	int dc_injected;             /* gio__ctx_set_devcopy() replaced it */
-	int bar_mapped;              /* the software target's BAR0 is registered with CUDA (GPU producers) */
+	/* The software target's BAR0 (GPU producers): registered with CUDA (cudaHostRegister, or
+	 * taken registered from the pinned cache at open), and whether the GPU reaches it at the
+	 * CPU's address (0 untried, 1 yes, -1 no). A registered one goes back to the cache at close. */
+	int bar_registered;
+	int bar_mapped;
 	int mmio_gpu;                /* nvme-pci BAR0 for GPU threads: 0 untried, 1 registered, -1 refused */
 	int proxy_noticed;           /* the fallback to the proxy was reported once */
 	char mmio_gpu_why[256];      /* why it was refused */

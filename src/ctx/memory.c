@@ -226,9 +226,11 @@ static int devcopy_cuda(struct gio_ctx *c, void *ptr, size_t len)
 				 "cudaStreamQuery, cudaStreamDestroy, cudaPointerGetAttributes or cudaSetDevice");
 	memset(&attr, 0, sizeof(attr));
 	e = rt->pointer_attributes(&attr, ptr);
-	if (e || attr.a.type != GIO__CUDA_MEMORY_TYPE_DEVICE)
-		return gio__fail(-EINVAL, "giouring: %p is not GPU memory (cudaPointerGetAttributes: %s, type %d); register host "
-				 "memory with gio_ctx_register()", ptr, e ? gio__cuda_err(e) : "ok", attr.a.type);
+	if (e)
+		return gio__cuda_fail(e, "device memory at %p: cudaPointerGetAttributes", ptr);
+	if (attr.a.type != GIO__CUDA_MEMORY_TYPE_DEVICE)
+		return gio__fail(-EINVAL, "giouring: %p is not GPU memory (cudaPointerGetAttributes: type %d); register host "
+				 "memory with gio_ctx_register()", ptr, attr.a.type);
 	if (c->dev_map.count && attr.a.device != c->dev_ordinal)
 		return gio__fail(-EINVAL, "giouring: %p is on GPU %d, earlier device regions on GPU %d: one GPU per context "
 				 "in this release", ptr, attr.a.device, c->dev_ordinal);

@@ -101,7 +101,15 @@ static int start_software_target(struct gio_ctx *c, const struct params *p)
 	cfg.max_io_queues = (uint16_t)p->queues;
 	cfg.mqes = (uint16_t)p->mqes;
 	cfg.nsze = c->size / p->lba;
-	c->bar = aligned_alloc(4096, (sizeof(*c->bar) + 4095) & ~(size_t)4095);
+	/* A BAR0 a closed context left registered with CUDA first (GPU producers map it without a
+	 * new registration); the cache holds one only where the runtime is loaded already. */
+	{
+		int e;
+		c->bar = gio__pinned_get(&gio__cudart_registered, GIO__BAR_BYTES, &e);
+		c->bar_registered = c->bar != NULL;
+	}
+	if (!c->bar)
+		c->bar = aligned_alloc(4096, GIO__BAR_BYTES);
 	if (!c->bar)
 		return gio__fail(-ENOMEM, "giouring: no memory for registers");
 	c->be.bar = c->bar;
@@ -348,7 +356,10 @@ int gio_ctx_close(struct gio_ctx *c)
 		}
 	}
 	/* Unmaps DMA (unpinning) before the memory below is freed. */
-	if (c->mmio_gpu > 0) /* before BAR0 is unmapped */
+	/* Before BAR0 is unmapped. This one waits while any kernel runs on the device
+	 * (cudaHostUnregister): the mapping goes with the VFIO device right below, so it cannot
+	 * wait in the pinned cache (docs/design.md, "Bounded CUDA calls"). */
+	if (c->mmio_gpu > 0)
 		(void)gio__cudart()->host_unregister(c->be.bar);
 	if (c->be.close)
 		c->be.close(c->be.priv);
@@ -365,9 +376,14 @@ int gio_ctx_close(struct gio_ctx *c)
 	free(c->admin_cq);
 	free(c->admin_slots);
 	free(c->idbuf);
-	if (c->bar_mapped)
+	/* A registered BAR0 goes to the pinned cache, registered: cudaHostUnregister waits while any
+	 * kernel runs on the device (gio_cuda_trim() releases it; a later context reuses it). */
+	if (!c->bar_registered) {
+		free(c->bar);
+	} else if (gio__pinned_put(c->bar)) { /* not in the cache's records: cannot happen, but never free it registered */
 		(void)gio__cudart()->host_unregister(c->bar);
-	free(c->bar);
+		free(c->bar);
+	}
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 	return rc;

@@ -17,14 +17,26 @@
 #include "../cuda/cudart.h"
 #include "ctx.h"
 
+/* Polls stream until its work is done, within timeout_ns: 0, GIO__CUDA_ERR_NOT_READY at the
+ * deadline, or the CUDA error of the work. */
+static int stream_wait(const struct gio__cudart *rt, void *stream, uint64_t timeout_ns)
+{
+	const uint64_t deadline = gio_deadline_in(timeout_ns);
+	int e;
+	while ((e = rt->stream_query(stream)) == GIO__CUDA_ERR_NOT_READY && !gio_deadline_passed(deadline))
+		gio_host_sleep_ns(100000);
+	return e;
+}
+
 /* GIO_CTX_QP_HBM: the SQ and CQ in one GPU allocation (on the calling thread's current GPU),
- * zeroed on a non-blocking stream (a persistent kernel already running must not hold this up),
- * and mapped for the controller through the HBM provider; c->lock held. */
+ * made and zeroed on a non-blocking stream of the queue pair (a persistent kernel already running
+ * must not hold this up, nor the release at destroy: cudaFreeAsync on the same stream), and
+ * mapped for the controller through the HBM provider; c->lock held. */
 static int hbm_queues(struct gio_ctx *c, struct gio__qp_mem *m, size_t sq_bytes, size_t cq_bytes)
 {
+	static int noticed;
 	const size_t len = sq_bytes + cq_bytes;
-	void *stream = NULL;
-	uint64_t addr, deadline;
+	uint64_t addr;
 	const struct gio__cudart *rt = gio__cudart();
 	int e, fd, rc;
 	if (!rt)
@@ -33,24 +45,38 @@ static int hbm_queues(struct gio_ctx *c, struct gio__qp_mem *m, size_t sq_bytes,
 	    !rt->stream_query || !rt->stream_destroy)
 		return gio__fail(-ENODEV, "giouring: GIO_CTX_QP_HBM: libcudart.so lacks cudaMalloc, cudaFree, cudaMemsetAsync "
 				 "or the stream calls");
-	if ((e = rt->dev_malloc(&m->hbm_base, len + 4095))) {
+	if ((e = rt->stream_create(&m->hbm_stream, GIO__CUDA_STREAM_NON_BLOCKING))) {
+		m->hbm_stream = NULL;
+		return gio__cuda_fail(e, "GIO_CTX_QP_HBM: cudaStreamCreateWithFlags");
+	}
+	if (rt->malloc_async && rt->free_async) {
+		e = rt->malloc_async(&m->hbm_base, len + 4095, m->hbm_stream);
+		m->hbm_async = 1;
+	} else {
+		/* A runtime older than CUDA 11.2: cudaMalloc, and at destroy cudaFree, which waits while
+		 * any kernel runs on the device. Said once. */
+		if (!__atomic_exchange_n(&noticed, 1, __ATOMIC_RELAXED))
+			fprintf(stderr, "giouring: notice: libcudart.so has no cudaMallocAsync/cudaFreeAsync (CUDA < 11.2): "
+				"GIO_CTX_QP_HBM queues are released with cudaFree, which waits while any kernel runs\n");
+		e = rt->dev_malloc(&m->hbm_base, len + 4095);
+	}
+	if (e) {
 		m->hbm_base = NULL;
-		return gio__fail(-ENOMEM, "giouring: GIO_CTX_QP_HBM: cudaMalloc of %zu bytes: %s", len + 4095, gio__cuda_err(e));
+		return gio__cuda_fail(e, "GIO_CTX_QP_HBM: %s of %zu bytes", m->hbm_async ? "cudaMallocAsync" : "cudaMalloc",
+				      len + 4095);
 	}
 	/* Queues start on 4 KiB (Create I/O SQ/CQ) and a dma-buf covers whole pages. */
 	m->sq = (void *)(((uintptr_t)m->hbm_base + 4095) & ~(uintptr_t)4095);
 	m->cq = (char *)m->sq + sq_bytes;
-	if ((e = rt->stream_create(&stream, GIO__CUDA_STREAM_NON_BLOCKING)))
-		return gio__fail(-EIO, "giouring: GIO_CTX_QP_HBM: cudaStreamCreateWithFlags: %s", gio__cuda_err(e));
-	e = rt->memset_async(m->sq, 0, len, stream);
-	deadline = gio_deadline_in(GIO__DEVCOPY_TIMEOUT_NS);
-	while (!e && (e = rt->stream_query(stream)) == GIO__CUDA_NOT_READY && !gio_deadline_passed(deadline))
-		gio_host_sleep_ns(100000);
-	(void)rt->stream_destroy(stream);
-	if (e == GIO__CUDA_NOT_READY)
+	/* The allocation and the zeroing done before the controller (and the GPU producers, on
+	 * their own streams) see the memory. */
+	e = rt->memset_async(m->sq, 0, len, m->hbm_stream);
+	if (!e)
+		e = stream_wait(rt, m->hbm_stream, GIO__DEVCOPY_TIMEOUT_NS);
+	if (e == GIO__CUDA_ERR_NOT_READY)
 		return gio__fail(-ETIME, "giouring: GIO_CTX_QP_HBM: zeroing the queues did not finish within 10 s");
 	if (e)
-		return gio__fail(-EIO, "giouring: GIO_CTX_QP_HBM: cudaMemsetAsync: %s", gio__cuda_err(e));
+		return gio__cuda_fail(e, "GIO_CTX_QP_HBM: zeroing the queues (cudaMemsetAsync)");
 	if ((rc = gio__gpu_dmabuf(m->sq, len, &fd)))
 		return rc;
 	rc = gio__add_region_locked(c, m->sq, len, fd, 0, 1, &addr);
@@ -61,6 +87,22 @@ static int hbm_queues(struct gio_ctx *c, struct gio__qp_mem *m, size_t sq_bytes,
 	m->sq_addr = addr;
 	m->cq_addr = addr + sq_bytes;
 	return 0;
+}
+
+/* Releases a queue pair's GPU memory without waiting for kernels: cudaFreeAsync on its stream,
+ * a bounded wait for it, then the stream (destroying a stream with work queued returns at once;
+ * the runtime finishes the work). */
+static void hbm_free(struct gio__qp_mem *m)
+{
+	const struct gio__cudart *rt = gio__cudart(); /* loaded: it made the memory */
+	if (m->hbm_base && m->hbm_async)
+		(void)rt->free_async(m->hbm_base, m->hbm_stream);
+	else if (m->hbm_base)
+		(void)rt->dev_free(m->hbm_base);
+	if (m->hbm_stream) {
+		(void)stream_wait(rt, m->hbm_stream, 1000000000ull);
+		(void)rt->stream_destroy(m->hbm_stream);
+	}
 }
 
 /* Direct GPU doorbells on a real controller: BAR0 registered with the GPU as I/O memory
@@ -87,7 +129,8 @@ static int mmio_map_for_gpu(struct gio_ctx *c)
 	/* cudaHostRegisterPortable (1) | cudaHostRegisterMapped (2) | cudaHostRegisterIoMemory (4). */
 	e = rt->host_register(c->be.bar, c->be.bar_len, 1u | 2u | 4u);
 	if (e) {
-		snprintf(c->mmio_gpu_why, sizeof(c->mmio_gpu_why), "cudaHostRegister(BAR0, IoMemory): %s", gio__cuda_err(e));
+		snprintf(c->mmio_gpu_why, sizeof(c->mmio_gpu_why), "cudaHostRegister(BAR0, IoMemory): %s: %s", gio__cuda_name(e),
+			 gio__cuda_err(e));
 		return -EOPNOTSUPP;
 	}
 	e = rt->host_get_device_pointer(&dev, c->be.bar, 0);
@@ -104,27 +147,40 @@ static int mmio_map_for_gpu(struct gio_ctx *c)
 /* GPU producers of a software target's queue pair write its doorbells, which live in the
  * emulated BAR0 (ordinary host memory): pin it and map it for the GPU, once, at the address the
  * CPU uses (unified addressing), so that the doorbell pointers in struct gio_qp hold on both
- * sides. c->lock held. */
+ * sides. The registration is handed to the pinned cache: close gives it back there instead of
+ * unregistering (cudaHostUnregister waits while any kernel runs), and a later context's BAR0
+ * reuses it, registered (open.c). c->lock held. */
 static int bar_map_for_gpu(struct gio_ctx *c)
 {
 	void *dev = NULL;
 	int e;
-	if (c->bar_mapped || !c->bar)
+	if (c->bar_mapped > 0 || !c->bar)
 		return 0;
+	if (c->bar_mapped < 0)
+		return gio__fail(-EOPNOTSUPP, "giouring: the GPU maps the target's doorbells at another address: GPU producers "
+				 "need unified addressing");
 	const struct gio__cudart *rt = gio__cudart();
 	if (!rt || !rt->host_register || !rt->host_unregister || !rt->host_get_device_pointer)
 		return gio__fail(-ENODEV, "giouring: cannot map the target's doorbells for the GPU: %s",
 				 rt ? "libcudart.so lacks cudaHostRegister/cudaHostGetDevicePointer" : gio__cudart_why());
-	/* cudaHostRegisterPortable (1) | cudaHostRegisterMapped (2). */
-	e = rt->host_register(c->bar, (sizeof(*c->bar) + 4095) & ~(size_t)4095, 1u | 2u);
-	if (e)
-		return gio__fail(-ENODEV, "giouring: cannot map the target's doorbells for the GPU: cudaHostRegister: %s",
-				 gio__cuda_err(e));
+	if (!c->bar_registered) {
+		/* The cache's record first: once registered, the BAR must not go back to free(). */
+		if (gio__pinned_track(&gio__cudart_registered, c->bar, GIO__BAR_BYTES))
+			return gio__fail(-ENOMEM, "giouring: no memory to track the registration of the target's doorbells");
+		/* cudaHostRegisterPortable (1) | cudaHostRegisterMapped (2). */
+		e = rt->host_register(c->bar, GIO__BAR_BYTES, 1u | 2u);
+		if (e) {
+			(void)gio__pinned_forget(c->bar);
+			return gio__cuda_fail(e, "cannot map the target's doorbells for the GPU: cudaHostRegister");
+		}
+		c->bar_registered = 1; /* close gives it to the cache, registered */
+	}
 	e = rt->host_get_device_pointer(&dev, c->bar, 0);
 	if (e || dev != (void *)c->bar) {
-		(void)rt->host_unregister(c->bar);
-		return gio__fail(-EOPNOTSUPP, "giouring: the GPU maps the target's doorbells at another address (%p, not %p): "
-				 "GPU producers need unified addressing", dev, (void *)c->bar);
+		c->bar_mapped = -1;
+		return gio__fail(-EOPNOTSUPP, "giouring: the GPU maps the target's doorbells at another address (%p, not %p%s%s): "
+				 "GPU producers need unified addressing", dev, (void *)c->bar, e ? "; " : "",
+				 e ? gio__cuda_name(e) : "");
 	}
 	c->bar_mapped = 1;
 	return 0;
@@ -152,12 +208,11 @@ static void publish(struct gio_ctx *c, struct gio__qp_mem *m)
 void gio__qp_free(struct gio__qp_mem *m)
 {
 	if (m->pinned) {
-		/* Pinned queue memory came from the runtime, which is loaded then. */
-		const struct gio__cudart *rt = gio__cudart();
-		if (rt && m->pinned_base)
-			rt->free_host(m->pinned_base);
-		if (rt && m->hbm_base)
-			(void)rt->dev_free(m->hbm_base);
+		/* To the pinned cache, not cudaFreeHost: a persistent kernel may run on other queue
+		 * pairs (giouring/host/ctx.h, gio_cuda_trim()). */
+		if (m->pinned_base)
+			(void)gio__pinned_put(m->pinned_base);
+		hbm_free(m);
 	} else {
 		free(m->sq);
 		free(m->cq);
@@ -391,19 +446,19 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 		 * doorbells of GIO_CTX_QP_DB_PROXY (both written by GPU threads). With GIO_CTX_QP_HBM
 		 * the queues are in GPU memory and this holds the slots and shadows alone: the library
 		 * initialises the slots and the proxy thread reads the shadows, from the CPU. */
-		m->pinned_base = gio__pinned_alloc((hbm ? 0 : sq_bytes + cq_bytes) + slot_bytes + 4095);
-		if (m->pinned_base && hbm) {
+		rc = gio__pinned_alloc((hbm ? 0 : sq_bytes + cq_bytes) + slot_bytes + 4095, "pinned queue memory",
+				       &m->pinned_base);
+		if (rc) { /* nothing allocated: give everything back */
+			free(m);
+			pthread_mutex_unlock(&c->lock);
+			return rc;
+		}
+		if (hbm) {
 			m->slots = m->pinned_base;
-		} else if (m->pinned_base) {
+		} else {
 			m->sq = (void *)(((uintptr_t)m->pinned_base + 4095) & ~(uintptr_t)4095);
 			m->cq = (char *)m->sq + sq_bytes;
 			m->slots = (char *)m->cq + cq_bytes;
-		}
-		if (!m->slots) { /* nothing allocated: give everything back */
-			free(m);
-			pthread_mutex_unlock(&c->lock);
-			return gio__fail(-ENODEV, "giouring: no pinned queue memory: %s",
-					 gio__cudart_why()[0] ? gio__cudart_why() : "cudaHostAlloc failed");
 		}
 		if (hbm) {
 			rc = hbm_queues(c, m, sq_bytes, cq_bytes);

@@ -2,9 +2,13 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "../internal.h"
 #include "cudart.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -35,12 +39,15 @@ static void load(void)
 	*(void **)&rt.set_device = dlsym(h, "cudaSetDevice");
 	*(void **)&rt.get_device = dlsym(h, "cudaGetDevice");
 	*(void **)&rt.error_string = dlsym(h, "cudaGetErrorString");
+	*(void **)&rt.error_name = dlsym(h, "cudaGetErrorName");
 	*(void **)&rt.host_register = dlsym(h, "cudaHostRegister");
 	*(void **)&rt.host_unregister = dlsym(h, "cudaHostUnregister");
 	*(void **)&rt.host_get_device_pointer = dlsym(h, "cudaHostGetDevicePointer");
 	*(void **)&rt.dev_malloc = dlsym(h, "cudaMalloc");
 	*(void **)&rt.dev_free = dlsym(h, "cudaFree");
 	*(void **)&rt.memset_async = dlsym(h, "cudaMemsetAsync");
+	*(void **)&rt.malloc_async = dlsym(h, "cudaMallocAsync");
+	*(void **)&rt.free_async = dlsym(h, "cudaFreeAsync");
 	if (!rt.get_device_count || !rt.host_alloc || !rt.free_host) {
 		snprintf(why, sizeof(why), "libcudart.so lacks cudaGetDeviceCount, cudaHostAlloc or cudaFreeHost");
 		return;
@@ -70,15 +77,67 @@ const char *gio__cuda_err(int e)
 	return c && c->error_string ? c->error_string(e) : "CUDA error";
 }
 
-void *gio__pinned_alloc(size_t len)
+const char *gio__cuda_name(int e)
+{
+	static _Thread_local char unnamed[32];
+	const struct gio__cudart *c = gio__cudart();
+	if (c && c->error_name)
+		return c->error_name(e);
+	snprintf(unnamed, sizeof(unnamed), "CUDA error %d", e);
+	return unnamed;
+}
+
+int gio__cuda_fail(int e, const char *fmt, ...)
 {
 	const struct gio__cudart *c = gio__cudart();
-	void *p = NULL;
+	va_list ap;
+	int rc;
+	va_start(ap, fmt);
+	rc = gio__cuda_vfail_named(e, c && c->error_name ? c->error_name(e) : NULL, c && c->error_string ? c->error_string(e) : NULL,
+				   fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int pinned_alloc(void **p, size_t len)
+{
+	const struct gio__cudart *c = gio__cudart();
 	/* cudaHostAllocPortable (1) | cudaHostAllocMapped (2): visible to every context, mapped. */
-	if (!c || c->host_alloc(&p, len, 1u | 2u) != 0)
-		return NULL;
-	memset(p, 0, len);
-	return p;
+	return c ? c->host_alloc(p, len, 1u | 2u) : GIO__CUDA_ERR_NO_DEVICE;
+}
+
+static int pinned_release(void *p, size_t len)
+{
+	(void)len;
+	return gio__cudart()->free_host(p); /* loaded: it made the block */
+}
+
+const struct gio__pinned_ops gio__cudart_pinned = {"cudaHostAlloc (libcudart.so)", pinned_alloc, pinned_release};
+
+static int registered_release(void *p, size_t len)
+{
+	const struct gio__cudart *c = gio__cudart();
+	const int e = c->host_unregister(p); /* loaded: it registered the block */
+	(void)len;
+	if (e == 0)
+		free(p);
+	return e; /* still registered: the memory cannot go back to malloc */
+}
+
+const struct gio__pinned_ops gio__cudart_registered = {"cudaHostRegister (libcudart.so)", NULL, registered_release};
+
+int gio__pinned_alloc(size_t len, const char *what, void **p)
+{
+	int e;
+	*p = NULL;
+	if (!gio__cudart())
+		return gio__fail(-ENODEV, "giouring: %s: %s", what, gio__cudart_why());
+	*p = gio__pinned_get(&gio__cudart_pinned, len, &e);
+	if (*p)
+		return 0;
+	if (e < 0)
+		return gio__fail(-ENOMEM, "giouring: %s: no memory to track %zu bytes of pinned memory", what, len);
+	return gio__cuda_fail(e, "%s: cudaHostAlloc of %zu bytes", what, len);
 }
 
 void gio__pinned_free(void *p, size_t len)

@@ -5,6 +5,11 @@
 
 #include <stddef.h>
 
+#include "cuda_errno.h"
+#include "pinned.h"
+
+GIO_EXTERN_C_BEGIN
+
 /* The entry points used; optional ones are NULL where the runtime lacks them. */
 struct gio__cudart {
 	int (*get_device_count)(int *);
@@ -19,6 +24,7 @@ struct gio__cudart {
 	int (*set_device)(int);
 	int (*get_device)(int *);
 	const char *(*error_string)(int);
+	const char *(*error_name)(int); /* cudaGetErrorName; optional */
 	int (*host_register)(void *, size_t, unsigned int);
 	int (*host_unregister)(void *);
 	int (*host_get_device_pointer)(void **, void *, unsigned int);
@@ -26,10 +32,13 @@ struct gio__cudart {
 	int (*dev_malloc)(void **, size_t);
 	int (*dev_free)(void *);
 	int (*memset_async)(void *, int, size_t, void *);
+	/* Stream-ordered allocation (CUDA 11.2 on; optional): unlike cudaFree, cudaFreeAsync does
+	 * not wait for kernels running on the device. */
+	int (*malloc_async)(void **, size_t, void *);
+	int (*free_async)(void *, void *);
 };
 
-/* Numbers of the CUDA runtime API used without its headers. */
-#define GIO__CUDA_NOT_READY 600          /* cudaErrorNotReady */
+/* Numbers of the CUDA runtime API used without its headers (errors: cuda_errno.h). */
 #define GIO__CUDA_MEMCPY_DEFAULT 4       /* cudaMemcpyDefault: direction from the unified addresses */
 #define GIO__CUDA_STREAM_NON_BLOCKING 1u /* cudaStreamNonBlocking */
 #define GIO__CUDA_MEMORY_TYPE_UNREGISTERED 0 /* cudaMemoryTypeUnregistered: pageable host memory */
@@ -42,11 +51,31 @@ const struct gio__cudart *gio__cudart(void);
 /* Why gio__cudart() returned NULL. */
 const char *gio__cudart_why(void);
 
-/* The runtime's name for error @e. */
+/* The runtime's description of error @e (cudaGetErrorString). */
 const char *gio__cuda_err(int e);
 
-/* Pinned, GPU-mapped, zeroed host memory, or NULL (gio__cudart_why() names a missing runtime). */
-void *gio__pinned_alloc(size_t len);
+/* The runtime's name of error @e (cudaGetErrorName), or "CUDA error <e>" where it lacks one. */
+const char *gio__cuda_name(int e);
+
+/* gio__cuda_fail_named() with the loaded runtime's name and description of @e: the message
+ * "giouring: <what>: <name>: <string>", and gio_cuda_errno(e) returned. */
+int gio__cuda_fail(int e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Pinned host memory of the dlopen'ed runtime: cudaHostAlloc (portable, mapped), released with
+ * cudaFreeHost (gio_cuda_trim()). */
+extern const struct gio__pinned_ops gio__cudart_pinned;
+
+/* Host memory from aligned_alloc registered with cudaHostRegister (portable, mapped), handed to
+ * the cache with gio__pinned_track(); released with cudaHostUnregister, then free. Requests only
+ * reuse cached blocks (no alloc). */
+extern const struct gio__pinned_ops gio__cudart_registered;
+
+/* Pinned, GPU-mapped, zeroed host memory of at least len bytes from the cache (gio__cudart_pinned):
+ * 0 and *p, or -errno with a message naming @what (no runtime: -ENODEV; a CUDA error as
+ * gio_cuda_errno() maps it). Give it back with gio__pinned_put(). */
+int gio__pinned_alloc(size_t len, const char *what, void **p);
+
+GIO_EXTERN_C_END
 
 /* Releases what gio__pinned_alloc() returned (len bytes); NULL is ignored. */
 void gio__pinned_free(void *p, size_t len);

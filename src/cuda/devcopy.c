@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include <giouring/host/ctx.h>
+
 #include "../exec/devcopy.h"
 #include "cudart.h"
 #include "devcopy.h"
@@ -16,8 +18,8 @@ static int stream_create(void *priv, void **stream)
 	if (e == 0)
 		e = rt->stream_create(stream, GIO__CUDA_STREAM_NON_BLOCKING);
 	if (e) {
-		fprintf(stderr, "giouring: executor: cannot make a copy stream: %s\n", gio__cuda_err(e));
-		return -EIO;
+		fprintf(stderr, "giouring: executor: cannot make a copy stream: %s: %s\n", gio__cuda_name(e), gio__cuda_err(e));
+		return gio_cuda_errno(e);
 	}
 	return 0;
 }
@@ -38,9 +40,9 @@ static int copy(void *priv, void *stream, void *dst, const void *src, size_t len
 		selected = *(const int *)priv;
 	e = rt->memcpy_async(dst, src, len, GIO__CUDA_MEMCPY_DEFAULT, stream);
 	if (e) {
-		fprintf(stderr, "giouring: executor: cudaMemcpyAsync %s of %zu bytes: %s\n", to_dev ? "to the GPU" : "from the GPU",
-			len, gio__cuda_err(e));
-		return -EIO;
+		fprintf(stderr, "giouring: executor: cudaMemcpyAsync %s of %zu bytes: %s: %s\n", to_dev ? "to the GPU" : "from the GPU",
+			len, gio__cuda_name(e), gio__cuda_err(e));
+		return gio_cuda_errno(e);
 	}
 	return 0;
 }
@@ -51,24 +53,26 @@ static int query(void *priv, void *stream)
 	(void)priv;
 	if (e == 0)
 		return 0;
-	if (e == GIO__CUDA_NOT_READY)
+	if (e == GIO__CUDA_ERR_NOT_READY)
 		return -EAGAIN;
-	fprintf(stderr, "giouring: executor: a copy to or from the GPU failed: %s\n", gio__cuda_err(e));
-	return -EIO;
+	fprintf(stderr, "giouring: executor: a copy to or from the GPU failed: %s: %s\n", gio__cuda_name(e), gio__cuda_err(e));
+	return gio_cuda_errno(e);
 }
 
+/* From the process's pinned cache (pinned.h): cudaFreeHost would wait for every kernel on the
+ * device, and the executor replaces bounce buffers while GPU producers spin. Portable and
+ * mapped; page-aligned, so O_DIRECT takes it. */
 static void *host_alloc(void *priv, size_t len)
 {
-	void *p = NULL;
+	int e;
 	(void)priv;
-	/* Portable: pinned for every GPU context; page-aligned, so O_DIRECT takes it. */
-	return gio__cudart()->host_alloc(&p, len, 1u) == 0 ? p : NULL;
+	return gio__pinned_get(&gio__cudart_pinned, len, &e);
 }
 
 static void host_free(void *priv, void *p)
 {
 	(void)priv;
-	(void)gio__cudart()->free_host(p);
+	(void)gio__pinned_put(p);
 }
 
 void gio__devcopy_cuda(struct gio__devcopy *dc, int *ordinal, uint64_t timeout_ns)

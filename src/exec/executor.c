@@ -439,9 +439,11 @@ static uint16_t pbounce_setup(struct worker *w, struct pending *p)
 		p->pbounce_owned = 0;
 	}
 	if (p->pbounce_cap < p->io.bytes) {
-		/* Above the staging slot (MDTS of 0 or above 1 MiB): allocated here. A page-locked
-		 * allocation waits for work running on the GPU (CUDA's implicit synchronization), so
-		 * with producers spinning on the GPU it stalls until its copy deadline: keep MDTS. */
+		/* Above the staging slot (MDTS of 0 or above 1 MiB): allocated here. The CUDA copy
+		 * engine takes and gives back pinned memory through the process's cache
+		 * (src/cuda/pinned.h): cudaFreeHost of the old bounce would wait while GPU producers
+		 * spin, the allocation does not (measured on the H200); still, keep MDTS: a cache miss
+		 * costs a page-locked allocation under a batch's deadline. */
 		const size_t cap = (size_t)((p->io.bytes + 4095u) & ~(uint64_t)4095u);
 		unsigned char *b = dc->host_alloc(dc->priv, cap);
 		if (!b)

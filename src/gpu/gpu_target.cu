@@ -18,6 +18,7 @@
 #include <giouring/target/gpu_target.h>
 
 #include "../internal.h"
+#include "cuda_fail.cuh"
 
 /* The executor kernel: every warp runs gio_gpu_exec_loop(); exec_blocks blocks of exec_warps warps,
  * a block per SM (gio_gpu_one_block_per_sm()). */
@@ -28,13 +29,6 @@ __global__ void __launch_bounds__(GIO_GPU_EXEC_MAX_WARPS * 32) exec_kernel(struc
 			  gridDim.x * blockDim.x / 32u);
 }
 
-
-#define GIO__CUDA_TRY(call, what)                                                                           \
-	do {                                                                                                 \
-		cudaError_t e_ = (call);                                                                     \
-		if (e_ != cudaSuccess)                                                                       \
-			return gio__fail(-ENOMEM, "giouring: %s: %s (%s)", what, cudaGetErrorString(e_), #call);     \
-	} while (0)
 
 static void gpu_free(struct gio_gpu_target *g)
 {

@@ -5,6 +5,7 @@
 #include <giouring/host/launch.h>
 
 #include "../internal.h"
+#include "cuda_fail.cuh"
 
 int gio_gpu_preload(const void *kernel)
 {
@@ -13,7 +14,7 @@ int gio_gpu_preload(const void *kernel)
 	gio__clear_error();
 	e = cudaFuncGetAttributes(&fa, kernel);
 	if (e != cudaSuccess)
-		return gio__fail(-EINVAL, "giouring: gio_gpu_preload: cudaFuncGetAttributes: %s", cudaGetErrorString(e));
+		return gio__cuda_fail_rt(e, "gio_gpu_preload: cudaFuncGetAttributes");
 	return 0;
 }
 
@@ -33,7 +34,7 @@ int gio_gpu_one_block_per_sm(const void *kernel, size_t *smem)
 	if (e == cudaSuccess)
 		e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, want);
 	if (e != cudaSuccess)
-		return gio__fail(-EINVAL, "giouring: one block per SM: %s", cudaGetErrorString(e));
+		return gio__cuda_fail_rt(e, "one block per SM (cudaGetDevice, cudaDeviceGetAttribute, cudaFuncSetAttribute)");
 	*smem = (size_t)want;
 	return 0;
 }

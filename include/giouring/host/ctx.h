@@ -134,6 +134,13 @@ int gio_ctx_open(const char *uri, struct gio_ctx **out);
  * file system that stopped answering): close returns `-ETIME` and frees none of the context
  * (registers, queues, executor and backing store state), since that thread may come back and
  * touch any of it. Either way close returns within about 5 s on a software target.
+ *
+ * No CUDA call of close waits for kernels running on the device, with one exception: pinned
+ * queue memory, the copy engine's staging and a software target's registers registered for GPU
+ * producers go to the process's pinned cache (gio_cuda_trim()), and HBM queues are released
+ * with cudaFreeAsync; but `nvme-pci` BAR0 registered for direct GPU doorbells is unregistered
+ * (cudaHostUnregister, which waits while any kernel runs) before the device is closed, since the
+ * mapping goes with it. Close such a context when no kernel runs.
  */
 int gio_ctx_close(struct gio_ctx *ctx);
 
@@ -207,7 +214,8 @@ int gio_ctx_unregister(struct gio_ctx *ctx, const void *ptr);
  * @return 0, `-EINVAL` (NULL, empty, wrapping, overlapping a registered region, not device
  *         memory, or on another GPU than earlier device regions), `-ENOSPC` (region table full),
  *         `-ENODEV` (the CUDA runtime cannot be loaded or reports no GPU; the message says which),
- *         and for `nvme-pci` as gio_ctx_register_ex() with GIO_MEM_HBM (a dma-buf of the range
+ *         a CUDA error of the copy engine's streams or pinned staging as gio_cuda_errno() maps
+ *         it, and for `nvme-pci` as gio_ctx_register_ex() with GIO_MEM_HBM (a dma-buf of the range
  *         through iommufd; the address is then an IOVA, not @p dev_ptr).
  *
  * The CPU executor never dereferences this memory. Commands whose data segments lie in it move
@@ -287,7 +295,9 @@ const char *gio_ctx_iommu(const struct gio_ctx *ctx);
  *  target the emulated doorbells are registered with the GPU too (cudaHostRegister, once), so
  *  that GPU threads may use a device-memory copy of the returned struct gio_qp as it is (take
  *  the copy before any use, and then use the queue pair from the GPU alone). On `nvme-pci` the
- *  doorbells are direct where the GPU may write BAR0, else proxied (see GIO_CTX_QP_DB_PROXY). */
+ *  doorbells are direct where the GPU may write BAR0, else proxied (see GIO_CTX_QP_DB_PROXY).
+ *  The pinned memory comes from, and goes back to, the process's cache (gio_cuda_trim()): no
+ *  call on the way waits for kernels running on the device. */
 #define GIO_CTX_QP_PINNED 1u
 
 /**
@@ -317,7 +327,10 @@ const char *gio_ctx_iommu(const struct gio_ctx *ctx);
 /**
  * @brief gio_ctx_qp_create_ex() flag (`nvme-pci` with iommufd only): the SQ and CQ in GPU memory.
  *
- * The queues are allocated with cudaMalloc on the calling thread's current GPU, zeroed, and
+ * The queues are allocated with cudaMallocAsync on a non-blocking stream of the queue pair, on
+ * the calling thread's current GPU, zeroed there, and released at destroy with cudaFreeAsync on
+ * it, so that neither waits for kernels running on the device (a runtime older than CUDA 11.2
+ * has neither: cudaMalloc then, and cudaFree, which does wait, with a notice on stderr); and
  * mapped for the controller like GIO_MEM_HBM data (a dma-buf of the range from the CUDA driver,
  * imported with IOMMU_IOAS_MAP_FILE): GPU producers then write SQEs and read CQEs in HBM, and the
  * controller reaches both across PCIe. The command slots and the proxy's shadow doorbells stay
@@ -354,7 +367,9 @@ int gio_ctx_qp_create(struct gio_ctx *ctx, uint32_t depth, struct gio_qp **qp);
  *               GIO_CTX_QP_HBM, and at most one of GIO_CTX_QP_DB_PROXY and GIO_CTX_QP_DB_DIRECT.
  * @param qp     receives the queue pair, owned by the context.
  * @return as gio_ctx_qp_create(), plus `-ENODEV` for GIO_CTX_QP_PINNED where the CUDA runtime
- *         cannot be loaded or reports no GPU (the message says which), `-EINVAL` for an
+ *         cannot be loaded or reports no GPU (the message says which), a CUDA error of the
+ *         pinned allocation or the doorbells' registration as gio_cuda_errno() maps it
+ *         (`-ENOMEM` where pinned memory runs out), `-EINVAL` for an
  *         unknown flag or both doorbell flags, and `-EOPNOTSUPP` for a doorbell flag on a
  *         software target (its doorbells are memory) or GIO_CTX_QP_DB_DIRECT where GPU threads
  *         cannot write BAR0 (the message says why); GIO_CTX_QP_HBM as documented there.
@@ -456,6 +471,60 @@ int gio_ctx_inject(struct gio_ctx *ctx, const struct gio_fault *fault);
  * gio_qp::last_timeout).
  */
 const char *gio_last_error(void);
+
+/**
+ * @brief The negative errno the library returns for a CUDA runtime error.
+ * @param cuda_error  a `cudaError_t` value (0 is cudaSuccess).
+ * @return 0 for cudaSuccess; otherwise:
+ *   - `-ENOMEM`: cudaErrorMemoryAllocation;
+ *   - `-EINVAL`: cudaErrorInvalidValue, InvalidConfiguration, InvalidDevicePointer,
+ *     InvalidHostPointer, InvalidMemcpyDirection, InvalidResourceHandle, InvalidSymbol,
+ *     InvalidDeviceFunction (not a kernel of this program);
+ *   - `-ENODEV`: cudaErrorNoDevice, InvalidDevice, InsufficientDriver, InitializationError,
+ *     DevicesUnavailable, NoKernelImageForDevice, InvalidKernelImage, StartupFailure,
+ *     SystemDriverMismatch, CompatNotSupportedOnDevice;
+ *   - `-EOPNOTSUPP`: cudaErrorNotSupported; `-EPERM`: cudaErrorNotPermitted;
+ *   - `-EEXIST`: cudaErrorHostMemoryAlreadyRegistered; `-ENOENT`: cudaErrorHostMemoryNotRegistered;
+ *   - `-EAGAIN`: cudaErrorNotReady; `-ETIME`: cudaErrorLaunchTimeout, cudaErrorTimeout;
+ *   - `-E2BIG`: cudaErrorLaunchOutOfResources, CooperativeLaunchTooLarge;
+ *   - `-EIO`: the sticky device faults (cudaErrorIllegalAddress, LaunchFailure, Assert,
+ *     HardwareStackError, IllegalInstruction, MisalignedAddress, InvalidAddressSpace, InvalidPc,
+ *     ECCUncorrectable: the CUDA context is lost, every later call fails), ContextIsDestroyed,
+ *     CudartUnloading, and every other error.
+ *
+ * Pure; any thread, no CUDA call. Every function of the host library (`giouring::host`,
+ * `giouring::gpu`) that fails in a CUDA call returns this value and sets gio_last_error() to
+ * "giouring: <what it did>: <cudaGetErrorName>: <cudaGetErrorString>".
+ */
+int gio_cuda_errno(int cuda_error);
+
+/**
+ * @brief Releases the pinned host memory the library keeps for reuse.
+ * @return the bytes released (0 when nothing was kept). Where the runtime refuses to release a
+ *         block (a lost CUDA context), the block is forgotten, not counted, and gio_last_error()
+ *         says how many there were; otherwise the message is "".
+ *
+ * Releasing pinned memory (cudaFreeHost, cudaHostUnregister) waits while any kernel runs on the
+ * device, and a persistent kernel (an engine's I/O kernel, a GPU target's executor) may run for
+ * as long as the process does. So the library never releases pinned memory where a kernel may
+ * run: gio_ctx_qp_destroy() and gio_ctx_close() (pinned queue pairs, the copy engine's staging,
+ * the software target's registers registered for GPU producers) and gio_gpu_target_close()
+ * (giouring/target/gpu_target.h) give theirs to a cache of the process, with no CUDA call, and
+ * later allocations of the same kind take a cached block that fits first (zeroed).
+ * gio_cuda_cached_bytes() tells how much is kept.
+ *
+ * **Waits while any kernel runs on the device: call it when none does (at shutdown, or after
+ * your persistent kernels ended).** Any thread; pinned memory in use is not touched.
+ */
+size_t gio_cuda_trim(void);
+
+/**
+ * @brief Pinned host memory the library keeps for reuse (released by gio_cuda_trim()).
+ * @return bytes, for statistics.
+ *
+ * Any thread; no CUDA call.
+ */
+size_t gio_cuda_cached_bytes(void);
 
 /**
  * @brief Submits one prepared command and waits for it (a convenience over giouring/ring/qp.h).

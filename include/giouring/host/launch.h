@@ -24,7 +24,9 @@ GIO_EXTERN_C_BEGIN
  * @brief Loads a kernel now, so that launching it later cannot wait on module loading while a
  * persistent kernel spins.
  * @param kernel  the `__global__` function.
- * @return 0, or `-EINVAL` with a message (gio_last_error()): not a kernel, or no device.
+ * @return 0, or the CUDA error as gio_cuda_errno() (giouring/host/ctx.h) maps it, with a message
+ *         (gio_last_error()) naming it: `-EINVAL` for a pointer that is no kernel of this program,
+ *         `-ENODEV` where there is no device or no kernel image for it.
  *
  * Any host thread, before the first persistent launch.
  */
@@ -35,7 +37,9 @@ int gio_gpu_preload(const void *kernel);
  * @param kernel  the `__global__` function.
  * @param smem    receives the dynamic shared memory to launch it with: a little more than half
  *                of an SM's (the kernel need not use it), so no two of its blocks share an SM.
- * @return 0, or `-EINVAL` with a message (gio_last_error()).
+ * @return 0, `-EINVAL` for a NULL @p smem, or the CUDA error as gio_cuda_errno() maps it, with a
+ *         message (gio_last_error()): `-EINVAL` for a pointer that is no kernel, `-ENODEV`
+ *         without a device.
  *
  * Any host thread, with the device to use current. The GPU target's executor uses it, so that its
  * SM count is a count of SMs; so do the examples' I/O kernels.
