@@ -3,6 +3,15 @@
 // giouring::gpu, the CUDA part of the host library, so that no program compiles the executor's
 // kernel itself and none has a __global__ of the library's in its own translation units. The
 // public functions are documented where they are declared, in giouring/target/gpu_target.h.
+//
+// Bounded: no call here waits for kernels other than the target's own work (another target's
+// executor, an engine's persistent kernel may run all along; docs/design.md, "Bounded CUDA
+// calls"). Device memory is allocated, cleared, copied and released stream-ordered on the
+// target's non-blocking stream (cudaMallocAsync, cudaMemsetAsync, cudaMemcpyAsync from and to
+// pinned staging, cudaFreeAsync), and every wait for that stream is a poll with a deadline;
+// there is no managed memory (its cudaFree waits for every kernel), no legacy-stream call and no
+// device synchronisation; pinned host memory comes from and goes back to the process's cache
+// (src/cuda/pinned.h), since cudaFreeHost waits for every kernel.
 #include <cuda_runtime.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -10,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <giouring/host/ctx.h>
 #include <giouring/host/launch.h>
 #include <giouring/proto/prep.h>
 #include <giouring/proto/status.h>
@@ -17,6 +27,7 @@
 #include <giouring/target/gpu_exec.cuh>
 #include <giouring/target/gpu_target.h>
 
+#include "../cuda/pinned.h"
 #include "../internal.h"
 #include "cuda_fail.cuh"
 
@@ -29,32 +40,130 @@ __global__ void __launch_bounds__(GIO_GPU_EXEC_MAX_WARPS * 32) exec_kernel(struc
 			  gridDim.x * blockDim.x / 32u);
 }
 
+/* How long open waits for its clears, and prepare for its copy, on the target's stream. */
+#define GIO__GPU_CLEAR_TIMEOUT_MS 10000u
+#define GIO__GPU_COPY_TIMEOUT_MS 5000u
+
+/* Pinned memory of this runtime (giouring::gpu links it statically: its blocks go back to it). */
+static int pinned_alloc(void **p, size_t len)
+{
+	return (int)cudaHostAlloc(p, len, cudaHostAllocMapped | cudaHostAllocPortable);
+}
+
+static int pinned_release(void *p, size_t len)
+{
+	(void)len;
+	return (int)cudaFreeHost(p);
+}
+
+static const struct gio__pinned_ops gpu_pinned = {"cudaHostAlloc (giouring::gpu)", pinned_alloc, pinned_release};
+
+/* Zeroed pinned, mapped host memory from the cache: *host, and its device pointer in *dev
+ * unless dev is NULL. 0 or -errno with a message naming what. */
+static int pinned_get(size_t len, const char *what, void **host, void **dev)
+{
+	int e;
+	*host = gio__pinned_get(&gpu_pinned, len, &e);
+	if (!*host)
+		return e < 0 ? gio__fail(-ENOMEM, "giouring: %s: no memory to track pinned memory", what)
+			     : gio__cuda_failf((cudaError_t)e, "%s: cudaHostAlloc of %zu bytes", what, len);
+	if (dev) {
+		const cudaError_t de = cudaHostGetDevicePointer(dev, *host, 0);
+		if (de != cudaSuccess)
+			return gio__cuda_failf(de, "%s: cudaHostGetDevicePointer", what);
+	}
+	return 0;
+}
+
+/* Stream-ordered device memory on the target's stream, cleared there when `clear`. */
+static int dev_alloc(struct gio_gpu_target *g, void **p, size_t len, int clear, const char *what)
+{
+	cudaError_t e = cudaMallocAsync(p, len, (cudaStream_t)g->stream);
+	if (e != cudaSuccess) {
+		*p = NULL;
+		return gio__cuda_failf(e, "%s: cudaMallocAsync of %zu bytes", what, len);
+	}
+	if (clear && (e = cudaMemsetAsync(*p, 0, len, (cudaStream_t)g->stream)) != cudaSuccess)
+		return gio__cuda_failf(e, "%s: cudaMemsetAsync", what);
+	return 0;
+}
+
+/* Polls the target's stream until what was queued on it is done, up to timeout_ms: cudaSuccess,
+ * cudaErrorNotReady at the deadline, or the error of that work. */
+static cudaError_t stream_poll(struct gio_gpu_target *g, uint32_t timeout_ms)
+{
+	const uint64_t deadline = gio_deadline_in((uint64_t)timeout_ms * 1000000ull);
+	cudaError_t e;
+	while ((e = cudaStreamQuery((cudaStream_t)g->stream)) == cudaErrorNotReady && !gio_deadline_passed(deadline))
+		gio_host_sleep_ns(50000);
+	return e;
+}
+
+/* stream_poll() as 0, -ETIME with a message naming what, or the work's error as -errno. */
+static int stream_wait(struct gio_gpu_target *g, uint32_t timeout_ms, const char *what)
+{
+	const cudaError_t e = stream_poll(g, timeout_ms);
+	if (e == cudaErrorNotReady)
+		return gio__fail(-ETIME, "giouring: GPU target: %s did not finish within %u ms", what, timeout_ms);
+	if (e != cudaSuccess)
+		return gio__cuda_failf(e, "GPU target: %s", what);
+	return 0;
+}
+
+/* Offset of a device pointer into g->state: the same offset in g->xfer stages it. */
+static size_t state_off(const struct gio_gpu_target *g, const void *dev)
+{
+	return (size_t)((const char *)dev - (const char *)g->state);
+}
+
+/* The pinned staging of the copies to and from state (allocated again after a copy that missed
+ * its deadline left the previous one to the device). */
+static int xfer_ready(struct gio_gpu_target *g)
+{
+	return g->xfer ? 0 : pinned_get(g->state_bytes, "GPU target state staging", &g->xfer, NULL);
+}
+
+/* A copy between xfer and state that missed its deadline may still land: its staging is left
+ * allocated (never reused), and a new one made at the next copy. */
+static int copy_wait(struct gio_gpu_target *g, uint32_t timeout_ms, const char *what)
+{
+	const int rc = stream_wait(g, timeout_ms, what);
+	if (rc == -ETIME)
+		g->xfer = NULL;
+	return rc;
+}
 
 static void gpu_free(struct gio_gpu_target *g)
 {
-	if (g->ctl)
-		cudaFreeHost(g->ctl);
-	if (g->rings_host)
-		cudaFreeHost(g->rings_host);
-	else if (g->rings)
-		cudaFree(g->rings);
-	if (g->backing_host)
-		cudaFreeHost(g->backing_host);
-	else if (g->backing)
-		cudaFree(g->backing);
-	if (g->cfg.flags & GIO_GPU_RINGS_HOST) {
-		if (g->bar)
-			cudaFreeHost(g->bar);
-	} else if (g->bar) {
-		cudaFree(g->bar);
+	cudaStream_t s = (cudaStream_t)g->stream;
+	const int rings_host = (g->cfg.flags & GIO_GPU_RINGS_HOST) != 0;
+	/* The device memory after the target's last work on its stream; errors are left unread (a
+	 * lost context frees everything with it). */
+	if (s) {
+		if (g->state)
+			(void)cudaFreeAsync(g->state, s);
+		if (g->rings && !g->rings_host)
+			(void)cudaFreeAsync(g->rings, s);
+		if (g->backing && !g->backing_host)
+			(void)cudaFreeAsync(g->backing, s);
 	}
-	cudaFree(g->tgt);
-	cudaFree(g->map);
-	cudaFree(g->regions);
-	cudaFree(g->qps);
-	cudaFree(g->slots);
-	if (g->stream)
-		cudaStreamDestroy((cudaStream_t)g->stream);
+	/* Pinned memory to the cache: no device work of the target touches it any more. */
+	(void)gio__pinned_put(g->ctl);
+	(void)gio__pinned_put(g->xfer);
+	(void)gio__pinned_put(g->rings_host);
+	(void)gio__pinned_put(g->backing_host);
+	if (rings_host)
+		(void)gio__pinned_put(g->bar_host);
+	else
+		free(g->bar_host);
+	free(g->qps_host);
+	free(g->slots_host);
+	if (s) {
+		/* Destroying a stream with work queued returns at once and the runtime finishes the
+		 * work; the frees are quick, so a short wait for them is enough. */
+		(void)stream_poll(g, 1000); /* silent: the message of a failed open stays */
+		(void)cudaStreamDestroy(s);
+	}
 	free(g);
 }
 
@@ -66,52 +175,85 @@ static int gpu_admin(struct gio_gpu_target *g, const struct gio_sqe *sqe, const 
 	uint16_t st;
 	g->host_tgt.map = qmap;
 	st = gio_tgt_admin(&g->host_tgt, sqe, &dw0);
-	g->host_tgt.map = g->map;
+	g->host_tgt.map = &g->map_host;
 	if (st)
 		return gio__fail(-EIO, "giouring: admin opcode 0x%02x: %s (status 0x%04x)", sqe->opc, gio_status_str(st), st);
 	return 0;
 }
 
+static size_t align256(size_t n)
+{
+	return (n + 255) & ~(size_t)255;
+}
+
+/* Memory: the state block on the device (tgt, bar with HBM rings, map, regions, qps, slots,
+ * each at a fixed offset), its pinned staging and host images, the rings, the backing store and
+ * the control block. Clears are queued on the stream; open waits for them. */
 static int gpu_alloc(struct gio_gpu_target *g)
 {
 	const struct gio_gpu_target_config *c = &g->cfg;
 	const uint32_t nq = c->queues;
+	const int hbm_rings = !(c->flags & GIO_GPU_RINGS_HOST);
 	const size_t sq_bytes = ((size_t)c->depth * GIO_SQE_BYTES + 4095) & ~(size_t)4095;
 	const size_t cq_bytes = ((size_t)c->depth * GIO_CQE_BYTES + 4095) & ~(size_t)4095;
-	const size_t ring_bytes = nq * (sq_bytes + cq_bytes);
-	GIO__CUDA_TRY(cudaStreamCreateWithFlags((cudaStream_t *)&g->stream, cudaStreamNonBlocking), "executor stream");
-	GIO__CUDA_TRY(cudaHostAlloc((void **)&g->ctl, sizeof(*g->ctl), cudaHostAllocMapped | cudaHostAllocPortable),
-		      "control block");
-	memset(g->ctl, 0, sizeof(*g->ctl));
-	GIO__CUDA_TRY(cudaHostGetDevicePointer((void **)&g->ctl_dev, g->ctl, 0), "control block mapping");
-	if (c->flags & GIO_GPU_BACKING_HOST) {
-		GIO__CUDA_TRY(cudaHostAlloc((void **)&g->backing_host, c->size, cudaHostAllocMapped | cudaHostAllocPortable),
-			      "backing store in pinned host memory");
-		GIO__CUDA_TRY(cudaHostGetDevicePointer((void **)&g->backing, g->backing_host, 0), "backing store mapping");
-		memset(g->backing_host, 0, c->size);
-	} else {
-		GIO__CUDA_TRY(cudaMalloc((void **)&g->backing, c->size), "backing store in HBM");
-		GIO__CUDA_TRY(cudaMemset(g->backing, 0, c->size), "backing store clear");
+	const size_t ring_bytes = nq * (sq_bytes + cq_bytes) + 4096;
+	const size_t nslots = (size_t)nq * c->depth;
+	size_t o_bar = 0, o_map, o_regions, o_qps, o_slots, o = align256(sizeof(struct gio_tgt));
+	char *state;
+	int rc;
+	if (hbm_rings) {
+		o_bar = o;
+		o += align256(sizeof(struct gio_tgt_bar));
 	}
-	if (c->flags & GIO_GPU_RINGS_HOST) {
-		GIO__CUDA_TRY(cudaHostAlloc((void **)&g->rings_host, ring_bytes + 4096, cudaHostAllocMapped | cudaHostAllocPortable),
-			      "rings in pinned host memory");
-		GIO__CUDA_TRY(cudaHostGetDevicePointer((void **)&g->rings, g->rings_host, 0), "rings mapping");
-		memset(g->rings_host, 0, ring_bytes + 4096);
-		GIO__CUDA_TRY(cudaHostAlloc((void **)&g->bar, sizeof(*g->bar), cudaHostAllocMapped | cudaHostAllocPortable),
-			      "doorbells in pinned host memory");
+	o_map = o;
+	o += align256(sizeof(struct gio_dma_map));
+	o_regions = o;
+	o += align256(GIO_GPU_MAX_REGIONS * sizeof(struct gio_dma_region));
+	o_qps = o;
+	o += align256(nq * sizeof(struct gio_qp));
+	o_slots = o;
+	o += align256(nslots * sizeof(struct gio_cmd_slot));
+	g->state_bytes = o;
+
+	cudaStream_t stream;
+	GIO__CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "GPU target: cudaStreamCreateWithFlags");
+	g->stream = stream;
+	if ((rc = pinned_get(sizeof(*g->ctl), "control block", (void **)&g->ctl, (void **)&g->ctl_dev)) ||
+	    (rc = xfer_ready(g)))
+		return rc;
+	g->qps_host = (struct gio_qp *)calloc(nq, sizeof(*g->qps_host));
+	g->slots_host = (struct gio_cmd_slot *)calloc(nslots, sizeof(*g->slots_host));
+	if (!g->qps_host || !g->slots_host)
+		return gio__fail(-ENOMEM, "giouring: no host memory for images of %u queue pairs", nq);
+	if ((rc = dev_alloc(g, &g->state, g->state_bytes, 0, "target state"))) /* prepare fills all of it */
+		return rc;
+	state = (char *)g->state;
+	g->tgt = (struct gio_tgt *)state;
+	g->map = (struct gio_dma_map *)(state + o_map);
+	g->regions = (struct gio_dma_region *)(state + o_regions);
+	g->qps = (struct gio_qp *)(state + o_qps);
+	g->slots = (struct gio_cmd_slot *)(state + o_slots);
+	if (c->flags & GIO_GPU_BACKING_HOST)
+		rc = pinned_get(c->size, "backing store in pinned host memory", (void **)&g->backing_host, (void **)&g->backing);
+	else
+		rc = dev_alloc(g, (void **)&g->backing, c->size, 1, "backing store in HBM");
+	if (rc)
+		return rc;
+	if (hbm_rings) {
+		g->bar = (struct gio_tgt_bar *)(state + o_bar);
+		g->bar_host = (struct gio_tgt_bar *)calloc(1, sizeof(*g->bar_host));
+		if (!g->bar_host)
+			return gio__fail(-ENOMEM, "giouring: no host memory for an image of the registers");
+		rc = dev_alloc(g, (void **)&g->rings, ring_bytes, 1, "rings in HBM");
 	} else {
-		GIO__CUDA_TRY(cudaMalloc((void **)&g->rings, ring_bytes + 4096), "rings in HBM");
-		GIO__CUDA_TRY(cudaMemset(g->rings, 0, ring_bytes + 4096), "rings clear");
-		GIO__CUDA_TRY(cudaMallocManaged((void **)&g->bar, sizeof(*g->bar)), "doorbells");
+		rc = pinned_get(ring_bytes, "rings in pinned host memory", (void **)&g->rings_host, (void **)&g->rings);
+		if (!rc)
+			rc = pinned_get(sizeof(*g->bar), "doorbells in pinned host memory", (void **)&g->bar_host, (void **)&g->bar);
 	}
-	GIO__CUDA_TRY(cudaMalloc((void **)&g->tgt, sizeof(*g->tgt)), "target state");
-	GIO__CUDA_TRY(cudaMallocManaged((void **)&g->map, sizeof(*g->map)), "region table");
-	GIO__CUDA_TRY(cudaMallocManaged((void **)&g->regions, GIO_GPU_MAX_REGIONS * sizeof(*g->regions)), "regions");
-	GIO__CUDA_TRY(cudaMallocManaged((void **)&g->qps, nq * sizeof(*g->qps)), "queue pairs");
-	GIO__CUDA_TRY(cudaMallocManaged((void **)&g->slots, (size_t)nq * c->depth * sizeof(*g->slots)), "command slots");
-	g->map->regions = g->regions;
-	g->map->count = 0;
+	if (rc)
+		return rc;
+	g->map_host.regions = g->regions_host;
+	g->map_host.count = 0;
 	return 0;
 }
 
@@ -144,7 +286,8 @@ int gio_gpu_target_open(const char *uri, struct gio_gpu_target **out)
 	tc.max_io_queues = (uint16_t)g->cfg.queues;
 	tc.mqes = (uint16_t)(g->cfg.depth - 1);
 	tc.nsze = g->cfg.size >> g->cfg.lba_shift;
-	if (gio_tgt_init(&g->host_tgt, g->bar, &tc, g->map)) {
+	/* On the host images: prepare copies them to the device with the device's pointers. */
+	if (gio_tgt_init(&g->host_tgt, g->bar_host, &tc, &g->map_host)) {
 		gpu_free(g);
 		return gio__fail(-EINVAL, "giouring: %s: the target refuses this configuration", uri);
 	}
@@ -159,10 +302,14 @@ int gio_gpu_target_open(const char *uri, struct gio_gpu_target **out)
 	const size_t cq_bytes = ((size_t)g->cfg.depth * GIO_CQE_BYTES + 4095) & ~(size_t)4095;
 	unsigned char *base = (unsigned char *)(((uintptr_t)g->rings + 4095) & ~(uintptr_t)4095);
 	for (q = 1; q <= g->cfg.queues && !rc; q++) {
+		/* Rings by their device pointers: the admin commands only record them, the executor
+		 * and the producers use them. */
 		unsigned char *sq = base + (q - 1) * (sq_bytes + cq_bytes), *cq = sq + sq_bytes;
 		struct gio_dma_region qr[2] = {{(uint64_t)(uintptr_t)sq, sq_bytes, sq}, {(uint64_t)(uintptr_t)cq, cq_bytes, cq}};
 		struct gio_dma_map qmap = {qr, 2};
 		struct gio_sqe sqe;
+		struct gio_qp *qp = &g->qps_host[q - 1];
+		const size_t first = (size_t)(q - 1) * g->cfg.depth;
 		rc = gio_prep_create_cq(&sqe, (uint16_t)q, g->cfg.depth, (uint64_t)(uintptr_t)cq, 0, 0);
 		if (!rc)
 			rc = gpu_admin(g, &sqe, &qmap);
@@ -170,16 +317,33 @@ int gio_gpu_target_open(const char *uri, struct gio_gpu_target **out)
 			rc = gio_prep_create_sq(&sqe, (uint16_t)q, g->cfg.depth, (uint16_t)q, (uint64_t)(uintptr_t)sq);
 		if (!rc)
 			rc = gpu_admin(g, &sqe, &qmap);
+		/* The slots are initialised in their host image, then the queue pair names the
+		 * device's; its doorbells are the device's view of the registers. */
 		if (!rc)
-			rc = gio_qp_init(&g->qps[q - 1], (struct gio_sqe *)sq, g->cfg.depth, (struct gio_cqe *)cq, g->cfg.depth,
-					 g->slots + (size_t)(q - 1) * g->cfg.depth, (uint16_t)q,
-					 (uint32_t *)((char *)g->bar + gio_sq_doorbell_offset(g->bar->regs.cap, (uint16_t)q)),
-					 (uint32_t *)((char *)g->bar + gio_cq_doorbell_offset(g->bar->regs.cap, (uint16_t)q)),
+			rc = gio_qp_init(qp, (struct gio_sqe *)sq, g->cfg.depth, (struct gio_cqe *)cq, g->cfg.depth,
+					 g->slots_host + first, (uint16_t)q,
+					 (uint32_t *)((char *)g->bar + gio_sq_doorbell_offset(g->bar_host->regs.cap, (uint16_t)q)),
+					 (uint32_t *)((char *)g->bar + gio_cq_doorbell_offset(g->bar_host->regs.cap, (uint16_t)q)),
 					 gpu_scope ? GIO_QP_GPU_SCOPE : 0);
+		if (!rc)
+			qp->slots = g->slots + first;
 	}
 	if (rc) {
 		gpu_free(g);
 		return rc < 0 && rc != -EINVAL ? rc : gio__fail(-EIO, "giouring: %s: creating the I/O queues failed", uri);
+	}
+	/* Callers fill the backing store from their own streams right after open: the clears (and
+	 * the allocations) done first. */
+	if ((rc = stream_wait(g, GIO__GPU_CLEAR_TIMEOUT_MS, "clearing the backing store and the rings"))) {
+		char msg[512];
+		if (rc != -ETIME) {
+			gpu_free(g);
+			return rc;
+		}
+		/* The clears may still run: the target's memory stays allocated, for good. */
+		snprintf(msg, sizeof(msg), "%s", gio_last_error());
+		return gio__fail(rc, "%s (is the device busy with kernels that take every SM?); its memory is left allocated",
+				 msg);
 	}
 	*out = g;
 	return 0;
@@ -192,10 +356,10 @@ int gio_gpu_target_register(struct gio_gpu_target *g, void *ptr, size_t len, uin
 		return gio__fail(-EINVAL, "giouring: gio_gpu_target_register: NULL or empty region");
 	if (g->running)
 		return gio__fail(-EBUSY, "giouring: register memory before gio_gpu_target_start()");
-	if (g->map->count >= GIO_GPU_MAX_REGIONS)
+	if (g->map_host.count >= GIO_GPU_MAX_REGIONS)
 		return gio__fail(-ENOSPC, "giouring: more than %u registered regions", GIO_GPU_MAX_REGIONS);
-	g->regions[g->map->count] = {(uint64_t)(uintptr_t)ptr, (uint64_t)len, ptr};
-	g->map->count++;
+	g->regions_host[g->map_host.count] = {(uint64_t)(uintptr_t)ptr, (uint64_t)len, ptr};
+	g->map_host.count++;
 	*addr = (uint64_t)(uintptr_t)ptr;
 	return 0;
 }
@@ -207,15 +371,68 @@ struct gio_qp *gio_gpu_target_qp(const struct gio_gpu_target *g, uint32_t i)
 
 int gio_gpu_target_prepare(struct gio_gpu_target *g)
 {
+	int rc;
 	gio__clear_error();
 	if (!g)
 		return gio__fail(-EINVAL, "giouring: gio_gpu_target_prepare: NULL target");
 	if (g->running)
 		return gio__fail(-EBUSY, "giouring: the GPU executor is already running");
+	if ((rc = xfer_ready(g)))
+		return rc;
 	memset(g->ctl, 0, sizeof(*g->ctl));
-	GIO__CUDA_TRY(cudaMemcpy(g->tgt, &g->host_tgt, sizeof(g->host_tgt), cudaMemcpyHostToDevice), "target state");
-	GIO__CUDA_TRY(cudaDeviceSynchronize(), "before the executor");
+	/* The host images into the staging, with the device's pointers where they differ. */
+	char *x = (char *)g->xfer;
+	struct gio_tgt *t = (struct gio_tgt *)(x + state_off(g, g->tgt));
+	struct gio_dma_map *m = (struct gio_dma_map *)(x + state_off(g, g->map));
+	memcpy(t, &g->host_tgt, sizeof(*t));
+	t->bar = g->bar;
+	t->map = g->map;
+	if (!(g->cfg.flags & GIO_GPU_RINGS_HOST))
+		memcpy(x + state_off(g, g->bar), g->bar_host, sizeof(*g->bar_host));
+	m->regions = g->regions;
+	m->count = g->map_host.count;
+	memcpy(x + state_off(g, g->regions), g->regions_host, sizeof(g->regions_host));
+	memcpy(x + state_off(g, g->qps), g->qps_host, g->cfg.queues * sizeof(*g->qps_host));
+	memcpy(x + state_off(g, g->slots), g->slots_host, (size_t)g->cfg.queues * g->cfg.depth * sizeof(*g->slots_host));
+	GIO__CUDA_TRY(cudaMemcpyAsync(g->state, g->xfer, g->state_bytes, cudaMemcpyHostToDevice, (cudaStream_t)g->stream),
+		      "GPU target: copying its state to the device (cudaMemcpyAsync)");
+	/* Waited for here, not left to the stream: a fused launch runs on a stream of its own. */
+	return copy_wait(g, GIO__GPU_COPY_TIMEOUT_MS, "copying its state to the device");
+}
+
+/* The device state back into the host images (the executor has ended); within timeout_ms. */
+static int read_back(struct gio_gpu_target *g, uint32_t timeout_ms, struct gio_tgt_stats *st)
+{
+	int rc = xfer_ready(g);
+	if (rc)
+		return rc;
+	GIO__CUDA_TRY(cudaMemcpyAsync(g->xfer, g->state, g->state_bytes, cudaMemcpyDeviceToHost, (cudaStream_t)g->stream),
+		      "GPU target: reading its state back (cudaMemcpyAsync)");
+	if ((rc = copy_wait(g, timeout_ms, "reading its state back")))
+		return rc;
+	/* The region table is the host's (registrations happen there); the rest is the device's. */
+	const char *x = (const char *)g->xfer;
+	memcpy(&g->host_tgt, x + state_off(g, g->tgt), sizeof(g->host_tgt));
+	g->host_tgt.bar = g->bar_host;
+	g->host_tgt.map = &g->map_host;
+	if (!(g->cfg.flags & GIO_GPU_RINGS_HOST))
+		memcpy(g->bar_host, x + state_off(g, g->bar), sizeof(*g->bar_host));
+	memcpy(g->qps_host, x + state_off(g, g->qps), g->cfg.queues * sizeof(*g->qps_host));
+	memcpy(g->slots_host, x + state_off(g, g->slots), (size_t)g->cfg.queues * g->cfg.depth * sizeof(*g->slots_host));
+	if (st)
+		gio_tgt_get_stats(&g->host_tgt, st);
 	return 0;
+}
+
+int gio_gpu_target_read_back(struct gio_gpu_target *g, uint32_t timeout_ms, struct gio_tgt_stats *st)
+{
+	gio__clear_error();
+	if (!g)
+		return gio__fail(-EINVAL, "giouring: gio_gpu_target_read_back: NULL target");
+	if (g->running)
+		return gio__fail(-EBUSY, "giouring: gio_gpu_target_read_back: the executor started by gio_gpu_target_start() "
+				 "runs: gio_gpu_target_stop() reads the state back");
+	return read_back(g, timeout_ms, st);
 }
 
 int gio_gpu_target_start(struct gio_gpu_target *g)
@@ -230,9 +447,12 @@ int gio_gpu_target_start(struct gio_gpu_target *g)
 	rc = gio_gpu_one_block_per_sm((const void *)exec_kernel, &smem);
 	if (rc)
 		return rc;
+	/* The thread's last error may be an earlier call's (a refused allocation sets it too):
+	 * cleared, so that the one read after the launch is the launch's. */
+	(void)cudaGetLastError();
 	exec_kernel<<<g->cfg.exec_blocks, g->cfg.exec_warps * 32, smem, (cudaStream_t)g->stream>>>(
 		g->tgt, g->backing, g->ctl_dev, g->cfg.flags, g->cfg.model);
-	GIO__CUDA_TRY(cudaGetLastError(), "executor launch");
+	GIO__CUDA_TRY(cudaGetLastError(), "GPU target: executor launch");
 	g->running = 1;
 	return 0;
 }
@@ -240,22 +460,21 @@ int gio_gpu_target_start(struct gio_gpu_target *g)
 int gio_gpu_target_stop(struct gio_gpu_target *g, uint32_t timeout_ms, struct gio_tgt_stats *st)
 {
 	uint64_t deadline;
+	cudaError_t e;
 	gio__clear_error();
 	if (!g || !g->running)
 		return 0;
 	__atomic_store_n(&g->ctl->stop, 1u, __ATOMIC_RELEASE);
 	deadline = gio_deadline_in((uint64_t)timeout_ms * 1000000ull);
-	while (cudaStreamQuery((cudaStream_t)g->stream) == cudaErrorNotReady) {
+	while ((e = cudaStreamQuery((cudaStream_t)g->stream)) == cudaErrorNotReady) {
 		if (gio_deadline_passed(deadline))
 			return gio__fail(-ETIME, "giouring: the GPU executor did not stop within %u ms", timeout_ms);
 		gio_host_sleep_ns(100000);
 	}
-	GIO__CUDA_TRY(cudaStreamSynchronize((cudaStream_t)g->stream), "executor");
-	g->running = 0;
-	GIO__CUDA_TRY(cudaMemcpy(&g->host_tgt, g->tgt, sizeof(g->host_tgt), cudaMemcpyDeviceToHost), "target state");
-	if (st)
-		gio_tgt_get_stats(&g->host_tgt, st);
-	return 0;
+	g->running = 0; /* ended, one way or the other */
+	if (e != cudaSuccess)
+		return gio__cuda_fail_rt(e, "GPU target: the executor failed");
+	return read_back(g, timeout_ms, st);
 }
 
 int gio_gpu_target_close(struct gio_gpu_target *g)
@@ -265,9 +484,8 @@ int gio_gpu_target_close(struct gio_gpu_target *g)
 	if (!g)
 		return 0;
 	rc = gio_gpu_target_stop(g, 5000, NULL);
-	if (rc)
-		return rc;
+	if (g->running)
+		return rc; /* the executor may still use the memory */
 	gpu_free(g);
-	return 0;
+	return rc;
 }
-

@@ -214,8 +214,7 @@ void run(const char *uri, bool fused_launch)
 	}
 	gio_tgt_stats ts{};
 	if (fused_launch) {
-		CK(cudaMemcpy(&g->host_tgt, g->tgt, sizeof(g->host_tgt), cudaMemcpyDeviceToHost));
-		gio_tgt_get_stats(&g->host_tgt, &ts);
+		EXPECT(gio_gpu_target_read_back(g, 10000, &ts) == 0, "read back: %s", gio_last_error());
 	} else {
 		EXPECT(gio_gpu_target_stop(g, 10000, &ts) == 0, "stop: %s", gio_last_error());
 	}
@@ -227,7 +226,7 @@ void run(const char *uri, bool fused_launch)
 	       (unsigned long long)ts.commands, (unsigned long long)ts.errors, expect + 3);
 	unsigned long long stray = 0;
 	for (uint32_t q = 0; q < g->cfg.queues; q++)
-		stray += g->qps[q].stray_cqes;
+		stray += g->qps_host[q].stray_cqes; // the host image, read back by the stop
 	EXPECT(stray == 0, "%llu stray completions", stray);
 	EXPECT(r->oob_rc == -EIO && gio_status_sct(r->oob_status) == GIO_SCT_GENERIC &&
 		       gio_status_sc(r->oob_status) == GIO_SC_LBA_RANGE && gio_status_dnr(r->oob_status),

@@ -36,6 +36,15 @@
  * with the verbs of giouring/device/verbs.cuh; bus addresses are device pointers of memory
  * registered with gio_gpu_target_register() before the start.
  *
+ * Memory: the executor's state, the queue pairs and their slots, HBM rings and an HBM backing
+ * store are device memory from the stream-ordered allocator on the target's own non-blocking
+ * stream; the host sets the state up in host images (struct gio_gpu_target) that
+ * gio_gpu_target_prepare() copies to the device and gio_gpu_target_stop() (or
+ * gio_gpu_target_read_back()) copies back. Host rings, the control block and a host backing
+ * store are pinned host memory, from and back to the process's cache. No call of this API waits
+ * for kernels other than the target's own work (docs/design.md, "Bounded CUDA calls"): targets
+ * open, start, stop and close while other kernels, another target's executor included, run.
+ *
  * Launch order (docs/design.md, "Persistent kernels and lazy loading"): gio_gpu_target_start()
  * loads the executor kernel, and the kernels named to gio_gpu_preload() (giouring/host/launch.h),
  * before its persistent launch; preload every kernel you will launch while the executor runs, or
@@ -105,29 +114,46 @@ struct gio_gpu_ctl {
 	unsigned long long prof[6];
 };
 
-/** @brief A GPU-executed software target (host handle; its pointers are device-accessible). */
+/** @brief Regions gio_gpu_target_register() can hold. */
+#define GIO_GPU_MAX_REGIONS 64u
+
+/**
+ * @brief A GPU-executed software target (host handle).
+ *
+ * The state the executor and the producers use lives in device memory (`tgt`, `bar`, `map`,
+ * `regions`, `qps`, `slots`); the host keeps images of it (`host_tgt`, `bar_host`, `map_host`,
+ * `regions_host`, `qps_host`, `slots_host`) that gio_gpu_target_prepare() (and so
+ * gio_gpu_target_start()) copies to the device and that gio_gpu_target_stop() (or
+ * gio_gpu_target_read_back() after a fused launch) copies back: read counters and queue pair
+ * state from the images, after a stop; a restart goes on from what was read back. Device
+ * pointers are for kernels only: the host must not dereference them.
+ */
 struct gio_gpu_target {
 	struct gio_gpu_target_config cfg; /**< As opened. */
-	struct gio_tgt *tgt;              /**< The target core's state, in device memory. */
-	struct gio_tgt_bar *bar;          /**< Registers and doorbells (managed, or mapped host). */
-	struct gio_dma_map *map;          /**< Registered memory (managed). */
-	struct gio_dma_region *regions;   /**< Its regions (managed), GIO_GPU_MAX_REGIONS. */
+	struct gio_tgt *tgt;              /**< Device: the target core's state (from host_tgt). */
+	struct gio_tgt_bar *bar;          /**< Device view of the registers and doorbells: HBM, or the device pointer of mapped pinned host memory (rings=host). */
+	struct gio_dma_map *map;          /**< Device: the registered memory's table. */
+	struct gio_dma_region *regions;   /**< Device: its regions, GIO_GPU_MAX_REGIONS. */
 	unsigned char *backing;           /**< Device pointer of namespace byte 0. */
 	unsigned char *backing_host;      /**< Host pointer of it when in host memory, else NULL. */
-	struct gio_qp *qps;               /**< Queue pairs (managed), cfg.queues of them. */
-	struct gio_cmd_slot *slots;       /**< Their command slots (managed). */
+	struct gio_qp *qps;               /**< Device: the queue pairs producers use, cfg.queues of them (gio_gpu_target_qp()). */
+	struct gio_cmd_slot *slots;       /**< Device: their command slots. */
 	unsigned char *rings;             /**< SQ and CQ memory (device pointer). */
 	unsigned char *rings_host;        /**< Host pointer of it when in host memory, else NULL. */
 	struct gio_gpu_ctl *ctl;          /**< Host pointer; ctl_dev is the device's view. */
 	struct gio_gpu_ctl *ctl_dev;      /**< Device pointer of ctl. */
-	struct gio_tgt host_tgt;          /**< Host copy of the target for bring-up, and read back at stop. */
-	void *stream;                     /**< The executor's stream (a cudaStream_t, non-blocking). */
+	struct gio_tgt host_tgt;          /**< Host image of the target state: bring-up, and read back at stop. Its bar is bar_host and its map &map_host (the device's copy points at bar and map). */
+	struct gio_tgt_bar *bar_host;     /**< Host image of the registers and doorbells (HBM rings, read back at stop), or with rings=host the host pointer of the mapped ones, shared with the device. */
+	struct gio_dma_map map_host;      /**< Host image of the region table (over regions_host). */
+	struct gio_dma_region regions_host[GIO_GPU_MAX_REGIONS]; /**< Host image of regions. */
+	struct gio_qp *qps_host;          /**< Host image of qps (its pointers are the device's), as of the last stop or read-back. */
+	struct gio_cmd_slot *slots_host;  /**< Host image of slots. */
+	void *stream;                     /**< The target's stream (a cudaStream_t, non-blocking): its memory's allocation, clears and copies, and the executor. */
 	int running;                      /**< Between start and stop. */
+	void *state;                      /**< Library-internal: the device allocation holding tgt, bar (HBM rings), map, regions, qps and slots. */
+	void *xfer;                       /**< Library-internal: pinned staging with the layout of state, for the copies. */
+	size_t state_bytes;               /**< Library-internal: the size of state and xfer. */
 };
-
-/** @brief Regions gio_gpu_target_register() can hold. */
-#define GIO_GPU_MAX_REGIONS 64u
-
 
 /**
  * @brief Parses a GPU target URI into a configuration.
@@ -144,10 +170,15 @@ int gio_gpu_target_parse(const char *uri, struct gio_gpu_target_config *cfg);
  * creates its I/O queue pairs (the executor is not running yet).
  * @param uri  see the file comment.
  * @param out  receives the target.
- * @return 0, `-EINVAL` (bad URI; gio_last_error() says what), `-ENODEV` (no GPU), `-ENOMEM` (a
- *         CUDA allocation failed; the message names it), or `-EIO` (bring-up failed).
+ * @return 0, `-EINVAL` (bad URI; gio_last_error() says what), `-ENODEV` (no GPU), `-EIO`
+ *         (bring-up failed), `-ETIME` (clearing the memory on the target's stream did not
+ *         finish within 10 s: the device runs kernels that leave no SM; the memory is then left
+ *         allocated), or a CUDA error as gio_cuda_errno() (giouring/host/ctx.h) maps it, the
+ *         message naming the call: `-ENOMEM` where an allocation failed (HBM or pinned memory),
+ *         `-EOPNOTSUPP` where the device has no stream-ordered allocator.
  *
- * Any host thread, with the device to use current.
+ * Any host thread, with the device to use current. Returns once the memory is allocated and
+ * cleared: other streams may fill the backing store right away.
  */
 int gio_gpu_target_open(const char *uri, struct gio_gpu_target **out);
 
@@ -159,7 +190,8 @@ int gio_gpu_target_open(const char *uri, struct gio_gpu_target **out);
  * @param addr  receives the bus address to put in data pointers (= @p ptr).
  * @return 0, `-EBUSY` while the executor runs, `-ENOSPC` past GIO_GPU_MAX_REGIONS, `-EINVAL`.
  *
- * Any host thread; not concurrently with another call on the same target.
+ * Any host thread; not concurrently with another call on the same target. The region reaches the
+ * device at the next gio_gpu_target_prepare() (or gio_gpu_target_start()): register first.
  */
 int gio_gpu_target_register(struct gio_gpu_target *g, void *ptr, size_t len, uint64_t *addr);
 
@@ -167,26 +199,33 @@ int gio_gpu_target_register(struct gio_gpu_target *g, void *ptr, size_t len, uin
  * @brief Queue pair @p i (0-based) for producers on the device.
  * @param g  the target.
  * @param i  0 to cfg.queues - 1.
- * @return a pointer valid on the device (managed memory), or NULL for a bad index.
+ * @return a device pointer (for kernels; the host must not dereference it: its host image is
+ *         `g->qps_host[i]`), or NULL for a bad index.
  *
  * Any host thread.
  */
 struct gio_qp *gio_gpu_target_qp(const struct gio_gpu_target *g, uint32_t i);
 
 /**
- * @brief Copies the target's state to the device and resets the control block, without
- * launching anything (gio_gpu_target_start() does it; a fused launch calls it itself).
+ * @brief Copies the target's state (the host images) to the device and resets the control
+ * block, without launching anything (gio_gpu_target_start() does it; a fused launch calls it
+ * itself).
  * @param g  the target, not running.
- * @return 0, `-EINVAL` (NULL), `-EBUSY` when running, or `-ENOMEM` with a message.
+ * @return 0, `-EINVAL` (NULL), `-EBUSY` when running, `-ETIME` (the copy on the target's stream
+ *         did not finish within 5 s), or a CUDA error as gio_cuda_errno() maps it, with a
+ *         message.
  *
- * Any host thread.
+ * Any host thread. Waits for the copy (polled), so a kernel launched afterwards on any stream
+ * sees the state. After a stop it copies what the stop read back: a restart goes on from there.
  */
 int gio_gpu_target_prepare(struct gio_gpu_target *g);
 
 /**
  * @brief Launches the persistent executor kernel on its stream.
  * @param g  the target.
- * @return 0, `-EBUSY` when already running, or `-EINVAL` / `-ENOMEM` with a message.
+ * @return 0, `-EBUSY` when already running, or an error of gio_gpu_target_prepare(),
+ *         gio_gpu_preload() or the launch (a CUDA error as gio_cuda_errno() maps it: `-E2BIG`
+ *         where the blocks do not fit), with a message.
  *
  * Any host thread. Preloads the executor kernel first (and every kernel given to
  * gio_gpu_preload() before, giouring/host/launch.h). Producers run on other streams; they must
@@ -195,23 +234,45 @@ int gio_gpu_target_prepare(struct gio_gpu_target *g);
 int gio_gpu_target_start(struct gio_gpu_target *g);
 
 /**
- * @brief Stops the executor and waits for it, up to @p timeout_ms.
+ * @brief Stops the executor, waits for it, and reads the state back into the host images.
  * @param g           the target.
- * @param timeout_ms  how long to wait for the kernel to end.
+ * @param timeout_ms  how long to wait for the kernel to end, and then for the read-back.
  * @param st          receives the target's counters, or NULL.
- * @return 0, or `-ETIME` (the kernel did not end: the device is wedged; the message says so).
+ * @return 0 (also when not running), `-ETIME` (the kernel did not end: the device is wedged; or
+ *         the read-back did not finish; the message says which), or a CUDA error as
+ *         gio_cuda_errno() maps it (`-EIO` for a fault of the executor: the CUDA context is
+ *         lost).
  *
- * Any host thread.
+ * Any host thread. Polls the target's stream alone: other kernels may go on running.
  */
 int gio_gpu_target_stop(struct gio_gpu_target *g, uint32_t timeout_ms, struct gio_tgt_stats *st);
 
 /**
+ * @brief Reads the device state back into the host images (host_tgt, bar_host, qps_host,
+ * slots_host) after a fused launch: one that ran gio_gpu_exec_loop() itself, after
+ * gio_gpu_target_prepare().
+ * @param g           the target.
+ * @param timeout_ms  how long to wait for the copy.
+ * @param st          receives the target's counters, or NULL.
+ * @return 0, `-EINVAL` (NULL), `-EBUSY` (an executor of gio_gpu_target_start() runs: stop it,
+ *         which reads back itself), `-ETIME` (the copy did not finish), or a CUDA error as
+ *         gio_cuda_errno() maps it.
+ *
+ * Any host thread, once the launch that ran the executor loop has ended (the state is read as it
+ * is in device memory). A later prepare goes on from what was read.
+ */
+int gio_gpu_target_read_back(struct gio_gpu_target *g, uint32_t timeout_ms, struct gio_tgt_stats *st);
+
+/**
  * @brief Stops the executor (5 s at most) and frees everything.
  * @param g  the target, or NULL.
- * @return 0, or the error of gio_gpu_target_stop() (memory is then not freed: the kernel may
- *         still use it).
+ * @return 0, or the error of gio_gpu_target_stop(). When the executor did not end (`-ETIME`) the
+ *         memory is not freed: the kernel may still use it; otherwise it is.
  *
- * Any host thread.
+ * Any host thread, once no kernel on another stream uses the target's memory (producers ended):
+ * the device memory is released stream-ordered after the target's own work (cudaFreeAsync), and
+ * the pinned host memory goes to the process's cache (gio_cuda_trim(), giouring/host/ctx.h),
+ * so close waits for no other kernel.
  */
 int gio_gpu_target_close(struct gio_gpu_target *g);
 
