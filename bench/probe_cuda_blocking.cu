@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "../tests/gpu/spinner.cuh"
+
 #define CK(x)                                                                                              \
 	do {                                                                                               \
 		cudaError_t e_ = (x);                                                                      \
@@ -24,18 +26,6 @@
 			std::exit(1);                                                                      \
 		}                                                                                          \
 	} while (0)
-
-// Spins until *stop is set or 60 s of %globaltimer pass (the probe never leaves a kernel behind).
-__global__ void spinner(volatile unsigned *stop, volatile unsigned *started)
-{
-	unsigned long long t0, t;
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-	*started = 1;
-	__threadfence_system();
-	do {
-		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	} while (!*stop && t - t0 < 60ull * 1000000000ull);
-}
 
 // Never launched before the probe loads it: with lazy loading its first use loads a module.
 __global__ void never_launched(int *p) { *p = 1; }
@@ -137,7 +127,7 @@ int main(int argc, char **argv)
 			remake();
 			flags[0] = 0;
 			flags[1] = 0;
-			spinner<<<1, 1, 0, mode ? blk : nb>>>(flags, flags + 1);
+			gio_test_spinner<<<1, 1, 0, mode ? blk : nb>>>(flags, flags + 1);
 			CK(cudaGetLastError());
 			while (!((volatile unsigned *)flags)[1])
 				std::this_thread::sleep_for(std::chrono::microseconds(100));
