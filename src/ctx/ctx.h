@@ -83,7 +83,8 @@ struct gio_ctx {
 	 * CPU's address (0 untried, 1 yes, -1 no). A registered one goes back to the cache at close. */
 	int bar_registered;
 	int bar_mapped;
-	int mmio_gpu;                /* nvme-pci BAR0 for GPU threads: 0 untried, 1 registered, -1 refused */
+	int mmio_gpu;                /* nvme-pci BAR0 for GPU threads: 0 untried, 1 usable, -1 refused */
+	int mmio_gpu_registered;     /* BAR0 is registered with CUDA (also when refused for its address) */
 	int proxy_noticed;           /* the fallback to the proxy was reported once */
 	char mmio_gpu_why[256];      /* why it was refused */
 	pthread_mutex_t lock;        /* registration, queue creation, admin commands */

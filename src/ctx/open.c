@@ -359,7 +359,7 @@ int gio_ctx_close(struct gio_ctx *c)
 	/* Before BAR0 is unmapped. This one waits while any kernel runs on the device
 	 * (cudaHostUnregister): the mapping goes with the VFIO device right below, so it cannot
 	 * wait in the pinned cache (docs/design.md, "Bounded CUDA calls"). */
-	if (c->mmio_gpu > 0)
+	if (c->mmio_gpu_registered)
 		(void)gio__cudart()->host_unregister(c->be.bar);
 	if (c->be.close)
 		c->be.close(c->be.priv);

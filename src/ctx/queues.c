@@ -133,9 +133,9 @@ static int mmio_map_for_gpu(struct gio_ctx *c)
 			 gio__cuda_err(e));
 		return -EOPNOTSUPP;
 	}
+	c->mmio_gpu_registered = 1; /* kept, also when refused below: close unregisters it (cudaHostUnregister waits for kernels) */
 	e = rt->host_get_device_pointer(&dev, c->be.bar, 0);
 	if (e || dev != c->be.bar) {
-		(void)rt->host_unregister(c->be.bar);
 		snprintf(c->mmio_gpu_why, sizeof(c->mmio_gpu_why), "the GPU maps BAR0 at another address (%p, not %p)", dev,
 			 c->be.bar);
 		return -EOPNOTSUPP;
