@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../cuda/cudart.h"
+#include "../cuda/pinned.h"
 #include "ctx.h"
 
 /* What GPU producers check against: their own gio_qp_check over mirrored tables. Host regions
@@ -80,10 +81,11 @@ int gio__check_for_qp_locked(struct gio_ctx *c, int gpu, struct gio_qp_check **o
 		return 0;
 	}
 	if (!c->gpu_check) {
-		m = gio__pinned_alloc(sizeof(*m));
-		if (!m)
-			return gio__fail(-ENODEV, "giouring: check=1: no pinned memory for the GPU producers' region tables: %s",
-					 gio__cudart_why()[0] ? gio__cudart_why() : "cudaHostAlloc failed");
+		void *p;
+		int rc = gio__pinned_alloc(sizeof(*m), "check=1: the GPU producers' region tables", &p);
+		if (rc)
+			return rc;
+		m = p;
 		m->ck = c->check;
 		m->map.regions = m->readable;
 		m->data_map.regions = m->data_only;
@@ -98,7 +100,7 @@ int gio__check_for_qp_locked(struct gio_ctx *c, int gpu, struct gio_qp_check **o
 
 void gio__check_free(struct gio_ctx *c)
 {
-	if (c->gpu_check)
-		gio__pinned_free(c->gpu_check, sizeof(*c->gpu_check));
+	if (c->gpu_check) /* back to the cache: releasing pinned memory waits for every kernel */
+		(void)gio__pinned_put(c->gpu_check);
 	c->gpu_check = NULL;
 }

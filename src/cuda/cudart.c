@@ -140,9 +140,3 @@ int gio__pinned_alloc(size_t len, const char *what, void **p)
 	return gio__cuda_fail(e, "%s: cudaHostAlloc of %zu bytes", what, len);
 }
 
-void gio__pinned_free(void *p, size_t len)
-{
-	(void)len;
-	if (p)
-		(void)gio__cudart()->free_host(p);
-}

@@ -77,7 +77,4 @@ int gio__pinned_alloc(size_t len, const char *what, void **p);
 
 GIO_EXTERN_C_END
 
-/* Releases what gio__pinned_alloc() returned (len bytes); NULL is ignored. */
-void gio__pinned_free(void *p, size_t len);
-
 #endif

@@ -198,7 +198,7 @@ static int gpu_alloc(struct gio_gpu_target *g)
 	const size_t cq_bytes = ((size_t)c->depth * GIO_CQE_BYTES + 4095) & ~(size_t)4095;
 	const size_t ring_bytes = nq * (sq_bytes + cq_bytes) + 4096;
 	const size_t nslots = (size_t)nq * c->depth;
-	size_t o_bar = 0, o_map, o_regions, o_qps, o_slots, o = align256(sizeof(struct gio_tgt));
+	size_t o_bar = 0, o_map, o_regions, o_qps, o_slots, o_check, o = align256(sizeof(struct gio_tgt));
 	char *state;
 	int rc;
 	if (hbm_rings) {
@@ -213,6 +213,8 @@ static int gpu_alloc(struct gio_gpu_target *g)
 	o += align256(nq * sizeof(struct gio_qp));
 	o_slots = o;
 	o += align256(nslots * sizeof(struct gio_cmd_slot));
+	o_check = o;
+	o += align256(sizeof(struct gio_qp_check));
 	g->state_bytes = o;
 
 	cudaStream_t stream;
@@ -233,6 +235,7 @@ static int gpu_alloc(struct gio_gpu_target *g)
 	g->regions = (struct gio_dma_region *)(state + o_regions);
 	g->qps = (struct gio_qp *)(state + o_qps);
 	g->slots = (struct gio_cmd_slot *)(state + o_slots);
+	g->check = (c->flags & GIO_GPU_CHECK) ? (struct gio_qp_check *)(state + o_check) : NULL;
 	if (c->flags & GIO_GPU_BACKING_HOST)
 		rc = pinned_get(c->size, "backing store in pinned host memory", (void **)&g->backing_host, (void **)&g->backing);
 	else
@@ -325,8 +328,10 @@ int gio_gpu_target_open(const char *uri, struct gio_gpu_target **out)
 					 (uint32_t *)((char *)g->bar + gio_sq_doorbell_offset(g->bar_host->regs.cap, (uint16_t)q)),
 					 (uint32_t *)((char *)g->bar + gio_cq_doorbell_offset(g->bar_host->regs.cap, (uint16_t)q)),
 					 gpu_scope ? GIO_QP_GPU_SCOPE : 0);
-		if (!rc)
+		if (!rc) {
 			qp->slots = g->slots + first;
+			qp->check = g->check; /* check=1: against the device's region table */
+		}
 	}
 	if (rc) {
 		gpu_free(g);
@@ -394,6 +399,15 @@ int gio_gpu_target_prepare(struct gio_gpu_target *g)
 	memcpy(x + state_off(g, g->regions), g->regions_host, sizeof(g->regions_host));
 	memcpy(x + state_off(g, g->qps), g->qps_host, g->cfg.queues * sizeof(*g->qps_host));
 	memcpy(x + state_off(g, g->slots), g->slots_host, (size_t)g->cfg.queues * g->cfg.depth * sizeof(*g->slots_host));
+	if (g->check) {
+		/* check=1: the controller's rules, and lists read through the device's region table. */
+		struct gio_qp_check *k = (struct gio_qp_check *)(x + state_off(g, g->check));
+		*k = g->check_host;
+		k->map = g->map;
+		k->data_map = NULL;
+		k->caps = g->host_tgt.caps;
+		k->lba_shift = g->cfg.lba_shift;
+	}
 	GIO__CUDA_TRY(cudaMemcpyAsync(g->state, g->xfer, g->state_bytes, cudaMemcpyHostToDevice, (cudaStream_t)g->stream),
 		      "GPU target: copying its state to the device (cudaMemcpyAsync)");
 	/* Waited for here, not left to the stream: a fused launch runs on a stream of its own. */
@@ -419,6 +433,8 @@ static int read_back(struct gio_gpu_target *g, uint32_t timeout_ms, struct gio_t
 		memcpy(g->bar_host, x + state_off(g, g->bar), sizeof(*g->bar_host));
 	memcpy(g->qps_host, x + state_off(g, g->qps), g->cfg.queues * sizeof(*g->qps_host));
 	memcpy(g->slots_host, x + state_off(g, g->slots), (size_t)g->cfg.queues * g->cfg.depth * sizeof(*g->slots_host));
+	if (g->check) /* its counters: commands refused, the last address outside */
+		memcpy(&g->check_host, x + state_off(g, g->check), sizeof(g->check_host));
 	if (st)
 		gio_tgt_get_stats(&g->host_tgt, st);
 	return 0;

@@ -148,6 +148,8 @@ struct gio_gpu_target {
 	struct gio_dma_region regions_host[GIO_GPU_MAX_REGIONS]; /**< Host image of regions. */
 	struct gio_qp *qps_host;          /**< Host image of qps (its pointers are the device's), as of the last stop or read-back. */
 	struct gio_cmd_slot *slots_host;  /**< Host image of slots. */
+	struct gio_qp_check *check;       /**< Device: what the queue pairs check commands against with check=1 (gio_qp::check), else NULL. */
+	struct gio_qp_check check_host;   /**< Host image of check as of the last stop or read-back: gio_qp_check::refused, gio_qp_check::fault_addr. */
 	void *stream;                     /**< The target's stream (a cudaStream_t, non-blocking): its memory's allocation, clears and copies, and the executor. */
 	int running;                      /**< Between start and stop. */
 	void *state;                      /**< Library-internal: the device allocation holding tgt, bar (HBM rings), map, regions, qps and slots. */
