@@ -451,6 +451,12 @@ int gio_gpu_target_read_back(struct gio_gpu_target *g, uint32_t timeout_ms, stru
 	return read_back(g, timeout_ms, st);
 }
 
+int gio_gpu_target_load(void)
+{
+	gio__clear_error();
+	return gio_gpu_preload((const void *)exec_kernel);
+}
+
 int gio_gpu_target_start(struct gio_gpu_target *g)
 {
 	gio__clear_error();

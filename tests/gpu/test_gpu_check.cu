@@ -29,14 +29,15 @@ struct Result {
 	uint16_t block_st[kThreads];
 };
 
-// A read of one 4 KiB block into the registered buffer, or to `bad` (outside it).
+// A read of block i into 4 KiB at byte (i % 256) * 4096 of the registered buffer, or to `bad`
+// (outside it).
 __device__ void prep(gio_sqe *s, uint32_t i, uint64_t addr, uint64_t bad, bool outside, bool segment)
 {
 	gio_prep_read(s, GIO_TGT_NSID, i, 1);
 	if (segment) // a Last Segment descriptor whose segment lies outside
 		gio_sqe_set_psdt(s, GIO_PSDT_SGL_MPTR), gio_sgl_set(&s->dptr.sgl, bad, 16, GIO_SGL_TYPE_LAST_SEGMENT);
 	else
-		gio_sqe_set_sgl_data(s, outside ? bad : addr + (uint64_t)i * 4096, 4096);
+		gio_sqe_set_sgl_data(s, outside ? bad : addr + (uint64_t)(i % (kBuf / 4096)) * 4096, 4096);
 }
 
 __global__ void producers(gio_qp *qps, uint64_t addr, uint64_t bad, Result *r)

@@ -223,6 +223,18 @@ struct gio_qp *gio_gpu_target_qp(const struct gio_gpu_target *g, uint32_t i);
 int gio_gpu_target_prepare(struct gio_gpu_target *g);
 
 /**
+ * @brief Loads the executor kernel's module now.
+ * @return 0, or `-EINVAL` (a CUDA error as gio_cuda_errno() maps it) with a message.
+ *
+ * Any host thread. With lazy loading (CUDA's default) a module is loaded at its kernel's first
+ * use, and loading one waits until no kernel runs on the device: measured on the H200, a
+ * gio_gpu_target_start() beside an engine's kernel that never ends waited for it. Call this
+ * before any such kernel starts (or run with CUDA_MODULE_LOADING=EAGER); gio_gpu_target_start()
+ * then loads nothing.
+ */
+int gio_gpu_target_load(void);
+
+/**
  * @brief Launches the persistent executor kernel on its stream.
  * @param g  the target.
  * @return 0, `-EBUSY` when already running, or an error of gio_gpu_target_prepare(),
