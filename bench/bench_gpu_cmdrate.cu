@@ -46,6 +46,7 @@ namespace {
 struct Counters {
 	unsigned long long done, errors, submit_fail;
 	unsigned long long submit_ns, wait_ns, submits, waits; // lane 0's %globaltimer, summed
+	unsigned long long stage_ns[5]; // --stages: gio_submit_warp's steps (gio__submit_warp's marks), summed
 	uint32_t first_status;
 	int first_rc;
 };
@@ -55,9 +56,27 @@ struct Counters {
 // for the oldest (reaping 32 CQEs at a time). Pipelining hides the round trip's latency.
 constexpr uint32_t kMaxInflight = 8;
 bool g_profile = false; // --profile: the executor times its steps (URI profile=1)
+bool g_stages = false;  // --stages: the I/O kernel times gio_submit_warp's steps
+
+// gio_submit_warp's marks, timed by lane 0 (%globaltimer): the time since the previous mark.
+struct StageMarks {
+	uint64_t last;
+	unsigned long long ns[5];
+	__device__ void mark(int k)
+	{
+		if ((threadIdx.x & 31u) == 0) {
+			const uint64_t t = gio_now_ns();
+			ns[k] += t - last;
+			last = t;
+		}
+	}
+};
+
+template <bool Stages>
 __global__ void io_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_t block_bytes, uint64_t nblocks,
 			  uint64_t run_ns, uint32_t inflight, Counters *c)
 {
+	StageMarks marks{};
 	const uint32_t lane = threadIdx.x & 31u;
 	const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32u;
 	gio_qp *qp = &qps[warp % nqps];
@@ -78,7 +97,9 @@ __global__ void io_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_
 			gio_prep_read(&sqe, GIO_TGT_NSID, lba, 1);
 			gio_sqe_set_sgl_data(&sqe, buf_addr, block_bytes);
 			const uint64_t t0 = gio_now_ns();
-			const int rc = gio_submit_warp(qp, &sqe, 0, 0, 1, deadline, &cids[head % kMaxInflight]);
+			marks.last = t0;
+			const int rc = Stages ? gio__submit_warp(qp, &sqe, 0, 0, 1, deadline, &cids[head % kMaxInflight], marks)
+					      : gio_submit_warp(qp, &sqe, 0, 0, 1, deadline, &cids[head % kMaxInflight]);
 			if (lane == 0) {
 				sub_ns += gio_now_ns() - t0;
 				subs++;
@@ -124,6 +145,8 @@ __global__ void io_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_
 		atomicAdd(&c->wait_ns, wait_ns);
 		atomicAdd(&c->submits, subs);
 		atomicAdd(&c->waits, waits);
+		for (int k = 0; Stages && k < 5; k++)
+			atomicAdd(&c->stage_ns[k], marks.ns[k]);
 	}
 }
 
@@ -132,6 +155,7 @@ struct Point {
 	uint32_t io_sms, io_warps, exec_sms, exec_warps, queues, depth;
 	double ms, mcmds, per_io_sm, exec_batch;
 	double submit_us, wait_us;       // producer warp: per batch submitted / waited for
+	double stage_us[5];              // --stages: gio_submit_warp's steps per batch
 	double exec_us[4], idle_pass_us; // executor warp, per batch: fetch, SQEs, data, post; per empty pass
 	unsigned long long done, errors, exec_commands;
 	bool data_moved;
@@ -186,8 +210,8 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 	KV_CK(cudaMallocManaged(&c, sizeof(*c)));
 	std::memset(c, 0, sizeof(*c));
 	size_t smem = 0;
-	if (gio_gpu_preload((const void *)io_kernel) || gio_gpu_one_block_per_sm((const void *)io_kernel, &smem) ||
-	    gio_gpu_target_start(g)) {
+	const void *kernel = g_stages ? (const void *)io_kernel<true> : (const void *)io_kernel<false>;
+	if (gio_gpu_preload(kernel) || gio_gpu_one_block_per_sm(kernel, &smem) || gio_gpu_target_start(g)) {
 		std::fprintf(stderr, "FAIL: start: %s\n", gio_last_error());
 		std::exit(1);
 	}
@@ -198,12 +222,18 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 	KV_CK(cudaEventCreate(&e1));
 	const uint64_t run_ns = (uint64_t)(seconds * 1e9);
 	// Warm-up: a short run (first touches of managed queue state migrate it to the GPU).
-	io_kernel<<<io_sms, io_warps * 32, smem, s>>>(g->qps, queues, addr, 4096, (64u << 20) / 4096, run_ns / 10, inflight, c);
+	auto launch = [&](uint64_t ns) {
+		if (g_stages)
+			io_kernel<true><<<io_sms, io_warps * 32, smem, s>>>(g->qps, queues, addr, 4096, (64u << 20) / 4096, ns, inflight, c);
+		else
+			io_kernel<false><<<io_sms, io_warps * 32, smem, s>>>(g->qps, queues, addr, 4096, (64u << 20) / 4096, ns, inflight, c);
+	};
+	launch(run_ns / 10);
 	KV_CK(cudaGetLastError());
 	KV_CK(cudaStreamSynchronize(s));
 	std::memset(c, 0, sizeof(*c));
 	KV_CK(cudaEventRecord(e0, s));
-	io_kernel<<<io_sms, io_warps * 32, smem, s>>>(g->qps, queues, addr, 4096, (64u << 20) / 4096, run_ns, inflight, c);
+	launch(run_ns);
 	KV_CK(cudaGetLastError());
 	KV_CK(cudaEventRecord(e1, s));
 	KV_CK(cudaStreamSynchronize(s));
@@ -224,6 +254,8 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 	pt.ok = c->errors == 0 && c->submit_fail == 0 && ts.errors == 0;
 	pt.submit_us = c->submits ? c->submit_ns / 1e3 / c->submits : 0;
 	pt.wait_us = c->waits ? c->wait_ns / 1e3 / c->waits : 0;
+	for (int k = 0; k < 5; k++)
+		pt.stage_us[k] = c->submits ? c->stage_ns[k] / 1e3 / c->submits : 0;
 	const double nb = g->ctl->batches ? (double)g->ctl->batches : 1;
 	for (int i = 0; i < 4; i++)
 		pt.exec_us[i] = g->ctl->prof[i] / 1e3 / nb;
@@ -333,6 +365,8 @@ int main(int argc, char **argv)
 			ceil_list.clear();
 		} else if (a == "--profile") {
 			g_profile = true;
+		} else if (a == "--stages") {
+			g_stages = true;
 		} else if (a == "--check") {
 			check_modes = {false, true};
 		} else if (a == "--quick") {
@@ -341,7 +375,7 @@ int main(int argc, char **argv)
 			std::fprintf(stderr,
 				     "usage: bench_gpu_cmdrate [--seconds S] [--io-sms LIST] [--exec-sms LIST (0: as many as io)]\n"
 				     "       [--queues LIST] [--io-warps N] [--exec-warps N] [--depth N] [--inflight BATCHES] [--rings hbm,host] [--scope gpu,sys]\n"
-				     "       [--points rings:io_sms:exec_sms[:scope],...] [--profile] [--check] [--json PATH] [--quick]\n"
+				     "       [--points rings:io_sms:exec_sms[:scope],...] [--profile] [--stages] [--check] [--json PATH] [--quick]\n"
 				     "       [--ceiling-queues LIST (default 64,512,1024,2048; 0: none)] [--no-ceiling]\n");
 			return 2;
 		}
@@ -367,7 +401,7 @@ int main(int argc, char **argv)
 	// Every kernel loaded before the first persistent launch (the lazy-loading trap:
 	// bench/common/workload.cuh); run_point() preloads io_kernel, the target its executor.
 	ceil_load_kernels();
-	if (gio_gpu_preload((const void *)io_kernel)) {
+	if (gio_gpu_preload((const void *)io_kernel<false>) || gio_gpu_preload((const void *)io_kernel<true>)) {
 		std::fprintf(stderr, "FAIL: %s\n", gio_last_error());
 		return 1;
 	}
@@ -416,6 +450,18 @@ int main(int argc, char **argv)
 		std::printf("| %s | %s | %s | %u | %u | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", p.rings.c_str(),
 			    p.scope.c_str(), p.checked ? "on" : "off", p.io_sms, p.exec_sms, p.submit_us, p.wait_us, p.exec_us[0], p.exec_us[1], p.exec_us[2], p.exec_us[3],
 			    p.idle_pass_us);
+	if (g_stages) {
+		std::printf("\nSteps of gio_submit_warp per batch of 32 commands, microseconds (--stages: lane 0's %%globaltimer "
+			    "between marks, averaged): the reservation (gio__qp_reserve_wait_warp), the claim of the batch's "
+			    "first entry, the entries written, the batch's ready mark (release), the publication (advance role "
+			    "and doorbell)\n\n");
+		std::printf("| rings | scope | check | I/O SMs | executor SMs | reserve | claim | write | ready mark | publish | "
+			    "submit |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+		for (const Point &p : pts)
+			std::printf("| %s | %s | %s | %u | %u | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", p.rings.c_str(),
+				    p.scope.c_str(), p.checked ? "on" : "off", p.io_sms, p.exec_sms, p.stage_us[0], p.stage_us[1],
+				    p.stage_us[2], p.stage_us[3], p.stage_us[4], p.submit_us);
+	}
 	std::vector<ceil_result> ceils;
 	if (!ceil_list.empty()) {
 		std::printf("\nCeiling, measured in this run: a baseline, not giouring (bench/common/ceiling.cuh). A stripped-down "

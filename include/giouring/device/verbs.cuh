@@ -189,6 +189,58 @@ GIO_DEV int gio__qp_reserve_wait_warp(struct gio_qp *qp, uint32_t n, uint64_t de
 	}
 }
 
+/* What gio_submit_warp() reports of its steps: nothing (the default, compiled away). A bench
+ * passes a type of its own with the same member to time them (bench_gpu_cmdrate --stages). */
+struct gio__submit_no_marks {
+	__device__ void mark(int) {}
+};
+
+/* gio_submit_warp()'s body; `marks.mark(k)` is called by every lane after step k: 0 the
+ * reservation, 1 the claim, 2 the entries written, 3 the batch's ready mark, 4 the publication. */
+template <class Marks>
+GIO_DEV int gio__submit_warp(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t user_data, uint32_t flags,
+			     int active, uint64_t deadline, uint32_t *cid, Marks &marks)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	const unsigned mask = __ballot_sync(0xffffffffu, active);
+	const uint32_t n = (uint32_t)__popc(mask);
+	uint32_t first = 0;
+	int rc = 0;
+	if (n == 0)
+		return 0;
+	const unsigned leader = (unsigned)__ffs(mask) - 1u;
+	uint32_t st = 0;
+	rc = gio__qp_reserve_wait_warp(qp, n, deadline, &first);
+	if (rc)
+		return rc;
+	marks.mark(0);
+	/* One claim for the batch (see gio__qp_claim()), by the lane of its first entry. */
+	rc = __shfl_sync(0xffffffffu, lane == leader ? gio__qp_claim(qp, first) : 0, leader);
+	if (rc)
+		return active ? rc : 0;
+	marks.mark(1);
+	if (active) {
+		const uint32_t idx = first + (uint32_t)__popc(mask & ((1u << lane) - 1u));
+		st = gio__qp_write(qp, idx, sqe, user_data, flags, &rc);
+		/* The rest of the batch is ready with its first entry: relaxed marks here, covered by
+		 * the leader's release below. */
+		if (idx != first)
+			gio_store_relaxed(&qp->slots[idx & (qp->sq_depth - 1)].state, gio__qp_word(qp, idx, st));
+		*cid = idx;
+	}
+	__syncwarp(); /* every lane's entry before the leader's release (see the file comment) */
+	marks.mark(2);
+	if (lane == leader)
+		gio_store_release_in(GIO__QSC(qp), &qp->slots[first & (qp->sq_depth - 1)].state, gio__qp_word(qp, first, st));
+	/* Lane 0 may hold the role; the leader's release is ordered before its use by the barrier in
+	 * the publish (the shuffle of the role). */
+	__syncwarp();
+	marks.mark(3);
+	gio__qp_publish_warp(qp, first, first + n);
+	marks.mark(4);
+	return rc;
+}
+
 /**
  * @brief Submits one command per active lane of a warp, with one reservation and one doorbell.
  * @param qp         the queue pair (the same for every lane).
@@ -212,39 +264,8 @@ GIO_DEV int gio__qp_reserve_wait_warp(struct gio_qp *qp, uint32_t n, uint64_t de
 GIO_DEV int gio_submit_warp(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t user_data, uint32_t flags,
 			    int active, uint64_t deadline, uint32_t *cid)
 {
-	const unsigned lane = threadIdx.x & 31u;
-	const unsigned mask = __ballot_sync(0xffffffffu, active);
-	const uint32_t n = (uint32_t)__popc(mask);
-	uint32_t first = 0;
-	int rc = 0;
-	if (n == 0)
-		return 0;
-	const unsigned leader = (unsigned)__ffs(mask) - 1u;
-	uint32_t st = 0;
-	rc = gio__qp_reserve_wait_warp(qp, n, deadline, &first);
-	if (rc)
-		return rc;
-	/* One claim for the batch (see gio__qp_claim()), by the lane of its first entry. */
-	rc = __shfl_sync(0xffffffffu, lane == leader ? gio__qp_claim(qp, first) : 0, leader);
-	if (rc)
-		return active ? rc : 0;
-	if (active) {
-		const uint32_t idx = first + (uint32_t)__popc(mask & ((1u << lane) - 1u));
-		st = gio__qp_write(qp, idx, sqe, user_data, flags, &rc);
-		/* The rest of the batch is ready with its first entry: relaxed marks here, covered by
-		 * the leader's release below. */
-		if (idx != first)
-			gio_store_relaxed(&qp->slots[idx & (qp->sq_depth - 1)].state, gio__qp_word(qp, idx, st));
-		*cid = idx;
-	}
-	__syncwarp(); /* every lane's entry before the leader's release (see the file comment) */
-	if (lane == leader)
-		gio_store_release_in(GIO__QSC(qp), &qp->slots[first & (qp->sq_depth - 1)].state, gio__qp_word(qp, first, st));
-	/* Lane 0 may hold the role; the leader's release is ordered before its use by the barrier in
-	 * the publish (the shuffle of the role). */
-	__syncwarp();
-	gio__qp_publish_warp(qp, first, first + n);
-	return rc;
+	gio__submit_no_marks none;
+	return gio__submit_warp(qp, sqe, user_data, flags, active, deadline, cid, none);
 }
 
 /**
