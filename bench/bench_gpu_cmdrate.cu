@@ -72,8 +72,9 @@ struct StageMarks {
 	}
 };
 
+// At most 32 warps per block (--io-warps): bounded so that the timed form fits the registers too.
 template <bool Stages>
-__global__ void io_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_t block_bytes, uint64_t nblocks,
+__global__ void __launch_bounds__(1024) io_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_t block_bytes, uint64_t nblocks,
 			  uint64_t run_ns, uint32_t inflight, Counters *c)
 {
 	StageMarks marks{};
