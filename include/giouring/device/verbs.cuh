@@ -82,8 +82,11 @@ GIO_DEV int gio__qp_reserve_warp(struct gio_qp *qp, uint32_t n, uint32_t *first)
 		uint32_t r = 0, head = 0;
 		int ok = 0;
 		if (lane == 0) {
-			r = gio_load_acquire_in(GIO__QSC(qp), &qp->sq_reserved);
-			head = gio_load_acquire_in(GIO__QSC(qp), &qp->sq_head);
+			/* Both relaxed, so that the two loads overlap: the CAS below checks r, a stale
+			 * (smaller) head only refuses room that is there, and what makes a slot reusable
+			 * is each lane's acquire of its state. */
+			r = gio_load_relaxed(&qp->sq_reserved);
+			head = gio_load_relaxed(&qp->sq_head);
 		}
 		r = __shfl_sync(0xffffffffu, r, 0);
 		head = __shfl_sync(0xffffffffu, head, 0);
@@ -113,7 +116,10 @@ GIO_DEV void gio__qp_advance_once_warp(struct gio_qp *qp, uint32_t own, uint32_t
 	const uint32_t mask = qp->sq_depth - 1;
 	uint32_t r = 0, c0 = 0, c;
 	if (lane == 0) {
-		r = gio_load_acquire_in(GIO__QSC(qp), &qp->sq_reserved);
+		/* Both relaxed, so that the two loads overlap: the entries below r are read with an
+		 * acquire each, and a stale r only ends this pass early (the role's requests and the
+		 * rescan before it is let go cover what comes later). */
+		r = gio_load_relaxed(&qp->sq_reserved);
 		c0 = gio_load_relaxed(&qp->sq_committed);
 	}
 	r = __shfl_sync(0xffffffffu, r, 0);
@@ -136,10 +142,8 @@ GIO_DEV void gio__qp_advance_once_warp(struct gio_qp *qp, uint32_t own, uint32_t
 	if (lane == 0) {
 		if (c != r)
 			c = gio__qp_stalled(qp, c, r);
-		if (c != c0) {
-			gio_store_release_in(GIO__QSC(qp), &qp->sq_committed, c);
-			gio__qp_doorbell(qp, c);
-		}
+		if (c != c0)
+			gio__qp_publish_tail(qp, c);
 	}
 	__syncwarp();
 }

@@ -421,6 +421,28 @@ GIO_HD void gio__qp_doorbell(struct gio_qp *qp, uint32_t c)
 	gio_store_release_in(GIO__QSC(qp), &qp->sq_rung, c);
 }
 
+/* Publishes committed tail `c` (the advance role only): sq_committed, the SQ tail doorbell and
+ * sq_rung, each ordered after the entries before c (and any cancel's command). On the GPU one
+ * release fence serves the three stores (a fence followed by strong stores is a release pattern
+ * for each), where a release store apiece cost a fence each: measured on the H200 (bench_gpu_cmdrate
+ * --stages), every fence or atomic of a warp batch costs about 1.1 us at GPU scope. The host keeps
+ * release stores, which cost nothing on x86-64 and which ThreadSanitizer understands. */
+GIO_HD void gio__qp_publish_tail(struct gio_qp *qp, uint32_t c)
+{
+#if defined(__CUDA_ARCH__)
+	gio_fence_release_in(GIO__QSC(qp));
+	gio_store_relaxed(&qp->sq_committed, c);
+	if (qp->flags & GIO_QP_MMIO_DOORBELLS)
+		gio_mmio_write32((volatile uint32_t *)qp->sq_db, c & (qp->sq_depth - 1));
+	else /* pairs with the target's acquire load of the shadow tail */
+		gio_store_relaxed(qp->sq_db, c & (qp->sq_depth - 1));
+	gio_store_relaxed(&qp->sq_rung, c);
+#else
+	gio_store_release_in(GIO__QSC(qp), &qp->sq_committed, c);
+	gio__qp_doorbell(qp, c);
+#endif
+}
+
 /* Where the head of the ring is unready at index c (< reserved r): arms the stall clock, or,
  * once the head has stayed there for stall_ns, cancels the unclaimed entries reserved before the
  * stall was seen. Returns the new head of the ready prefix. The advance role only. */
@@ -497,12 +519,8 @@ GIO_HD void gio__qp_advance_once(struct gio_qp *qp)
 		c++;
 	if (c != r)
 		c = gio__qp_stalled(qp, c, r);
-	if (c != c0) {
-		/* Release: the entries (and any cancel's command) before the new committed index; the
-		 * doorbell's own release or fence orders them for the controller. */
-		gio_store_release_in(GIO__QSC(qp), &qp->sq_committed, c);
-		gio__qp_doorbell(qp, c);
-	}
+	if (c != c0) /* the entries (and any cancel's command) before the new committed index */
+		gio__qp_publish_tail(qp, c);
 }
 
 /**
