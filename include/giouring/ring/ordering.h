@@ -309,6 +309,27 @@ GIO_HD uint32_t gio_fetch_add_in(uint32_t scope, uint32_t *p, uint32_t v)
 }
 
 /**
+ * @brief Atomic or with acquire-release ordering, at a chosen scope.
+ * @param scope  GIO_SCOPE_SYS or GIO_SCOPE_GPU (the device honours it; the host ignores it).
+ * @param p  the word.
+ * @param v  the bits to set.
+ * @return the value before.
+ *
+ * Any thread, host or device.
+ */
+GIO_HD uint32_t gio_fetch_or_in(uint32_t scope, uint32_t *p, uint32_t v)
+{
+#if defined(__CUDA_ARCH__)
+	uint32_t old;
+	GIO__SCOPED(scope, "atom.acq_rel.gpu.or.b32 %0, [%1], %2;", "atom.acq_rel.sys.or.b32 %0, [%1], %2;", : "=r"(old) : "l"(p), "r"(v) : "memory");
+	return old;
+#else
+	(void)scope;
+	return __atomic_fetch_or(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+
+/**
  * @brief Atomic add with acquire-release ordering.
  * @param p  the word.
  * @param v  what to add.

@@ -482,19 +482,27 @@ GIO_HD uint32_t gio__qp_stalled(struct gio_qp *qp, uint32_t c, uint32_t r)
 	return c;
 }
 
-/* Takes the advance role (1), or hands this thread's request to its holder (0), who will scan
- * again before it lets go. `*w` receives the role word as taken. */
+/* Takes the advance role (1, `*w` receives the role word as taken), or hands this thread's
+ * request to its holder (0), who will scan again before it lets go. Where the role is free (the
+ * common case) one atomic or takes it: a load and a CAS were two dependent round trips, about
+ * 1.1 us each in a GPU warp batch (bench_gpu_cmdrate --stages). Where it is held, the request is
+ * an add of 2, which makes the holder's drop fail; if the holder let go between the or and the
+ * add, the add landed on a free word (harmless: the count is only a change marker) and the role
+ * is tried again. Acquire (the role): the previous holder's work before ours. Release (the
+ * request): this thread's entries before the holder's failed drop, which acquires. */
 GIO_HD int gio__qp_role_take(struct gio_qp *qp, uint32_t *w)
 {
-	uint32_t v = gio_load_relaxed(&qp->sq_adv);
 	for (;;) {
-		/* Release (the request): this thread's entries before the holder's failed unlock, which
-		 * acquires. Acquire (the role): the previous holder's work before ours. */
-		if (gio_cas_in(GIO__QSC(qp), &qp->sq_adv, v, (v & 1u) ? v + 2u : v | 1u)) {
+		uint32_t v = gio_fetch_or_in(GIO__QSC(qp), &qp->sq_adv, 1u);
+		if (!(v & 1u)) {
 			*w = v | 1u;
-			return !(v & 1u);
+			return 1;
 		}
-		v = gio_load_relaxed(&qp->sq_adv);
+		v = gio_fetch_add_in(GIO__QSC(qp), &qp->sq_adv, 2u);
+		if (v & 1u) {
+			*w = v + 2u;
+			return 0;
+		}
 	}
 }
 
