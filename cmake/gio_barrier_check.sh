@@ -5,9 +5,10 @@
 #   aarch64: gio_fence_release() is `dsb sy`; a release store is `dmb osh` then `stlr`/`stlrh`;
 #            gio_mmio_write32() is one `str wN, [xM]`; in the ring's SQ and CQ doorbell paths a
 #            `dsb sy` comes before the MMIO store with no other store between, and a `dmb osh`
-#            before the shadow doorbell's `stlr`.
-#   x86-64:  no fence instruction anywhere; gio_fence_release() is empty, a release store and an
-#            MMIO store one `mov` each (what the C11 builtins compile to: unchanged by ordering.h).
+#            before the shadow doorbell's `stlr`; an acquire load is `ldar`/`ldarh` then `dmb oshld`
+#            (the word may be a device's: a CQE's status, a GPU's shadow doorbell).
+#   x86-64:  no fence instruction anywhere; gio_fence_release() is empty, a release store, an
+#            acquire load and an MMIO store one `mov` each (what the C11 builtins compile to: unchanged by ordering.h).
 #   bash gio_barrier_check.sh OBJDUMP ARCH LIBRARY
 set -euo pipefail
 objdump=$1 arch=$2 lib=$3
@@ -60,7 +61,7 @@ expect_body() { # function, expected instructions (regexes, one per line, ret ex
 }
 
 for fn in gio_probe_fence_release gio_probe_store_release gio_probe_store_release16 gio_probe_mmio_write32 \
-          gio_probe_qp_publish gio_probe_qp_reap; do
+          gio_probe_load_acquire gio_probe_load_acquire16 gio_probe_qp_publish gio_probe_qp_reap; do
   [[ -n "$(insns "$fn")" ]] || fail "$fn: not found in $lib"
 done
 
@@ -68,6 +69,11 @@ case "$arch" in
 aarch64 | arm64)
   expect_body gio_probe_fence_release 'dsb sy'
   expect_body gio_probe_mmio_write32 'str (w[0-9]+|wzr), \[x[0-9]+\]'
+  expect_body gio_probe_load_acquire 'ldar w[0-9]+, \[x[0-9]+\]' 'dmb oshld'
+  # A 16-bit result may be zero-extended after (GCC does): the load, then the barrier, first.
+  if insns gio_probe_load_acquire16 | head -n 2 | paste -sd';' | grep -qE '^ldarh w[0-9]+, \[x[0-9]+\];dmb oshld$'; then
+    pass "gio_probe_load_acquire16: ldarh, then dmb oshld"
+  else fail "gio_probe_load_acquire16: not ldarh then dmb oshld"; fi
   mmio='^str (w[0-9]+|wzr), \[x[0-9]+\]$'
   shadow='^stlr (w[0-9]+|wzr), \[x[0-9]+\]$'
   # A 16-bit argument may first be zero-extended (GCC does, Clang does not): no exact body.
@@ -87,6 +93,8 @@ x86_64 | AMD64 | amd64)
   expect_body gio_probe_store_release 'mov %e[a-z0-9]+,\(%r[a-z0-9]+\)'
   expect_body gio_probe_store_release16 'mov %[a-z0-9]+,\(%r[a-z0-9]+\)'
   expect_body gio_probe_mmio_write32 'mov %e[a-z0-9]+,\(%r[a-z0-9]+\)'
+  expect_body gio_probe_load_acquire 'mov \(%r[a-z0-9]+\),%eax'
+  expect_body gio_probe_load_acquire16 'movz?wl? \(%r[a-z0-9]+\),%e?ax'
   for fn in gio_probe_qp_publish gio_probe_qp_reap; do
     if insns "$fn" | grep -qE '^(mfence|sfence|lfence)'; then fail "$fn: a fence instruction"
     else pass "$fn: no fence instruction"; fi

@@ -11,6 +11,8 @@ void gio_probe_fence_release(void);
 void gio_probe_store_release(uint32_t *p, uint32_t v);
 void gio_probe_store_release16(uint16_t *p, uint16_t v);
 void gio_probe_mmio_write32(volatile uint32_t *db, uint32_t v);
+uint32_t gio_probe_load_acquire(const uint32_t *p);
+uint16_t gio_probe_load_acquire16(const uint16_t *p);
 void gio_probe_qp_publish(struct gio_qp *qp);
 uint32_t gio_probe_qp_reap(struct gio_qp *qp);
 
@@ -32,6 +34,16 @@ void gio_probe_store_release16(uint16_t *p, uint16_t v)
 void gio_probe_mmio_write32(volatile uint32_t *db, uint32_t v)
 {
 	gio_mmio_write32(db, v);
+}
+
+uint32_t gio_probe_load_acquire(const uint32_t *p)
+{
+	return gio_load_acquire(p);
+}
+
+uint16_t gio_probe_load_acquire16(const uint16_t *p)
+{
+	return gio_load_acquire16(p);
 }
 
 /* Publication of the ready entries and the SQ tail doorbell: MMIO or shadow, by the queue

@@ -54,9 +54,10 @@
  *   plain load and then `dmb oshld`; the acquire puts that order into the load itself (no later
  *   load is satisfied before it), which is enough for a writer in the inner shareable domain (the
  *   CPU executor). For a writer the architecture leaves outside it (a controller's DMA, a GPU
- *   target) only a `dmb oshld` after the load gives Linux's guarantee, and the acquire loads do
- *   not have one yet. What no acquire orders, the reads of a batch's CQEs before its CQ head
- *   doorbell, the `dsb sy` above orders for an MMIO doorbell and the `dmb osh` of the release
+ *   target) only a `dmb oshld` after the load gives Linux's guarantee: so every acquire load
+ *   (gio_load_acquire(), gio_load_acquire16()) is `ldar`/`ldarh` then `dmb oshld`, one DMB per
+ *   acquire; which words a device writes is not known at the load. What no acquire orders, the
+ *   reads of a batch's CQEs before its CQ head doorbell, the `dsb sy` above orders for an MMIO doorbell and the `dmb osh` of the release
  *   store for a shadow one.
  *
  * **Other architectures**: the C11 builtins, argued for CPU threads only. Their C11 release fence
@@ -106,6 +107,13 @@ GIO_HD uint32_t gio_load_acquire_in(uint32_t scope, const uint32_t *p)
 	uint32_t v;
 	GIO__SCOPED(scope, "ld.acquire.gpu.u32 %0, [%1];", "ld.acquire.sys.u32 %0, [%1];", : "=r"(v) : "l"(p) : "memory");
 	return v;
+#elif defined(__aarch64__)
+	(void)scope;
+	/* The word may be a device's (a CQE's status, a GPU producer's shadow doorbell): after it,
+	 * Linux's dma_rmb() and SPDK, `dmb oshld` (the file comment, "Completions"). */
+	const uint32_t v = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+	__asm__ __volatile__("dmb oshld" : : : "memory");
+	return v;
 #else
 	(void)scope;
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
@@ -135,6 +143,13 @@ GIO_HD uint16_t gio_load_acquire16_in(uint32_t scope, const uint16_t *p)
 #if defined(__CUDA_ARCH__)
 	uint16_t v;
 	GIO__SCOPED(scope, "ld.acquire.gpu.u16 %0, [%1];", "ld.acquire.sys.u16 %0, [%1];", : "=h"(v) : "l"(p) : "memory");
+	return v;
+#elif defined(__aarch64__)
+	(void)scope;
+	/* The word may be a device's (a CQE's status, a GPU producer's shadow doorbell): after it,
+	 * Linux's dma_rmb() and SPDK, `dmb oshld` (the file comment, "Completions"). */
+	const uint16_t v = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+	__asm__ __volatile__("dmb oshld" : : : "memory");
 	return v;
 #else
 	(void)scope;
