@@ -57,6 +57,7 @@ struct Counters {
 constexpr uint32_t kMaxInflight = 8;
 bool g_profile = false; // --profile: the executor times its steps (URI profile=1)
 bool g_stages = false;  // --stages: the I/O kernel times gio_submit_warp's steps
+bool g_owned = false;   // --owned: every producer warp owns its queue pair (GIO_QP_OWNED)
 
 // gio_submit_warp's marks, timed by lane 0 (%globaltimer): the time since the previous mark.
 struct StageMarks {
@@ -200,6 +201,16 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 	pt.scope = (g->cfg.flags & GIO_GPU_SCOPE_SYS) ? "sys" : "gpu";
 	pt.data_moved = !(g->cfg.flags & GIO_GPU_NO_DATA);
 	pt.checked = (g->cfg.flags & GIO_GPU_CHECK) != 0;
+	if (g_owned) {
+		// A queue pair per producer warp (warp w uses w % queues): each is the warp's own.
+		if (queues < io_sms * io_warps) {
+			std::fprintf(stderr, "FAIL: --owned needs a queue pair per producer warp: %u queues for %u warps\n", queues,
+				     io_sms * io_warps);
+			std::exit(1);
+		}
+		for (uint32_t q = 0; q < queues; q++)
+			g->qps_host[q].flags |= GIO_QP_OWNED; // the start copies the images to the device
+	}
 	void *buf;
 	KV_CK(cudaMalloc(&buf, 1 << 20));
 	uint64_t addr = 0;
@@ -366,6 +377,8 @@ int main(int argc, char **argv)
 			ceil_list.clear();
 		} else if (a == "--profile") {
 			g_profile = true;
+		} else if (a == "--owned") {
+			g_owned = true;
 		} else if (a == "--stages") {
 			g_stages = true;
 		} else if (a == "--check") {
@@ -376,7 +389,7 @@ int main(int argc, char **argv)
 			std::fprintf(stderr,
 				     "usage: bench_gpu_cmdrate [--seconds S] [--io-sms LIST] [--exec-sms LIST (0: as many as io)]\n"
 				     "       [--queues LIST] [--io-warps N] [--exec-warps N] [--depth N] [--inflight BATCHES] [--rings hbm,host] [--scope gpu,sys]\n"
-				     "       [--points rings:io_sms:exec_sms[:scope],...] [--profile] [--stages] [--check] [--json PATH] [--quick]\n"
+				     "       [--points rings:io_sms:exec_sms[:scope],...] [--profile] [--stages] [--owned] [--check] [--json PATH] [--quick]\n"
 				     "       [--ceiling-queues LIST (default 64,512,1024,2048; 0: none)] [--no-ceiling]\n");
 			return 2;
 		}
@@ -410,8 +423,9 @@ int main(int argc, char **argv)
 	std::printf("machine: %s\n", machine.c_str());
 	std::printf("bench_gpu_cmdrate: one-block Reads, SGL data block, no data moved (data=0); %.2f s per point; "
 		    "I/O kernel: %u warps per SM, 32 commands per warp batch, %u batches in flight per warp; executor: %u "
-		    "warps per SM\n\n",
-		    seconds, io_warps, inflight, exec_warps);
+		    "warps per SM%s\n\n",
+		    seconds, io_warps, inflight, exec_warps,
+		    g_owned ? "; queue pairs owned by one producer warp each (--owned, GIO_QP_OWNED)" : "; queue pairs shared");
 	std::printf("| rings | scope | check | I/O SMs | executor SMs | queue pairs | depth | M commands/s | M commands/s per I/O SM | "
 		    "commands per executor batch | data moved | errors | ok |\n");
 	std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");

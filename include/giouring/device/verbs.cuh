@@ -193,6 +193,163 @@ GIO_DEV int gio__qp_reserve_wait_warp(struct gio_qp *qp, uint32_t n, uint64_t de
 	}
 }
 
+/* ---- Owned queue pairs (GIO_QP_OWNED): one warp submits and reaps, so its indices and slot
+ * states are the warp's own: relaxed loads and stores (no fence, and never cached in a register
+ * across the loops), and lanes see each other's writes through __syncwarp() (memory ordering
+ * among the participating threads); the target sees the entries through one release fence before
+ * the doorbell, which is cumulative over what lane 0 observed at the barrier. ---- */
+
+/* Consumes the completions available now, a lane per CQE. All lanes; the count on every lane. */
+GIO_DEV uint32_t gio__qp_reap_owned_warp(struct gio_qp *qp)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	const uint32_t cq_mask = qp->cq_depth - 1, sq_mask = qp->sq_depth - 1;
+	uint32_t head = gio_load_relaxed(&qp->cq_head), total = 0;
+	for (;;) {
+		const uint32_t idx = head + lane;
+		struct gio_cqe *cqe = &qp->cq[idx & cq_mask];
+		const uint32_t phase = 1u ^ ((idx >> qp->cq_shift) & 1u);
+		/* Acquire per lane: the target wrote the CQE's fields before its status (release). */
+		const uint16_t st = lane < qp->cq_depth ? gio_load_acquire16_in(GIO__QSC(qp), &cqe->status) : 0;
+		const unsigned ok = __ballot_sync(0xffffffffu, lane < qp->cq_depth && (st & 1u) == phase);
+		const uint32_t n = ~ok ? (uint32_t)__ffs(~ok) - 1u : 32u;
+		uint32_t sqhd = 0;
+		if (n == 0)
+			break;
+		if (lane < n) {
+			const uint32_t cid = cqe->cid;
+			if (cid > sq_mask) {
+				(void)gio_fetch_add_in(GIO__QSC(qp), &qp->stray_cqes, 1u); /* lanes may count at once */
+			} else {
+				struct gio_cmd_slot *s = &qp->slots[cid];
+				const uint32_t w = gio_load_relaxed(&s->state);
+				if (gio_cmd_state(w) == GIO_CMD_INFLIGHT) {
+					s->status = (uint16_t)(st >> 1);
+					s->dw0 = cqe->dw0;
+					s->dw1 = cqe->dw1;
+					gio_store_relaxed(&s->state, (w & ~7u) | GIO_CMD_DONE);
+				} else if (gio_cmd_state(w) == GIO_CMD_ABANDONED || gio_cmd_state(w) == GIO_CMD_CANCELLED) {
+					gio_store_relaxed(&s->state, gio__qp_freed(qp, w));
+				} else {
+					(void)gio_fetch_add_in(GIO__QSC(qp), &qp->stray_cqes, 1u);
+				}
+			}
+		}
+		if (lane == n - 1)
+			sqhd = cqe->sqhd;
+		sqhd = __shfl_sync(0xffffffffu, sqhd, n - 1);
+		if (lane == 0) {
+			const uint32_t h = gio_load_relaxed(&qp->sq_head);
+			if (((sqhd - h) & sq_mask) <= gio_load_relaxed(&qp->sq_committed) - h)
+				gio_store_relaxed(&qp->sq_head, h + ((sqhd - h) & sq_mask));
+		}
+		head += n;
+		total += n;
+		if (n < 32 || total >= qp->cq_depth)
+			break;
+	}
+	/* Every lane's CQE reads and slot writes before the CQ head doorbell (the target reuses the
+	 * entries) and before the next use of the slots by any lane. */
+	__syncwarp();
+	if (lane == 0 && total) {
+		gio_store_relaxed(&qp->cq_head, head);
+		gio_fence_release_in(GIO__QSC(qp));
+		if (qp->flags & GIO_QP_MMIO_DOORBELLS)
+			gio_mmio_write32((volatile uint32_t *)qp->cq_db, head & cq_mask);
+		else
+			gio_store_relaxed(qp->cq_db, head & cq_mask);
+	}
+	__syncwarp();
+	return total;
+}
+
+/* gio_submit_warp() on an owned queue pair. */
+template <class Marks>
+GIO_DEV int gio__submit_owned_warp(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t user_data, uint32_t flags,
+				   int active, uint64_t deadline, uint32_t *cid, Marks &marks)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	const uint32_t mask = qp->sq_depth - 1;
+	const unsigned act = __ballot_sync(0xffffffffu, active);
+	const uint32_t n = (uint32_t)__popc(act);
+	uint32_t spins = 0, r;
+	int rc = 0;
+	if (n == 0)
+		return 0;
+	if (n >= qp->sq_depth)
+		return active ? -EINVAL : 0;
+	for (;;) {
+		r = gio_load_relaxed(&qp->sq_reserved);
+		const int busy = lane < n && gio_load_relaxed(&qp->slots[(r + lane) & mask].state) !=
+						     gio__qp_word(qp, r + lane, GIO_CMD_FREE);
+		if (r + n - gio_load_relaxed(&qp->sq_head) <= mask && !__any_sync(0xffffffffu, busy))
+			break;
+		if (gio__qp_reap_owned_warp(qp))
+			continue;
+		if (__shfl_sync(0xffffffffu, gio_deadline_passed(deadline), 0)) {
+			if (lane == 0)
+				gio_qp_note_timeout(qp, 0xffffffffu);
+			return -ETIME;
+		}
+		gio_backoff(&spins);
+	}
+	marks.mark(0);
+	marks.mark(1);
+	if (active) {
+		const uint32_t idx = r + (uint32_t)__popc(act & ((1u << lane) - 1u));
+		const uint32_t st = gio__qp_write(qp, idx, sqe, user_data, flags & GIO_CMD_F_DETACHED ? ~0u : flags, &rc);
+		gio_store_relaxed(&qp->slots[idx & mask].state, gio__qp_word(qp, idx, st));
+		*cid = idx;
+	}
+	__syncwarp(); /* every lane's entry and state before lane 0's fence and doorbell */
+	marks.mark(2);
+	marks.mark(3);
+	if (lane == 0) {
+		gio_store_relaxed(&qp->sq_reserved, r + n);
+		gio__qp_publish_tail(qp, r + n);
+	}
+	__syncwarp();
+	marks.mark(4);
+	return rc;
+}
+
+/* gio_wait_warp() on an owned queue pair. */
+GIO_DEV int gio__wait_owned_warp(struct gio_qp *qp, uint32_t cid, int active, uint64_t deadline, uint16_t *status)
+{
+	struct gio_cmd_slot *s = &qp->slots[cid & (qp->sq_depth - 1)];
+	uint32_t spins = 0;
+	int rc = active ? -EAGAIN : 0;
+	for (;;) {
+		if (rc == -EAGAIN) {
+			const uint32_t w = gio_load_relaxed(&s->state);
+			if ((w & ~7u) != gio__qp_word(qp, cid, 0)) {
+				rc = -ETIME; /* not this command's lap any more */
+			} else if (gio_cmd_state(w) == GIO_CMD_DONE) {
+				const uint16_t st = s->status;
+				if (status)
+					*status = st;
+				gio_store_relaxed(&s->state, gio__qp_freed(qp, w));
+				rc = (st & 0x7ffu) ? -EIO : 0;
+			}
+		}
+		if (!__any_sync(0xffffffffu, rc == -EAGAIN))
+			break;
+		if (gio__qp_reap_owned_warp(qp))
+			continue;
+		if (__shfl_sync(0xffffffffu, gio_deadline_passed(deadline), 0)) {
+			if (rc == -EAGAIN) { /* abandoned: its late completion frees the slot */
+				gio_store_relaxed(&s->state, (gio_load_relaxed(&s->state) & ~7u) | GIO_CMD_ABANDONED);
+				gio_qp_note_timeout(qp, cid & (qp->sq_depth - 1));
+				rc = -ETIME;
+			}
+			break;
+		}
+		gio_backoff(&spins);
+	}
+	__syncwarp(); /* freed slots before the warp's next reservation reads them */
+	return rc;
+}
+
 /* What gio_submit_warp() reports of its steps: nothing (the default, compiled away). A bench
  * passes a type of its own with the same member to time them (bench_gpu_cmdrate --stages). */
 struct gio__submit_no_marks {
@@ -205,6 +362,8 @@ template <class Marks>
 GIO_DEV int gio__submit_warp(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t user_data, uint32_t flags,
 			     int active, uint64_t deadline, uint32_t *cid, Marks &marks)
 {
+	if (qp->flags & GIO_QP_OWNED)
+		return gio__submit_owned_warp(qp, sqe, user_data, flags, active, deadline, cid, marks);
 	const unsigned lane = threadIdx.x & 31u;
 	const unsigned mask = __ballot_sync(0xffffffffu, active);
 	const uint32_t n = (uint32_t)__popc(mask);
@@ -523,6 +682,8 @@ GIO_DEV uint32_t gio_qp_peek_batch_warp(struct gio_qp *qp, struct gio_cpl *out)
  */
 GIO_DEV int gio_wait_warp(struct gio_qp *qp, uint32_t cid, int active, uint64_t deadline, uint16_t *status)
 {
+	if (qp->flags & GIO_QP_OWNED)
+		return gio__wait_owned_warp(qp, cid, active, deadline, status);
 	uint32_t spins = 0;
 	int rc = active ? -EAGAIN : 0;
 	for (;;) {

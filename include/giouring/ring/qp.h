@@ -105,6 +105,14 @@ GIO_EXTERN_C_BEGIN
  * device-side ordering can use GPU scope (giouring/ring/ordering.h, GIO_SCOPE_GPU): several times
  * cheaper than system scope. Never with a CPU-executed target, CPU producers or a real controller. */
 #define GIO_QP_GPU_SCOPE 2u
+/** @brief gio_qp::flags: one warp owns the queue pair, submitting and reaping with the warp verbs
+ * alone (gio_submit_warp(), gio_wait_warp() of giouring/device/verbs.cuh). Its indices and slot
+ * states then need no atomics: a warp batch costs one release fence before its doorbell and one
+ * before the CQ head doorbell of a reap, where a shared queue pair's costs about ten dependent
+ * fences and atomics. Detached commands, the completion list, the single-thread and block verbs
+ * and the host's gio_qp_put() are not for owned queue pairs (detached commands are refused with
+ * `-EINVAL`). Set it before the first use, as the queue pair's only user. */
+#define GIO_QP_OWNED 4u
 /* The ordering scope of a queue pair's operations. */
 #define GIO__QSC(qp) (((qp)->flags & GIO_QP_GPU_SCOPE) ? GIO_SCOPE_GPU : GIO_SCOPE_SYS)
 

@@ -1,0 +1,178 @@
+// Owned queue pairs (GIO_QP_OWNED): each warp owns one queue pair of the GPU-executed target and
+// submits and reaps with gio_submit_warp / gio_wait_warp, two batches in flight, rings small
+// enough to wrap many times, batches of 32 down to 26 active lanes. Every object is written from
+// a pattern, read back into a poisoned buffer and checked on the GPU; every command completes
+// once (the producers' count and the target's agree, no stray completion); a detached command is
+// refused with -EINVAL on an owned queue pair. Exits 77 without a GPU.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "gpu_test.cuh"
+#include <giouring/device/verbs.cuh>
+#include <giouring/host/ctx.h>
+#include <giouring/host/launch.h>
+#include <giouring/proto/sgl_build.h>
+#include <giouring/target/gpu_target.h>
+
+namespace {
+
+constexpr uint32_t kWarps = 16, kRounds = 20, kObj = 4096, kPerWarp = 64; // objects per warp per round
+constexpr uint64_t kBufPerWarp = (uint64_t)kPerWarp * kObj;
+
+struct Result {
+	unsigned long long done, errors, bad_words, submit_fail;
+	int first_rc;
+	int detached_rc;
+};
+
+__device__ uint32_t word(uint32_t obj, uint32_t k) { return obj * 2654435761u ^ (k * 40503u + 0x5bd1e995u); }
+
+__global__ void owners(gio_qp *qps, unsigned char *src, unsigned char *dst, uint64_t src_addr, uint64_t dst_addr, Result *r)
+{
+	const uint32_t lane = threadIdx.x & 31u, w = (blockIdx.x * blockDim.x + threadIdx.x) / 32u;
+	gio_qp *qp = &qps[w];
+	const uint64_t deadline = gio_deadline_in(30ull * 1000000000ull);
+	unsigned long long done = 0, errors = 0, bad = 0;
+	for (uint32_t round = 0; round < kRounds; round++) {
+		const uint32_t nact = 32u - round % 7u; // 32 down to 26 active lanes
+		const int active = lane < nact;
+		for (int dir = 0; dir < 2; dir++) {
+			uint32_t cid[2] = {0, 0};
+			int rc[2];
+			for (int b = 0; b < 2; b++) { // two batches in flight
+				const uint32_t slot = b * 32u + lane;
+				const uint32_t obj = (w * kRounds + round) * kPerWarp + slot;
+				uint32_t *mine = (uint32_t *)((dir == 0 ? src : dst) + w * kBufPerWarp + (uint64_t)slot * kObj);
+				if (active)
+					for (uint32_t k = 0; k < kObj / 4; k++)
+						mine[k] = dir == 0 ? word(obj, k) : 0xa5a5a5a5u;
+				gio_sqe sqe;
+				if (dir == 0)
+					gio_prep_write(&sqe, GIO_TGT_NSID, obj, 1);
+				else
+					gio_prep_read(&sqe, GIO_TGT_NSID, obj, 1);
+				gio_sqe_set_sgl_data(&sqe, (dir == 0 ? src_addr : dst_addr) + w * kBufPerWarp + (uint64_t)slot * kObj, kObj);
+				rc[b] = gio_submit_warp(qp, &sqe, obj, 0, active, deadline, &cid[b]);
+				if (active && rc[b]) {
+					atomicAdd(&r->submit_fail, 1ull);
+					atomicCAS(&r->first_rc, 0, rc[b]);
+				}
+			}
+			for (int b = 0; b < 2; b++) {
+				uint16_t st = 0;
+				const int wrc = gio_wait_warp(qp, cid[b], active && rc[b] == 0, deadline, &st);
+				if (active && rc[b] == 0) {
+					if (wrc) {
+						errors++;
+						atomicCAS(&r->first_rc, 0, wrc);
+					} else {
+						done++;
+					}
+				}
+			}
+		}
+		// Check what came back.
+		for (int b = 0; b < 2 && active; b++) {
+			const uint32_t slot = b * 32u + lane;
+			const uint32_t obj = (w * kRounds + round) * kPerWarp + slot;
+			const uint32_t *got = (const uint32_t *)(dst + w * kBufPerWarp + (uint64_t)slot * kObj);
+			for (uint32_t k = 0; k < kObj / 4; k++)
+				bad += got[k] != word(obj, k);
+		}
+	}
+	// A detached command: refused on an owned queue pair, the ring moves on.
+	{
+		gio_sqe sqe;
+		gio_prep_flush(&sqe, GIO_TGT_NSID);
+		uint32_t c = 0;
+		const int rc = gio_submit_warp(qp, &sqe, 0, GIO_CMD_F_DETACHED, lane == 0, deadline, &c);
+		if (lane == 0 && w == 0)
+			r->detached_rc = rc;
+		gio_prep_flush(&sqe, GIO_TGT_NSID);
+		const int rc2 = gio_submit_warp(qp, &sqe, 0, 0, lane == 0, deadline, &c);
+		uint16_t st = 0;
+		const int wrc = gio_wait_warp(qp, c, lane == 0 && rc2 == 0, deadline, &st);
+		if (lane == 0 && (rc2 || wrc)) {
+			errors++;
+			atomicCAS(&r->first_rc, 0, rc2 ? rc2 : wrc);
+		}
+	}
+	for (int o = 16; o; o >>= 1) {
+		done += __shfl_xor_sync(0xffffffffu, done, o);
+		errors += __shfl_xor_sync(0xffffffffu, errors, o);
+		bad += __shfl_xor_sync(0xffffffffu, bad, o);
+	}
+	if (lane == 0) {
+		atomicAdd(&r->done, done);
+		atomicAdd(&r->errors, errors);
+		atomicAdd(&r->bad_words, bad);
+	}
+}
+
+void run(const char *uri)
+{
+	gio_gpu_target *g = nullptr;
+	if (gio_gpu_target_open(uri, &g)) {
+		std::printf("FAIL: %s: %s\n", uri, gio_last_error());
+		std::exit(1);
+	}
+	for (uint32_t q = 0; q < kWarps; q++)
+		g->qps_host[q].flags |= GIO_QP_OWNED; // a warp each; prepare copies the images to the device
+	unsigned char *src = nullptr, *dst = nullptr;
+	CK(cudaMalloc(&src, kWarps * kBufPerWarp));
+	CK(cudaMalloc(&dst, kWarps * kBufPerWarp));
+	uint64_t src_addr = 0, dst_addr = 0;
+	EXPECT(gio_gpu_target_register(g, src, kWarps * kBufPerWarp, &src_addr) == 0, "register: %s", gio_last_error());
+	EXPECT(gio_gpu_target_register(g, dst, kWarps * kBufPerWarp, &dst_addr) == 0, "register: %s", gio_last_error());
+	Result *r = nullptr;
+	CK(cudaMallocManaged(&r, sizeof(*r)));
+	std::memset(r, 0, sizeof(*r));
+	cudaStream_t s;
+	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	EXPECT(gio_gpu_preload((const void *)owners) == 0, "preload: %s", gio_last_error());
+	if (gio_gpu_target_start(g)) {
+		std::printf("FAIL: start: %s\n", gio_last_error());
+		std::exit(1);
+	}
+	owners<<<kWarps / 4, 128, 0, s>>>(g->qps, src, dst, src_addr, dst_addr, r);
+	CK(cudaGetLastError());
+	EXPECT(sync_within(s, 60.0), "%s: the owners did not finish within 60 s", uri);
+	gio_tgt_stats ts{};
+	EXPECT(gio_gpu_target_stop(g, 10000, &ts) == 0, "stop: %s", gio_last_error());
+	unsigned long long want = 0; // active lanes x 2 batches x 2 directions x warps
+	for (uint32_t round = 0; round < kRounds; round++)
+		want += 2ull * 2 * (32u - round % 7u) * kWarps;
+	uint32_t stray = 0;
+	for (uint32_t q = 0; q < kWarps; q++)
+		stray += g->qps_host[q].stray_cqes;
+	EXPECT(r->submit_fail == 0 && r->errors == 0, "%s: %llu failed submits, %llu errors, first rc %d", uri,
+	       r->submit_fail, r->errors, r->first_rc);
+	EXPECT(r->done == want, "%s: %llu commands done, want %llu", uri, r->done, want);
+	EXPECT(r->bad_words == 0, "%s: %llu words read back wrong", uri, r->bad_words);
+	EXPECT(r->detached_rc == -EINVAL, "%s: a detached command on an owned queue pair: rc %d", uri, r->detached_rc);
+	// Every command the producers counted and each warp's final flush; the refused detached
+	// command's slot carried a harmless command, which the target may count too.
+	EXPECT(ts.commands >= want + kWarps && ts.commands <= want + 2ull * kWarps,
+	       "%s: the target executed %llu commands, want %llu to %llu", uri, (unsigned long long)ts.commands,
+	       want + kWarps, want + 2ull * kWarps);
+	EXPECT(stray == 0, "%s: %u stray completions", uri, stray);
+	std::printf("   %s: %llu commands through %u owned queue pairs, data verified\n", uri, r->done, kWarps);
+	EXPECT(gio_gpu_target_close(g) == 0, "close: %s", gio_last_error());
+	CK(cudaStreamDestroy(s));
+	CK(cudaFree(r));
+	CK(cudaFree(src));
+	CK(cudaFree(dst));
+}
+
+} // namespace
+
+int main()
+{
+	skip_without_gpu();
+	run("mem://hbm?size=128M&queues=16&depth=64&sms=2&warps=4");
+	run("mem://hbm?size=128M&queues=16&depth=64&sms=2&warps=4&rings=host");
+	std::printf("%s: owned queue pairs, a warp each\n", failures ? "FAIL" : "PASS");
+	return failures ? 1 : 0;
+}
