@@ -223,3 +223,20 @@ TEST_CASE("check: a PRP list whose entries run from one region into the next", "
 	CHECK(gio_qp_check_sqe(&ck, &sqe) == -EFAULT);
 	CHECK(ck.fault_addr == kBus + split);
 }
+
+TEST_CASE("an owned queue pair refuses the shared reservation", "[qp]")
+{
+	// GIO_QP_OWNED: only its warp's gio_submit_warp() submits there (warp-local indices, no
+	// atomics); a reservation of the shared protocol would race it, so it is refused.
+	const uint32_t depth = 8;
+	std::vector<gio_sqe> sq(depth);
+	std::vector<gio_cqe> cq(depth);
+	std::vector<gio_cmd_slot> slots(depth);
+	uint32_t sq_db = 0, cq_db = 0, first = 0;
+	gio_qp qp;
+	REQUIRE(gio_qp_init(&qp, sq.data(), depth, cq.data(), depth, slots.data(), 1, &sq_db, &cq_db, 0) == 0);
+	REQUIRE(gio_qp_reserve(&qp, 1, &first) == 0);
+	qp.flags |= GIO_QP_OWNED;
+	CHECK(gio_qp_reserve(&qp, 1, &first) == -EINVAL);
+	CHECK(gio_qp_reserve_wait(&qp, 1, gio_deadline_in(1000000), &first) == -EINVAL);
+}

@@ -295,7 +295,8 @@ GIO_HD uint32_t gio__qp_freed(const struct gio_qp *qp, uint32_t w)
  * @param n      entries wanted, 1 to sq_depth - 1.
  * @param first  receives the first reserved index; entry i is `*first + i`.
  * @return 0, `-EBUSY` when the ring has no room for @p n now (slots still in use, or the
- *         controller's head too close), or `-EINVAL` for a bad @p n.
+ *         controller's head too close), or `-EINVAL` for a bad @p n or an owned queue pair
+ *         (GIO_QP_OWNED: only its warp's gio_submit_warp() submits there).
  *
  * Any thread, host or device. Every reserved entry must then be given to gio_qp_put() within
  * gio_qp::stall_ns of reaching the head of the ring, or it is cancelled (its put fails).
@@ -303,7 +304,7 @@ GIO_HD uint32_t gio__qp_freed(const struct gio_qp *qp, uint32_t w)
 GIO_HD int gio_qp_reserve(struct gio_qp *qp, uint32_t n, uint32_t *first)
 {
 	const uint32_t mask = qp->sq_depth - 1;
-	if (n == 0 || n >= qp->sq_depth)
+	if (n == 0 || n >= qp->sq_depth || (qp->flags & GIO_QP_OWNED))
 		return -EINVAL;
 	for (;;) {
 		const uint32_t r = gio_load_acquire_in(GIO__QSC(qp), &qp->sq_reserved);
