@@ -16,16 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "../tests/gpu/gpu_test.cuh"
 #include "../tests/gpu/spinner.cuh"
-
-#define CK(x)                                                                                              \
-	do {                                                                                               \
-		cudaError_t e_ = (x);                                                                      \
-		if (e_ != cudaSuccess) {                                                                   \
-			std::printf("FAIL: %s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__);    \
-			std::exit(1);                                                                      \
-		}                                                                                          \
-	} while (0)
 
 // Never launched before the probe loads it: with lazy loading its first use loads a module.
 __global__ void never_launched(int *p) { *p = 1; }

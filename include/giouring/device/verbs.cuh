@@ -199,6 +199,32 @@ GIO_DEV int gio__qp_reserve_wait_warp(struct gio_qp *qp, uint32_t n, uint64_t de
  * among the participating threads); the target sees the entries through one release fence before
  * the doorbell, which is cumulative over what lane 0 observed at the barrier. ---- */
 
+/* The run of new completions from CQ position `head`, a lane each: lane i gets entry head + i and
+ * its status word (acquire per lane: the target wrote the CQE's fields and data before its status,
+ * by a release); returns the length of the run of entries with this lap's phase from the head
+ * (every lane). A lane past cq_depth - 1 entries would read an entry of the previous lap: never
+ * part of a run. Entries after a gap wait for the next call: the host consumes in order. */
+GIO_DEV uint32_t gio__qp_cqe_run_warp(struct gio_qp *qp, uint32_t head, struct gio_cqe **cqe, uint16_t *st)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	const uint32_t idx = head + lane;
+	const uint32_t phase = 1u ^ ((idx >> qp->cq_shift) & 1u);
+	*cqe = &qp->cq[idx & (qp->cq_depth - 1)];
+	*st = lane < qp->cq_depth ? gio_load_acquire16_in(GIO__QSC(qp), &(*cqe)->status) : 0;
+	const unsigned ok = __ballot_sync(0xffffffffu, lane < qp->cq_depth && (*st & 1u) == phase);
+	return ~ok ? (uint32_t)__ffs(~ok) - 1u : 32u;
+}
+
+/* The SQ head of the newest entry of a run of n >= 1 (every lane). */
+GIO_DEV uint32_t gio__qp_run_sqhd_warp(const struct gio_cqe *cqe, uint32_t n)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	uint32_t sqhd = 0;
+	if (lane == n - 1)
+		sqhd = cqe->sqhd;
+	return __shfl_sync(0xffffffffu, sqhd, n - 1);
+}
+
 /* Consumes the completions available now, a lane per CQE. All lanes; the count on every lane. */
 GIO_DEV uint32_t gio__qp_reap_owned_warp(struct gio_qp *qp)
 {
@@ -206,14 +232,9 @@ GIO_DEV uint32_t gio__qp_reap_owned_warp(struct gio_qp *qp)
 	const uint32_t cq_mask = qp->cq_depth - 1, sq_mask = qp->sq_depth - 1;
 	uint32_t head = gio_load_relaxed(&qp->cq_head), total = 0;
 	for (;;) {
-		const uint32_t idx = head + lane;
-		struct gio_cqe *cqe = &qp->cq[idx & cq_mask];
-		const uint32_t phase = 1u ^ ((idx >> qp->cq_shift) & 1u);
-		/* Acquire per lane: the target wrote the CQE's fields before its status (release). */
-		const uint16_t st = lane < qp->cq_depth ? gio_load_acquire16_in(GIO__QSC(qp), &cqe->status) : 0;
-		const unsigned ok = __ballot_sync(0xffffffffu, lane < qp->cq_depth && (st & 1u) == phase);
-		const uint32_t n = ~ok ? (uint32_t)__ffs(~ok) - 1u : 32u;
-		uint32_t sqhd = 0;
+		struct gio_cqe *cqe;
+		uint16_t st;
+		const uint32_t n = gio__qp_cqe_run_warp(qp, head, &cqe, &st);
 		if (n == 0)
 			break;
 		if (lane < n) {
@@ -235,9 +256,7 @@ GIO_DEV uint32_t gio__qp_reap_owned_warp(struct gio_qp *qp)
 				}
 			}
 		}
-		if (lane == n - 1)
-			sqhd = cqe->sqhd;
-		sqhd = __shfl_sync(0xffffffffu, sqhd, n - 1);
+		const uint32_t sqhd = gio__qp_run_sqhd_warp(cqe, n);
 		if (lane == 0) {
 			const uint32_t h = gio_load_relaxed(&qp->sq_head);
 			if (((sqhd - h) & sq_mask) <= gio_load_relaxed(&qp->sq_committed) - h)
@@ -569,7 +588,7 @@ GIO_DEV int gio_wait(struct gio_qp *qp, uint32_t cid, uint64_t deadline, uint16_
 GIO_DEV uint32_t gio_qp_reap_warp(struct gio_qp *qp)
 {
 	const unsigned lane = threadIdx.x & 31u;
-	const uint32_t cq_mask = qp->cq_depth - 1, sq_mask = qp->sq_depth - 1;
+	const uint32_t sq_mask = qp->sq_depth - 1;
 	uint32_t head = 0, total = 0, tail = 0, tail0;
 	int got = lane == 0 ? gio_cas_in(GIO__QSC(qp), &qp->cq_lock, 0, 1) : 0;
 	if (!__shfl_sync(0xffffffffu, got, 0))
@@ -581,15 +600,9 @@ GIO_DEV uint32_t gio_qp_reap_warp(struct gio_qp *qp)
 	head = __shfl_sync(0xffffffffu, head, 0);
 	tail = tail0 = __shfl_sync(0xffffffffu, tail, 0);
 	for (;;) {
-		const uint32_t idx = head + lane;
-		struct gio_cqe *cqe = &qp->cq[idx & cq_mask];
-		const uint32_t phase = 1u ^ ((idx >> qp->cq_shift) & 1u);
-		/* Acquire per lane: its CQE's fields and data after the phase (see gio_qp_reap()). A lane
-		 * past cq_depth - 1 entries would read an entry of the previous lap: never consumed. */
-		const uint16_t st = lane < qp->cq_depth ? gio_load_acquire16_in(GIO__QSC(qp), &cqe->status) : 0;
-		const unsigned ok = __ballot_sync(0xffffffffu, lane < qp->cq_depth && (st & 1u) == phase);
-		const uint32_t n = ~ok ? (uint32_t)__ffs(~ok) - 1u : 32u; /* the run from the head */
-		uint32_t sqhd = 0;
+		struct gio_cqe *cqe;
+		uint16_t st;
+		const uint32_t n = gio__qp_cqe_run_warp(qp, head, &cqe, &st); /* see gio_qp_reap() */
 		int listed = 0;
 		unsigned lst;
 		if (n == 0)
@@ -601,9 +614,7 @@ GIO_DEV uint32_t gio_qp_reap_warp(struct gio_qp *qp)
 		if (listed)
 			qp->slots[(tail + (uint32_t)__popc(lst & ((1u << lane) - 1u))) & sq_mask].cpl = cqe->cid;
 		tail += (uint32_t)__popc(lst);
-		if (lane == n - 1)
-			sqhd = cqe->sqhd;
-		sqhd = __shfl_sync(0xffffffffu, sqhd, n - 1);
+		const uint32_t sqhd = gio__qp_run_sqhd_warp(cqe, n);
 		if (lane == 0)
 			gio__qp_sq_head_to(qp, sqhd);
 		head += n;
