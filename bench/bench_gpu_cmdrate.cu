@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include <giouring/device/owned.cuh>
 #include <giouring/device/verbs.cuh>
 #include <giouring/host/ctx.h>
 #include <giouring/host/launch.h>
@@ -58,6 +59,7 @@ constexpr uint32_t kMaxInflight = 8;
 bool g_profile = false; // --profile: the executor times its steps (URI profile=1)
 bool g_stages = false;  // --stages: the I/O kernel times gio_submit_warp's steps
 bool g_owned = false;   // --owned: every producer warp owns its queue pair (GIO_QP_OWNED)
+bool g_session = false; // --session: ... and runs a warp session on it (giouring/device/owned.cuh)
 
 // gio_submit_warp's marks, timed by lane 0 (%globaltimer): the time since the previous mark.
 struct StageMarks {
@@ -152,6 +154,100 @@ __global__ void __launch_bounds__(1024) io_kernel(gio_qp *qps, uint32_t nqps, ui
 	}
 }
 
+// io_kernel's loop through a warp session on each owned queue pair: ring state in registers, the
+// window of command states in this block's dynamic shared memory (window entries per warp).
+__global__ void __launch_bounds__(1024) session_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_t block_bytes,
+						       uint64_t nblocks, uint64_t run_ns, uint32_t inflight, uint32_t window, Counters *c)
+{
+	extern __shared__ gio_owned_entry entries[];
+	const uint32_t lane = threadIdx.x & 31u;
+	const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32u;
+	gio_owned_warp w;
+	int rc = gio_owned_open_warp(&w, &qps[warp % nqps], entries + (threadIdx.x / 32u) * window, window);
+	if (rc) {
+		if (lane == 0) {
+			atomicAdd(&c->submit_fail, 1ull);
+			atomicCAS(&c->first_rc, 0, rc);
+		}
+		return;
+	}
+	uint64_t t_end = 0;
+	if (lane == 0)
+		t_end = gio_now_ns() + run_ns;
+	t_end = __shfl_sync(0xffffffffu, t_end, 0);
+	const uint64_t deadline = gio_deadline_in(run_ns + 10ull * 1000000000ull);
+	unsigned long long done = 0, errors = 0, sub_ns = 0, wait_ns = 0, subs = 0, waits = 0;
+	uint64_t lba = ((uint64_t)warp * 32u + lane) * 7919u % nblocks;
+	uint32_t tickets[kMaxInflight];
+	uint32_t head = 0, tail = 0; // batches submitted and waited for (free-running)
+	int go = 1;
+	for (;;) {
+		go = go && kv_warp_before(t_end);
+		if (go && head - tail < inflight) {
+			gio_sqe sqe;
+			gio_prep_read(&sqe, GIO_TGT_NSID, lba, 1);
+			gio_sqe_set_sgl_data(&sqe, buf_addr, block_bytes);
+			const uint64_t t0 = gio_now_ns();
+			rc = gio_owned_submit_warp(&w, &sqe, 0, 0, 1, deadline, &tickets[head % kMaxInflight]);
+			if (lane == 0) {
+				sub_ns += gio_now_ns() - t0;
+				subs++;
+			}
+			if (rc) {
+				if (lane == 0) {
+					atomicAdd(&c->submit_fail, 1ull);
+					atomicCAS(&c->first_rc, 0, rc);
+				}
+				go = 0;
+			} else {
+				head++;
+				lba = (lba + 32u * 7919u) % nblocks;
+			}
+			continue;
+		}
+		if (head == tail)
+			break;
+		uint16_t st = 0;
+		const uint64_t t0 = gio_now_ns();
+		rc = gio_owned_wait_warp(&w, tickets[tail % kMaxInflight], 1, deadline, &st);
+		if (lane == 0) {
+			wait_ns += gio_now_ns() - t0;
+			waits++;
+		}
+		tail++;
+		if (rc) {
+			errors++;
+			atomicCAS(&c->first_rc, 0, rc);
+			atomicCAS(&c->first_status, 0u, (uint32_t)st);
+		} else {
+			done++;
+		}
+	}
+	gio_owned_close_warp(&w);
+	for (int o = 16; o; o >>= 1) {
+		done += __shfl_xor_sync(0xffffffffu, done, o);
+		errors += __shfl_xor_sync(0xffffffffu, errors, o);
+	}
+	if (lane == 0) {
+		atomicAdd(&c->done, done);
+		atomicAdd(&c->errors, errors);
+		atomicAdd(&c->submit_ns, sub_ns);
+		atomicAdd(&c->wait_ns, wait_ns);
+		atomicAdd(&c->submits, subs);
+		atomicAdd(&c->waits, waits);
+	}
+}
+
+// The window a session needs for `inflight` batches of 32 outstanding: a power of two, at most
+// half the ring.
+uint32_t session_window(uint32_t inflight, uint32_t depth)
+{
+	uint32_t w = 32;
+	while (w < inflight * 32u)
+		w *= 2;
+	return w < depth / 2 ? w : depth / 2;
+}
+
 struct Point {
 	std::string rings, scope;
 	uint32_t io_sms, io_warps, exec_sms, exec_warps, queues, depth;
@@ -222,7 +318,8 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 	KV_CK(cudaMallocManaged(&c, sizeof(*c)));
 	std::memset(c, 0, sizeof(*c));
 	size_t smem = 0;
-	const void *kernel = g_stages ? (const void *)io_kernel<true> : (const void *)io_kernel<false>;
+	const void *kernel = g_session ? (const void *)session_kernel
+			     : g_stages ? (const void *)io_kernel<true> : (const void *)io_kernel<false>;
 	if (gio_gpu_preload(kernel) || gio_gpu_one_block_per_sm(kernel, &smem) || gio_gpu_target_start(g)) {
 		std::fprintf(stderr, "FAIL: start: %s\n", gio_last_error());
 		std::exit(1);
@@ -234,8 +331,17 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 	KV_CK(cudaEventCreate(&e1));
 	const uint64_t run_ns = (uint64_t)(seconds * 1e9);
 	// Warm-up: a short run (first touches of managed queue state migrate it to the GPU).
+	const uint32_t window = session_window(inflight, depth);
+	if (g_session && smem < (size_t)io_warps * window * sizeof(gio_owned_entry)) {
+		std::fprintf(stderr, "FAIL: --session: %u warps of %u entries do not fit %zu bytes of shared memory\n", io_warps,
+			     window, smem);
+		std::exit(1);
+	}
 	auto launch = [&](uint64_t ns) {
-		if (g_stages)
+		if (g_session)
+			session_kernel<<<io_sms, io_warps * 32, smem, s>>>(g->qps, queues, addr, 4096, (64u << 20) / 4096, ns, inflight,
+									  window, c);
+		else if (g_stages)
 			io_kernel<true><<<io_sms, io_warps * 32, smem, s>>>(g->qps, queues, addr, 4096, (64u << 20) / 4096, ns, inflight, c);
 		else
 			io_kernel<false><<<io_sms, io_warps * 32, smem, s>>>(g->qps, queues, addr, 4096, (64u << 20) / 4096, ns, inflight, c);
@@ -379,6 +485,8 @@ int main(int argc, char **argv)
 			g_profile = true;
 		} else if (a == "--owned") {
 			g_owned = true;
+		} else if (a == "--session") {
+			g_owned = g_session = true;
 		} else if (a == "--stages") {
 			g_stages = true;
 		} else if (a == "--check") {
@@ -389,7 +497,7 @@ int main(int argc, char **argv)
 			std::fprintf(stderr,
 				     "usage: bench_gpu_cmdrate [--seconds S] [--io-sms LIST] [--exec-sms LIST (0: as many as io)]\n"
 				     "       [--queues LIST] [--io-warps N] [--exec-warps N] [--depth N] [--inflight BATCHES] [--rings hbm,host] [--scope gpu,sys]\n"
-				     "       [--points rings:io_sms:exec_sms[:scope],...] [--profile] [--stages] [--owned] [--check] [--json PATH] [--quick]\n"
+				     "       [--points rings:io_sms:exec_sms[:scope],...] [--profile] [--stages] [--owned] [--session] [--check] [--json PATH] [--quick]\n"
 				     "       [--ceiling-queues LIST (default 64,512,1024,2048; 0: none)] [--no-ceiling]\n");
 			return 2;
 		}
@@ -415,7 +523,8 @@ int main(int argc, char **argv)
 	// Every kernel loaded before the first persistent launch (the lazy-loading trap:
 	// bench/common/workload.cuh); run_point() preloads io_kernel, the target its executor.
 	ceil_load_kernels();
-	if (gio_gpu_preload((const void *)io_kernel<false>) || gio_gpu_preload((const void *)io_kernel<true>)) {
+	if (gio_gpu_preload((const void *)io_kernel<false>) || gio_gpu_preload((const void *)io_kernel<true>) ||
+	    gio_gpu_preload((const void *)session_kernel)) {
 		std::fprintf(stderr, "FAIL: %s\n", gio_last_error());
 		return 1;
 	}
@@ -425,7 +534,8 @@ int main(int argc, char **argv)
 		    "I/O kernel: %u warps per SM, 32 commands per warp batch, %u batches in flight per warp; executor: %u "
 		    "warps per SM%s\n\n",
 		    seconds, io_warps, inflight, exec_warps,
-		    g_owned ? "; queue pairs owned by one producer warp each (--owned, GIO_QP_OWNED)" : "; queue pairs shared");
+		    g_session ? "; queue pairs owned by one producer warp each, through a warp session (--session, giouring/device/owned.cuh)"
+		    : g_owned ? "; queue pairs owned by one producer warp each (--owned, GIO_QP_OWNED)" : "; queue pairs shared");
 	std::printf("| rings | scope | check | I/O SMs | executor SMs | queue pairs | depth | M commands/s | M commands/s per I/O SM | "
 		    "commands per executor batch | data moved | errors | ok |\n");
 	std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");

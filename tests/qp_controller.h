@@ -112,10 +112,9 @@ struct Controller {
 				e->dw1 = 0;
 				e->sqhd = (uint16_t)head; /* the head when the entry is posted, as the spec says */
 				e->sqid = 1;
-				e->cid = pend[i].cid;
 				outstanding[pend[i].cid] = 0;
 				// Invalid Namespace or Format (SCT 0, SC 0x0b) for a cancelled entry.
-				gio_store_release16(&e->status, (uint16_t)((pend[i].nop ? 0x0bu << 1 : 0u) | phase));
+				gio_store_release(gio_cqe_dw3(e), GIO_CQE_DW3(pend[i].cid, (pend[i].nop ? 0x0bu << 1 : 0u) | phase));
 				if (++cq_tail == r.depth) {
 					cq_tail = 0;
 					phase ^= 1;

@@ -124,10 +124,9 @@ TEST_CASE("a completion that arrives after its deadline is consumed and dropped"
 	CHECK(gio_qp_wait(&r.qp, 0, gio_deadline_in(1000000), nullptr, nullptr) == -ETIME);
 	// The controller completes both, late for command 0.
 	for (uint16_t cid = 0; cid < 2; cid++) {
-		r.cq[cid].cid = cid;
 		r.cq[cid].sqhd = 2;
 		r.cq[cid].dw0 = 100u + cid;
-		gio_store_release16(&r.cq[cid].status, 1);
+		gio_store_release(gio_cqe_dw3(&r.cq[cid]), GIO_CQE_DW3(cid, 1));
 	}
 	uint32_t dw0 = 0;
 	CHECK(gio_qp_wait(&r.qp, 1, gio_deadline_in(1000000000ull), nullptr, &dw0) == 0);
@@ -136,9 +135,8 @@ TEST_CASE("a completion that arrives after its deadline is consumed and dropped"
 	CHECK(r.cq_db == 2);                      // both consumed, one CQ head doorbell
 	CHECK(r.qp.stray_cqes == 0);
 	// A completion naming no outstanding command is counted, not delivered.
-	r.cq[2].cid = 5;
 	r.cq[2].sqhd = 2;
-	gio_store_release16(&r.cq[2].status, 1);
+	gio_store_release(gio_cqe_dw3(&r.cq[2]), GIO_CQE_DW3(5, 1));
 	CHECK(gio_qp_reap(&r.qp) == 1);
 	CHECK(r.qp.stray_cqes == 1);
 }

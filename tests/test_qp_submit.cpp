@@ -250,9 +250,8 @@ TEST_CASE("a stall is cancelled only after stall_ns, and never over a claimed en
 
 	// The cancelled entry's completion frees its slot and reaches nobody.
 	for (uint16_t i = 0; i < 3; i++) {
-		r.cq[i].cid = i;
 		r.cq[i].sqhd = 3;
-		gio_store_release16(&r.cq[i].status, (uint16_t)((i == 1 ? 0x0bu << 1 : 0u) | 1u));
+		gio_store_release(gio_cqe_dw3(&r.cq[i]), GIO_CQE_DW3(i, (i == 1 ? 0x0bu << 1 : 0u) | 1u));
 	}
 	CHECK(gio_qp_reap(&r.qp) == 3);
 	CHECK(gio_cmd_state(r.slots[a + 1].state) == GIO_CMD_FREE);
@@ -377,10 +376,9 @@ TEST_CASE("waited and detached commands share a ring", "[qp][submit][cpl]")
 	REQUIRE(put(r, a + 1, 2, 0x2222, GIO_CMD_F_DETACHED) == 0);
 	gio_qp_publish(&r.qp);
 	for (uint16_t i = 0; i < 2; i++) {
-		r.cq[i].cid = i;
 		r.cq[i].sqhd = 2;
 		r.cq[i].dw0 = 40u + i;
-		gio_store_release16(&r.cq[i].status, (uint16_t)((i == 1 ? 0x02u << 1 : 0u) | 1u)); // 2nd: Invalid Field
+		gio_store_release(gio_cqe_dw3(&r.cq[i]), GIO_CQE_DW3(i, (i == 1 ? 0x02u << 1 : 0u) | 1u)); // 2nd: Invalid Field
 	}
 	gio_cpl out[4];
 	CHECK(gio_qp_peek_batch(&r.qp, out, 4) == 1); // only the detached one is listed
@@ -403,9 +401,8 @@ TEST_CASE("waited and detached commands share a ring", "[qp][submit][cpl]")
 	REQUIRE(gio_qp_reserve(&r.qp, 1, &a) == 0);
 	REQUIRE(put(r, a, 3, 0x3333, GIO_CMD_F_DETACHED) == 0);
 	gio_qp_publish(&r.qp);
-	r.cq[2].cid = (uint16_t)a;
 	r.cq[2].sqhd = 3;
-	gio_store_release16(&r.cq[2].status, 1);
+	gio_store_release(gio_cqe_dw3(&r.cq[2]), GIO_CQE_DW3(a, 1));
 	CHECK(gio_qp_reap(&r.qp) == 1);
 	CHECK(gio_qp_try_result(&r.qp, a, nullptr, nullptr) == -EINVAL);
 	CHECK(gio_qp_peek_batch(&r.qp, out, 4) == 1);

@@ -671,6 +671,16 @@ TEST_CASE("golden: CQE Data SGL Length Invalid, DNR, phase 0", "[wire][golden][c
 	CHECK(GIO_GET((uint32_t)cqe.status, CQE_STATUS_SC) == 0x0Fu);
 	CHECK(GIO_GET((uint32_t)cqe.status, CQE_STATUS_SCT) == 0u);
 	CHECK(GIO_GET((uint32_t)cqe.status, CQE_STATUS_DNR) == 1u);
+	// Dword 3 as one word, as completions are published and consumed (gio_cqe_dw3()).
+	struct gio_cqe copy = cqe;
+	CHECK(*gio_cqe_dw3(&copy) == 0x801E1234u);
+	CHECK(GIO_GET(*gio_cqe_dw3(&copy), CQE_DW3_CID) == 0x1234u);
+	CHECK(GIO_GET(*gio_cqe_dw3(&copy), CQE_DW3_STATUS) == 0x801Eu);
+	CHECK(GIO_CQE_DW3(0x1234u, 0x801Eu) == 0x801E1234u);
+	*gio_cqe_dw3(&copy) = GIO_CQE_DW3(0x0042u, 0x6101u);
+	CHECK(copy.cid == 0x0042);
+	CHECK(copy.status == 0x6101);
+	CHECK(copy.sqhd == 0x0005); // Dwords 0 to 2 untouched
 }
 
 // NVM Express Base Specification 2.0c, "Status Field Definition" (CRD bits 29:28, More bit 30);

@@ -32,12 +32,14 @@
 #include "cuda_fail.cuh"
 
 /* The executor kernel: every warp runs gio_gpu_exec_loop(); exec_blocks blocks of exec_warps warps,
- * a block per SM (gio_gpu_one_block_per_sm()). */
+ * a block per SM (gio_gpu_one_block_per_sm(): the dynamic shared memory that keeps a second block
+ * away also holds each warp's copy of the target's rules). */
 __global__ void __launch_bounds__(GIO_GPU_EXEC_MAX_WARPS * 32) exec_kernel(struct gio_tgt *t, unsigned char *backing, struct gio_gpu_ctl *ctl, uint32_t flags,
 				    struct gio_ssd_model model)
 {
+	extern __shared__ struct gio_gpu_exec_env gio__exec_env[];
 	gio_gpu_exec_loop(t, backing, ctl, flags, &model, (blockIdx.x * blockDim.x + threadIdx.x) / 32u,
-			  gridDim.x * blockDim.x / 32u);
+			  gridDim.x * blockDim.x / 32u, &gio__exec_env[threadIdx.x / 32u]);
 }
 
 /* How long open waits for its clears, and prepare for its copy, on the target's stream. */
@@ -469,6 +471,9 @@ int gio_gpu_target_start(struct gio_gpu_target *g)
 	rc = gio_gpu_one_block_per_sm((const void *)exec_kernel, &smem);
 	if (rc)
 		return rc;
+	if (smem < (size_t)g->cfg.exec_warps * sizeof(struct gio_gpu_exec_env))
+		return gio__fail(-ENOMEM, "GPU target: %u executor warps need %zu bytes of shared memory per SM, the device gives %zu",
+				 g->cfg.exec_warps, (size_t)g->cfg.exec_warps * sizeof(struct gio_gpu_exec_env), smem);
 	/* The thread's last error may be an earlier call's (a refused allocation sets it too):
 	 * cleared, so that the one read after the launch is the launch's. */
 	(void)cudaGetLastError();

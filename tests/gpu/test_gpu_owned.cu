@@ -3,13 +3,17 @@
 // enough to wrap many times, batches of 32 down to 26 active lanes. Every object is written from
 // a pattern, read back into a poisoned buffer and checked on the GPU; every command completes
 // once (the producers' count and the target's agree, no stray completion); a detached command is
-// refused with -EINVAL on an owned queue pair. Exits 77 without a GPU.
+// refused with -EINVAL on an owned queue pair. The same again through a warp session
+// (giouring/device/owned.cuh: ring state in registers, command states in shared memory), whose
+// close leaves a command outstanding for gio_wait_warp() to collect, and whose open refuses a bad
+// window and a queue pair with a command outstanding. Exits 77 without a GPU.
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <cstring>
 
 #include "gpu_test.cuh"
+#include <giouring/device/owned.cuh>
 #include <giouring/device/verbs.cuh>
 #include <giouring/host/ctx.h>
 #include <giouring/host/launch.h>
@@ -25,16 +29,59 @@ struct Result {
 	unsigned long long done, errors, bad_words, submit_fail;
 	int first_rc;
 	int detached_rc;
+	int open_rc[4]; // session: window 16, window sq_depth, a command outstanding, then idle
+	int left_rc;    // session: the command left outstanding at the close, collected by gio_wait_warp
+};
+
+constexpr uint32_t kWindow = 64; // session entries per warp: two batches of 32 outstanding
+
+// Submission and waiting through the queue pair's own verbs, or through a warp session.
+template <bool Session> struct Verbs;
+template <> struct Verbs<false> {
+	gio_qp *qp;
+	__device__ int submit(const gio_sqe *sqe, uint64_t ud, uint32_t flags, int active, uint64_t dl, uint32_t *cid)
+	{
+		return gio_submit_warp(qp, sqe, ud, flags, active, dl, cid);
+	}
+	__device__ int wait(uint32_t cid, int active, uint64_t dl, uint16_t *st) { return gio_wait_warp(qp, cid, active, dl, st); }
+};
+template <> struct Verbs<true> {
+	gio_owned_warp w;
+	__device__ int submit(const gio_sqe *sqe, uint64_t ud, uint32_t flags, int active, uint64_t dl, uint32_t *cid)
+	{
+		return gio_owned_submit_warp(&w, sqe, ud, flags, active, dl, cid);
+	}
+	__device__ int wait(uint32_t cid, int active, uint64_t dl, uint16_t *st) { return gio_owned_wait_warp(&w, cid, active, dl, st); }
 };
 
 __device__ uint32_t word(uint32_t obj, uint32_t k) { return obj * 2654435761u ^ (k * 40503u + 0x5bd1e995u); }
 
+template <bool Session>
 __global__ void owners(gio_qp *qps, unsigned char *src, unsigned char *dst, uint64_t src_addr, uint64_t dst_addr, Result *r)
 {
+	__shared__ gio_owned_entry window[Session ? 4 : 1][kWindow]; // 4 warps per block
 	const uint32_t lane = threadIdx.x & 31u, w = (blockIdx.x * blockDim.x + threadIdx.x) / 32u;
 	gio_qp *qp = &qps[w];
 	const uint64_t deadline = gio_deadline_in(30ull * 1000000000ull);
 	unsigned long long done = 0, errors = 0, bad = 0;
+	Verbs<Session> v{};
+	if constexpr (Session) {
+		gio_owned_entry *ent = window[(threadIdx.x / 32u) % 4u];
+		const int bad_small = gio_owned_open_warp(&v.w, qp, ent, 16);
+		const int bad_big = gio_owned_open_warp(&v.w, qp, ent, qp->sq_depth);
+		const int rc = gio_owned_open_warp(&v.w, qp, ent, kWindow);
+		if (lane == 0 && w == 0) {
+			r->open_rc[0] = bad_small;
+			r->open_rc[1] = bad_big;
+		}
+		if (rc) {
+			if (lane == 0)
+				atomicCAS(&r->first_rc, 0, rc);
+			return;
+		}
+	} else {
+		v.qp = qp;
+	}
 	for (uint32_t round = 0; round < kRounds; round++) {
 		const uint32_t nact = 32u - round % 7u; // 32 down to 26 active lanes
 		const int active = lane < nact;
@@ -54,7 +101,7 @@ __global__ void owners(gio_qp *qps, unsigned char *src, unsigned char *dst, uint
 				else
 					gio_prep_read(&sqe, GIO_TGT_NSID, obj, 1);
 				gio_sqe_set_sgl_data(&sqe, (dir == 0 ? src_addr : dst_addr) + w * kBufPerWarp + (uint64_t)slot * kObj, kObj);
-				rc[b] = gio_submit_warp(qp, &sqe, obj, 0, active, deadline, &cid[b]);
+				rc[b] = v.submit(&sqe, obj, 0, active, deadline, &cid[b]);
 				if (active && rc[b]) {
 					atomicAdd(&r->submit_fail, 1ull);
 					atomicCAS(&r->first_rc, 0, rc[b]);
@@ -62,7 +109,7 @@ __global__ void owners(gio_qp *qps, unsigned char *src, unsigned char *dst, uint
 			}
 			for (int b = 0; b < 2; b++) {
 				uint16_t st = 0;
-				const int wrc = gio_wait_warp(qp, cid[b], active && rc[b] == 0, deadline, &st);
+				const int wrc = v.wait(cid[b], active && rc[b] == 0, deadline, &st);
 				if (active && rc[b] == 0) {
 					if (wrc) {
 						errors++;
@@ -80,6 +127,26 @@ __global__ void owners(gio_qp *qps, unsigned char *src, unsigned char *dst, uint
 			const uint32_t *got = (const uint32_t *)(dst + w * kBufPerWarp + (uint64_t)slot * kObj);
 			for (uint32_t k = 0; k < kObj / 4; k++)
 				bad += got[k] != word(obj, k);
+		}
+	}
+	if constexpr (Session) {
+		// A command left outstanding at the close is the queue pair's own verbs' to collect, and
+		// a session cannot open over it.
+		gio_sqe sqe;
+		gio_prep_flush(&sqe, GIO_TGT_NSID);
+		uint32_t c = 0;
+		const int rc = v.submit(&sqe, 7, 0, lane == 0, deadline, &c);
+		gio_owned_close_warp(&v.w);
+		const int busy = gio_owned_open_warp(&v.w, qp, window[(threadIdx.x / 32u) % 4u], kWindow);
+		uint16_t st = 0xffff;
+		const int wrc = gio_wait_warp(qp, c, lane == 0 && rc == 0, deadline, &st);
+		const int again = gio_owned_open_warp(&v.w, qp, window[(threadIdx.x / 32u) % 4u], kWindow);
+		if (again == 0)
+			gio_owned_close_warp(&v.w);
+		if (lane == 0 && w == 0) {
+			r->open_rc[2] = busy;
+			r->open_rc[3] = again;
+			r->left_rc = rc ? rc : wrc ? wrc : st;
 		}
 	}
 	// A detached command: refused on an owned queue pair, the ring moves on.
@@ -111,6 +178,7 @@ __global__ void owners(gio_qp *qps, unsigned char *src, unsigned char *dst, uint
 	}
 }
 
+template <bool Session>
 void run(const char *uri)
 {
 	gio_gpu_target *g = nullptr;
@@ -131,12 +199,12 @@ void run(const char *uri)
 	std::memset(r, 0, sizeof(*r));
 	cudaStream_t s;
 	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-	EXPECT(gio_gpu_preload((const void *)owners) == 0, "preload: %s", gio_last_error());
+	EXPECT(gio_gpu_preload((const void *)owners<Session>) == 0, "preload: %s", gio_last_error());
 	if (gio_gpu_target_start(g)) {
 		std::printf("FAIL: start: %s\n", gio_last_error());
 		std::exit(1);
 	}
-	owners<<<kWarps / 4, 128, 0, s>>>(g->qps, src, dst, src_addr, dst_addr, r);
+	owners<Session><<<kWarps / 4, 128, 0, s>>>(g->qps, src, dst, src_addr, dst_addr, r);
 	CK(cudaGetLastError());
 	EXPECT(sync_within(s, 60.0), "%s: the owners did not finish within 60 s", uri);
 	gio_tgt_stats ts{};
@@ -154,11 +222,20 @@ void run(const char *uri)
 	EXPECT(r->detached_rc == -EINVAL, "%s: a detached command on an owned queue pair: rc %d", uri, r->detached_rc);
 	// Every command the producers counted and each warp's final flush; the refused detached
 	// command's slot carried a harmless command, which the target may count too.
-	EXPECT(ts.commands >= want + kWarps && ts.commands <= want + 2ull * kWarps,
+	const unsigned long long extra = Session ? kWarps : 0; // the flush left outstanding at the close
+	EXPECT(ts.commands >= want + kWarps + extra && ts.commands <= want + 2ull * kWarps + extra,
 	       "%s: the target executed %llu commands, want %llu to %llu", uri, (unsigned long long)ts.commands,
-	       want + kWarps, want + 2ull * kWarps);
+	       want + kWarps + extra, want + 2ull * kWarps + extra);
+	if (Session) {
+		EXPECT(r->open_rc[0] == -EINVAL && r->open_rc[1] == -EINVAL, "%s: open with windows 16 and sq_depth: %d, %d",
+		       uri, r->open_rc[0], r->open_rc[1]);
+		EXPECT(r->open_rc[2] == -EBUSY, "%s: open with a command outstanding: %d", uri, r->open_rc[2]);
+		EXPECT(r->open_rc[3] == 0, "%s: open once it was collected: %d", uri, r->open_rc[3]);
+		EXPECT(r->left_rc == 0, "%s: the command left outstanding at the close: %d", uri, r->left_rc);
+	}
 	EXPECT(stray == 0, "%s: %u stray completions", uri, stray);
-	std::printf("   %s: %llu commands through %u owned queue pairs, data verified\n", uri, r->done, kWarps);
+	std::printf("   %s: %llu commands through %u owned queue pairs%s, data verified\n", uri, r->done, kWarps,
+		    Session ? " (warp sessions)" : "");
 	EXPECT(gio_gpu_target_close(g) == 0, "close: %s", gio_last_error());
 	CK(cudaStreamDestroy(s));
 	CK(cudaFree(r));
@@ -171,8 +248,11 @@ void run(const char *uri)
 int main()
 {
 	skip_without_gpu();
-	run("mem://hbm?size=128M&queues=16&depth=64&sms=2&warps=4");
-	run("mem://hbm?size=128M&queues=16&depth=64&sms=2&warps=4&rings=host");
-	std::printf("%s: owned queue pairs, a warp each\n", failures ? "FAIL" : "PASS");
+	run<false>("mem://hbm?size=128M&queues=16&depth=64&sms=2&warps=4");
+	run<false>("mem://hbm?size=128M&queues=16&depth=64&sms=2&warps=4&rings=host");
+	// Window 64 (two batches outstanding) needs sq_depth 128; the rings still wrap 20 times.
+	run<true>("mem://hbm?size=128M&queues=16&depth=128&sms=2&warps=4");
+	run<true>("mem://hbm?size=128M&queues=16&depth=128&sms=2&warps=4&rings=host");
+	std::printf("%s: owned queue pairs, a warp each, and warp sessions on them\n", failures ? "FAIL" : "PASS");
 	return failures ? 1 : 0;
 }

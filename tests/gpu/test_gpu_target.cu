@@ -131,9 +131,11 @@ __global__ void fused(gio_tgt *t, unsigned char *backing, gio_gpu_ctl *ctl, uint
 		      uint32_t exec_blocks, gio_qp *qps, uint32_t nqps, unsigned char *buf, uint64_t addr, uint32_t nobj,
 		      uint64_t unreg, Result *r, uint32_t *finished)
 {
+	__shared__ gio_gpu_exec_env env[4]; // a copy of the target's rules per warp of 128-thread blocks
 	if (blockIdx.x < exec_blocks) {
+		// Even blocks check commands against their shared-memory copy, odd ones against the target.
 		gio_gpu_exec_loop(t, backing, ctl, flags, &model, (blockIdx.x * blockDim.x + threadIdx.x) / 32u,
-				  exec_blocks * blockDim.x / 32u);
+				  exec_blocks * blockDim.x / 32u, blockIdx.x % 2u ? nullptr : &env[threadIdx.x / 32u % 4u]);
 		return;
 	}
 	const uint32_t pb = blockIdx.x - exec_blocks;

@@ -15,6 +15,8 @@
 //            put results are dropped when the ring needs their slots; it is told -ETIME for each
 //   stray    32 completions naming no command, consumed by one warp in one run: all counted
 //
+// (Owned queue pairs and warp sessions on them: test_gpu_owned.cu.)
+//
 // Exits 77 (skipped) without a GPU. GIO_GPU_QUICK=1 (the sanitizer runs) makes the rounds fewer
 // and leaves the frozen case out (see verbs()).
 #include <cuda_runtime.h>
@@ -69,8 +71,7 @@ __global__ void null_controller(Ctrl *ctrl, uint32_t *stop)
 			e->dw1 = 0;
 			e->sqhd = (uint16_t)c->head;
 			e->sqid = 1;
-			e->cid = s.cid;
-			gio_store_release16_in(scope, &e->status, (uint16_t)((nop ? 0x0bu << 1 : 0u) | c->phase));
+			gio_store_release_in(scope, gio_cqe_dw3(e), GIO_CQE_DW3(s.cid, (nop ? 0x0bu << 1 : 0u) | c->phase));
 			if (((c->cq_tail + 1) & mask) == 0)
 				c->phase ^= 1u;
 			c->cq_tail = (c->cq_tail + 1) & mask;

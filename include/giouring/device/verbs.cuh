@@ -200,18 +200,19 @@ GIO_DEV int gio__qp_reserve_wait_warp(struct gio_qp *qp, uint32_t n, uint64_t de
  * the doorbell, which is cumulative over what lane 0 observed at the barrier. ---- */
 
 /* The run of new completions from CQ position `head`, a lane each: lane i gets entry head + i and
- * its status word (acquire per lane: the target wrote the CQE's fields and data before its status,
- * by a release); returns the length of the run of entries with this lap's phase from the head
- * (every lane). A lane past cq_depth - 1 entries would read an entry of the previous lap: never
- * part of a run. Entries after a gap wait for the next call: the host consumes in order. */
-GIO_DEV uint32_t gio__qp_cqe_run_warp(struct gio_qp *qp, uint32_t head, struct gio_cqe **cqe, uint16_t *st)
+ * its Dword 3, CID and status word (acquire per lane: the target wrote the CQE's other fields and
+ * the data before Dword 3, by a release); returns the length of the run of entries with this
+ * lap's phase from the head (every lane). A lane past cq_depth - 1 entries would read an entry of
+ * the previous lap: never part of a run. Entries after a gap wait for the next call: the host
+ * consumes in order. */
+GIO_DEV uint32_t gio__qp_cqe_run_warp(struct gio_qp *qp, uint32_t head, struct gio_cqe **cqe, uint32_t *dw3)
 {
 	const unsigned lane = threadIdx.x & 31u;
 	const uint32_t idx = head + lane;
 	const uint32_t phase = 1u ^ ((idx >> qp->cq_shift) & 1u);
 	*cqe = &qp->cq[idx & (qp->cq_depth - 1)];
-	*st = lane < qp->cq_depth ? gio_load_acquire16_in(GIO__QSC(qp), &(*cqe)->status) : 0;
-	const unsigned ok = __ballot_sync(0xffffffffu, lane < qp->cq_depth && (*st & 1u) == phase);
+	*dw3 = lane < qp->cq_depth ? gio_load_acquire_in(GIO__QSC(qp), gio_cqe_dw3(*cqe)) : 0;
+	const unsigned ok = __ballot_sync(0xffffffffu, lane < qp->cq_depth && GIO_GET(*dw3, CQE_DW3_STATUS) % 2u == phase);
 	return ~ok ? (uint32_t)__ffs(~ok) - 1u : 32u;
 }
 
@@ -233,12 +234,13 @@ GIO_DEV uint32_t gio__qp_reap_owned_warp(struct gio_qp *qp)
 	uint32_t head = gio_load_relaxed(&qp->cq_head), total = 0;
 	for (;;) {
 		struct gio_cqe *cqe;
-		uint16_t st;
-		const uint32_t n = gio__qp_cqe_run_warp(qp, head, &cqe, &st);
+		uint32_t dw3;
+		const uint32_t n = gio__qp_cqe_run_warp(qp, head, &cqe, &dw3);
 		if (n == 0)
 			break;
 		if (lane < n) {
-			const uint32_t cid = cqe->cid;
+			const uint32_t cid = GIO_GET(dw3, CQE_DW3_CID);
+			const uint32_t st = GIO_GET(dw3, CQE_DW3_STATUS);
 			if (cid > sq_mask) {
 				(void)gio_fetch_add_in(GIO__QSC(qp), &qp->stray_cqes, 1u); /* lanes may count at once */
 			} else {
@@ -601,18 +603,18 @@ GIO_DEV uint32_t gio_qp_reap_warp(struct gio_qp *qp)
 	tail = tail0 = __shfl_sync(0xffffffffu, tail, 0);
 	for (;;) {
 		struct gio_cqe *cqe;
-		uint16_t st;
-		const uint32_t n = gio__qp_cqe_run_warp(qp, head, &cqe, &st); /* see gio_qp_reap() */
+		uint32_t dw3;
+		const uint32_t n = gio__qp_cqe_run_warp(qp, head, &cqe, &dw3); /* see gio_qp_reap() */
 		int listed = 0;
 		unsigned lst;
 		if (n == 0)
 			break;
 		if (lane < n)
-			listed = gio__qp_take_cqe(qp, cqe, st);
+			listed = gio__qp_take_cqe(qp, cqe, dw3);
 		/* Detached completions go to the list in CQ order: a rank per listing lane. */
 		lst = __ballot_sync(0xffffffffu, listed);
 		if (listed)
-			qp->slots[(tail + (uint32_t)__popc(lst & ((1u << lane) - 1u))) & sq_mask].cpl = cqe->cid;
+			qp->slots[(tail + (uint32_t)__popc(lst & ((1u << lane) - 1u))) & sq_mask].cpl = (uint16_t)GIO_GET(dw3, CQE_DW3_CID);
 		tail += (uint32_t)__popc(lst);
 		const uint32_t sqhd = gio__qp_run_sqhd_warp(cqe, n);
 		if (lane == 0)

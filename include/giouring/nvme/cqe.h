@@ -48,6 +48,32 @@ GIO_STATIC_ASSERT(offsetof(struct gio_cqe, sqid) == 10, "SQID at byte 10");
 GIO_STATIC_ASSERT(offsetof(struct gio_cqe, cid) == 12, "CID at byte 12");
 GIO_STATIC_ASSERT(offsetof(struct gio_cqe, status) == 14, "status at byte 14");
 
+/** @name Dword 3 as one 32-bit word: CID in bits 15:0, the status word in bits 31:16
+ * @{ */
+#define GIO_CQE_DW3_CID_SHIFT 0
+#define GIO_CQE_DW3_CID_MASK 0xffffu
+#define GIO_CQE_DW3_STATUS_SHIFT 16
+#define GIO_CQE_DW3_STATUS_MASK 0xffffu
+/** @brief Dword 3 of a CQE with command identifier @p cid and status word @p status (phase in bit 0). */
+#define GIO_CQE_DW3(cid, status) ((uint32_t)((cid) & 0xffffu) | (uint32_t)((status) & 0xffffu) << 16)
+/** @} */
+
+/**
+ * @brief Dword 3 of a CQE (CID and status word) as one 32-bit word.
+ * @param e  the entry.
+ * @return a pointer to its bytes 12 to 15.
+ *
+ * Pure; any thread, host or device. A completion is published by one release store of this word
+ * and consumed by one acquire load of it, so that the consumer gets the CID with the phase in a
+ * single access of the same size as the producer's (the memory models synchronize a release and
+ * an acquire of the same bytes, not of overlapping ones of different sizes). Little-endian hosts,
+ * as the rest of the wire layer.
+ */
+GIO_HD uint32_t *gio_cqe_dw3(struct gio_cqe *e)
+{
+	return (uint32_t *)(void *)((unsigned char *)e + 12);
+}
+
 /** @name Status word (gio_cqe::status) layout
  * @{ */
 #define GIO_CQE_STATUS_P_SHIFT 0 /**< Phase Tag. */

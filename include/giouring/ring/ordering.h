@@ -305,6 +305,26 @@ GIO_HD void gio_store_relaxed(uint32_t *p, uint32_t v)
 }
 
 /**
+ * @brief gio_store_relaxed() at a chosen scope (the plain form is at system scope).
+ * @param scope  GIO_SCOPE_SYS or GIO_SCOPE_GPU (the device honours it; the host ignores it).
+ * @param p  the word.
+ * @param v  the value.
+ *
+ * Any thread, host or device. After gio_fence_release_in() at the same scope it publishes like a
+ * release store: one fence can then serve several words (a GPU executor posting several CQEs of
+ * one lane).
+ */
+GIO_HD void gio_store_relaxed_in(uint32_t scope, uint32_t *p, uint32_t v)
+{
+#if defined(__CUDA_ARCH__)
+	GIO__SCOPED(scope, "st.relaxed.gpu.u32 [%0], %1;", "st.relaxed.sys.u32 [%0], %1;", : : "l"(p), "r"(v) : "memory");
+#else
+	(void)scope;
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+/**
  * @brief gio_fetch_add() at a chosen scope (the plain form is at system scope).
  * @param scope  GIO_SCOPE_SYS or GIO_SCOPE_GPU (the device honours it; the host ignores it).
  * @param p  the word.

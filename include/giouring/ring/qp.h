@@ -580,12 +580,13 @@ GIO_HD void gio__qp_sq_head_to(struct gio_qp *qp, uint32_t sqhd)
 }
 
 /* Hands one consumed CQE's result to its command's slot. The reaper only, after the acquire
- * load of the status word `st` that matched the phase. Returns 1 when the command is detached:
- * the caller appends its CID to the completion list. Several lanes of a warp reaper may run it
- * at once, for different CQEs. */
-GIO_HD int gio__qp_take_cqe(struct gio_qp *qp, const struct gio_cqe *cqe, uint16_t st)
+ * load of its Dword 3 `dw3` (CID and status word) that matched the phase. Returns 1 when the
+ * command is detached: the caller appends its CID to the completion list. Several lanes of a warp
+ * reaper may run it at once, for different CQEs. */
+GIO_HD int gio__qp_take_cqe(struct gio_qp *qp, const struct gio_cqe *cqe, uint32_t dw3)
 {
-	const uint32_t cid = cqe->cid;
+	const uint32_t cid = GIO_GET(dw3, CQE_DW3_CID);
+	const uint16_t st = (uint16_t)GIO_GET(dw3, CQE_DW3_STATUS);
 	if (cid > qp->sq_depth - 1) {
 		gio_fetch_add_in(GIO__QSC(qp), &qp->stray_cqes, 1);
 	} else {
@@ -653,13 +654,13 @@ GIO_HD uint32_t gio_qp_reap(struct gio_qp *qp)
 		struct gio_cqe *cqe = &qp->cq[head & cq_mask];
 		const uint32_t phase = 1u ^ ((head >> qp->cq_shift) & 1u);
 		/* Acquire: the CQE's other fields, and the data it completes, are read after this. Pairs
-		 * with the controller's write of the status word last. */
-		const uint16_t st = gio_load_acquire16_in(GIO__QSC(qp), &cqe->status);
-		if ((st & 1u) != phase)
+		 * with the controller's write of Dword 3 (CID and status word) last. */
+		const uint32_t dw3 = gio_load_acquire_in(GIO__QSC(qp), gio_cqe_dw3(cqe));
+		if (GIO_GET(dw3, CQE_DW3_STATUS) % 2u != phase)
 			break;
 		gio__qp_sq_head_to(qp, cqe->sqhd);
-		if (gio__qp_take_cqe(qp, cqe, st))
-			qp->slots[tail++ & sq_mask].cpl = cqe->cid;
+		if (gio__qp_take_cqe(qp, cqe, dw3))
+			qp->slots[tail++ & sq_mask].cpl = (uint16_t)GIO_GET(dw3, CQE_DW3_CID);
 		head++;
 		n++;
 	}

@@ -141,6 +141,17 @@ struct gio_tgt_io {
 	struct gio_xfer_list xfer; /**< Data segments (bus addresses). */
 };
 
+/** @brief What checking an I/O command and finding its memory read of a target: its fixed part
+ *  while it serves I/O (gio_tgt_io_rules_of()), which an executor may copy into faster memory. */
+struct gio_tgt_io_rules {
+	uint64_t nsze;                      /**< Namespace size in logical blocks. */
+	uint32_t lba_shift;                 /**< log2 of the logical block size. */
+	uint32_t rsvd;                      /**< Zero. */
+	struct gio_dptr_caps caps;          /**< Rules for data pointers. */
+	const struct gio_dma_map *map;      /**< As gio_tgt::map. */
+	const struct gio_dma_map *copy_map; /**< As gio_tgt::copy_map. */
+};
+
 #define GIO__TGT_SF(sct, sc) ((uint16_t)(GIO_SF((sct), (sc)) | GIO_SF_DNR))
 
 /**
@@ -434,6 +445,29 @@ GIO_HD int gio_tgt_fetch(struct gio_tgt *t, uint16_t qid, struct gio_sqe *sqe)
 	return n;
 }
 
+/* The k-th free entry of a CQ whose entries, tail slot, depth and phase are given (k < depth),
+ * with Dwords 0 to 2 written, and its phase tag: Dword 3 (CID and status word, with the tag) is
+ * the caller's to publish. */
+GIO_HD struct gio_cqe *gio__tgt_cqe_put012(void *entries, uint32_t idx, uint32_t depth, uint32_t phase, uint32_t k,
+					    uint32_t dw0, uint16_t sqhd, uint16_t sqid, uint32_t *tag)
+{
+	const uint32_t pos = idx + k;
+	struct gio_cqe *e = (struct gio_cqe *)entries + (pos >= depth ? pos - depth : pos);
+	*tag = pos >= depth ? phase ^ 1u : phase;
+	e->dw0 = dw0;
+	e->dw1 = 0;
+	e->sqhd = sqhd;
+	e->sqid = sqid;
+	return e;
+}
+
+/* gio__tgt_cqe_put012() for the k-th completion of SQ `sqid`'s batch. */
+GIO_HD struct gio_cqe *gio__tgt_cqe_fill(struct gio_tgt *t, uint16_t sqid, uint32_t k, uint32_t dw0, uint32_t *phase)
+{
+	const struct gio_tgt_queue *sq = &t->sq[sqid], *cq = &t->cq[sq->cqid];
+	return gio__tgt_cqe_put012(cq->entries, cq->idx, cq->depth, cq->phase, k, dw0, (uint16_t)sq->idx, sqid, phase);
+}
+
 /**
  * @brief Writes the completion of one command of a batch into the @p k-th free CQ entry.
  * @param t       the target.
@@ -444,23 +478,17 @@ GIO_HD int gio_tgt_fetch(struct gio_tgt *t, uint16_t qid, struct gio_sqe *sqe)
  * @param dw0     completion Dword 0.
  *
  * The serving thread of @p sqid; the lanes of a warp may post different @p k at once, then one
- * of them calls gio_tgt_post_done() for the batch after a barrier. Writes every field, then the
- * status word with the phase tag of that entry by a release store: a consumer that sees the new
- * phase sees the rest and the data (pairs with the consumer's acquire load of the status word).
+ * of them calls gio_tgt_post_done() for the batch after a barrier. Writes Dwords 0 to 2, then
+ * Dword 3 (the CID and the status word with the phase tag of that entry) by one release store: a
+ * consumer that sees the new phase sees the rest and the data (pairs with the consumer's acquire
+ * load of Dword 3, gio_cqe_dw3()).
  * The host consumes entries in order, so an entry published before an earlier one waits there.
  */
 GIO_HD void gio_tgt_post_at(struct gio_tgt *t, uint16_t sqid, uint32_t k, uint16_t cid, uint16_t status, uint32_t dw0)
 {
-	const struct gio_tgt_queue *sq = &t->sq[sqid], *cq = &t->cq[sq->cqid];
-	const uint32_t pos = cq->idx + k;
-	const uint32_t phase = pos >= cq->depth ? cq->phase ^ 1u : cq->phase;
-	struct gio_cqe *e = (struct gio_cqe *)cq->entries + (pos >= cq->depth ? pos - cq->depth : pos);
-	e->dw0 = dw0;
-	e->dw1 = 0;
-	e->sqhd = (uint16_t)sq->idx;
-	e->sqid = sqid;
-	e->cid = cid;
-	gio_store_release16_in(t->scope, &e->status, (uint16_t)((status << 1) | phase));
+	uint32_t phase;
+	struct gio_cqe *e = gio__tgt_cqe_fill(t, sqid, k, dw0, &phase);
+	gio_store_release_in(t->scope, gio_cqe_dw3(e), GIO_CQE_DW3(cid, (status << 1) | phase));
 }
 
 /**
@@ -760,6 +788,19 @@ GIO_HD uint16_t gio_tgt_admin(struct gio_tgt *t, const struct gio_sqe *sqe, uint
 	}
 }
 
+/* gio_tgt_seg_ptr() in the region tables given. */
+GIO_HD void *gio__tgt_seg_find(const struct gio_dma_map *map, const struct gio_dma_map *copy_map,
+				const struct gio_xfer_seg *s, int *copy_only)
+{
+	void *p = gio_dma_map_find(map, s->addr, s->len);
+	*copy_only = 0;
+	if (p == NULL && copy_map != NULL) {
+		p = gio_dma_map_find(copy_map, s->addr, s->len);
+		*copy_only = p != NULL;
+	}
+	return p;
+}
+
 /**
  * @brief Where the executor reaches a data segment.
  * @param t          the target.
@@ -774,18 +815,30 @@ GIO_HD uint16_t gio_tgt_admin(struct gio_tgt *t, const struct gio_sqe *sqe, uint
  */
 GIO_HD void *gio_tgt_seg_ptr(const struct gio_tgt *t, const struct gio_xfer_seg *s, int *copy_only)
 {
-	void *p = gio_dma_map_find(t->map, s->addr, s->len);
-	*copy_only = 0;
-	if (p == NULL && t->copy_map != NULL) {
-		p = gio_dma_map_find(t->copy_map, s->addr, s->len);
-		*copy_only = p != NULL;
-	}
-	return p;
+	return gio__tgt_seg_find(t->map, t->copy_map, s, copy_only);
 }
 
 /**
- * @brief Checks an I/O command and walks its data pointer.
- * @param t    the target.
+ * @brief The fixed part of a target that checking I/O commands reads.
+ * @param t  the target, configured (after the controller was enabled and memory registered).
+ * @param r  receives its namespace size, block size, data pointer rules and region tables.
+ *
+ * Any thread. The copy stays right while nothing is registered or unregistered and the
+ * controller is not reset: an executor makes it at its start.
+ */
+GIO_HD void gio_tgt_io_rules_of(const struct gio_tgt *t, struct gio_tgt_io_rules *r)
+{
+	r->nsze = t->cfg.nsze;
+	r->lba_shift = t->cfg.lba_shift;
+	r->rsvd = 0;
+	r->caps = t->caps;
+	r->map = t->map;
+	r->copy_map = t->copy_map;
+}
+
+/**
+ * @brief Checks an I/O command and walks its data pointer, against a target's rules.
+ * @param r    the rules (gio_tgt_io_rules_of()).
  * @param sqe  the command.
  * @param io   receives the command's parameters; `io->xfer` must point to caller storage of
  *             GIO_TGT_MAX_SEGS segments (set `io->xfer.segs` and `io->xfer.cap` before calling).
@@ -797,9 +850,10 @@ GIO_HD void *gio_tgt_seg_ptr(const struct gio_tgt *t, const struct gio_xfer_seg 
  *         `copy_map` where the target has one: the executor must then move that segment with its
  *         copy engine, see gio_tgt_seg_ptr()).
  *
- * The queue's serving thread. Nothing is moved: the executor moves data only after this passed.
+ * Any thread (it reads only @p r and what its tables point to); the queue's serving thread calls
+ * it. Nothing is moved: the executor moves data only after this passed.
  */
-GIO_HD uint16_t gio_tgt_io_prepare(struct gio_tgt *t, const struct gio_sqe *sqe, struct gio_tgt_io *io)
+GIO_HD uint16_t gio_tgt_io_check(const struct gio_tgt_io_rules *r, const struct gio_sqe *sqe, struct gio_tgt_io *io)
 {
 	uint32_t i;
 	uint16_t st;
@@ -824,30 +878,47 @@ GIO_HD uint16_t gio_tgt_io_prepare(struct gio_tgt *t, const struct gio_sqe *sqe,
 		return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_NS);
 	io->slba = (uint64_t)sqe->cdw10 | ((uint64_t)sqe->cdw11 << 32);
 	io->nlb = GIO_GET(sqe->cdw12, RW_CDW12_NLB) + 1u;
-	if (io->slba >= t->cfg.nsze || io->nlb > t->cfg.nsze - io->slba)
+	if (io->slba >= r->nsze || io->nlb > r->nsze - io->slba)
 		return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_LBA_RANGE);
-	io->offset = io->slba << t->cfg.lba_shift;
+	io->offset = io->slba << r->lba_shift;
 	if (sqe->opc == GIO_NVM_OPC_WRITE_ZEROES) {
-		io->bytes = (uint64_t)io->nlb << t->cfg.lba_shift;
+		io->bytes = (uint64_t)io->nlb << r->lba_shift;
 		return 0; /* no data pointer */
 	}
-	io->bytes = (uint64_t)io->nlb << t->cfg.lba_shift;
-	if (t->caps.max_xfer_bytes && io->bytes > t->caps.max_xfer_bytes)
+	io->bytes = (uint64_t)io->nlb << r->lba_shift;
+	if (r->caps.max_xfer_bytes && io->bytes > r->caps.max_xfer_bytes)
 		return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_FIELD);
 	if (gio_sqe_psdt(sqe) == GIO_PSDT_PRP)
-		st = gio_prp_walk(sqe, io->bytes, &t->caps, t->map, &io->xfer);
+		st = gio_prp_walk(sqe, io->bytes, &r->caps, r->map, &io->xfer);
 	else
-		st = gio_sgl_walk(sqe, io->bytes, io->is_write, &t->caps, t->map, &io->xfer);
+		st = gio_sgl_walk(sqe, io->bytes, io->is_write, &r->caps, r->map, &io->xfer);
 	if (st)
 		return st;
 	/* Every data segment must be registered before anything moves. */
 	for (i = 0; i < io->xfer.n; i++) {
 		const struct gio_xfer_seg *s = &io->xfer.segs[i];
 		int copy_only;
-		if (!(s->flags & GIO_XFER_BIT_BUCKET) && gio_tgt_seg_ptr(t, s, &copy_only) == NULL)
+		if (!(s->flags & GIO_XFER_BIT_BUCKET) && gio__tgt_seg_find(r->map, r->copy_map, s, &copy_only) == NULL)
 			return GIO_SF(GIO_SCT_GENERIC, GIO_SC_DATA_XFER_ERROR);
 	}
 	return 0;
+}
+
+/**
+ * @brief Checks an I/O command and walks its data pointer (gio_tgt_io_check() with the target's
+ * own rules).
+ * @param t    the target.
+ * @param sqe  the command.
+ * @param io   as gio_tgt_io_check().
+ * @return as gio_tgt_io_check().
+ *
+ * The queue's serving thread.
+ */
+GIO_HD uint16_t gio_tgt_io_prepare(struct gio_tgt *t, const struct gio_sqe *sqe, struct gio_tgt_io *io)
+{
+	struct gio_tgt_io_rules r;
+	gio_tgt_io_rules_of(t, &r);
+	return gio_tgt_io_check(&r, sqe, io);
 }
 
 /**

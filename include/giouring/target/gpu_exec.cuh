@@ -55,38 +55,27 @@ __device__ inline void gio__gpu_copy_warp(unsigned char *dst, const unsigned cha
 	}
 }
 
-/* Serves up to 32 commands of SQ `qid` with the calling warp, its tail doorbell read as `tail`
- * (by a lane of this warp, with an acquire load); returns how many (on every lane). */
-__device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, uint16_t qid, uint32_t tail, unsigned char *backing,
-					       uint32_t flags, const struct gio_ssd_model *model, uint32_t nwarps,
-					       uint64_t *busy_until, uint64_t *prof)
+/**
+ * @brief An executor warp's copy of the target's fixed rules and region table (the target's
+ * memory registrations and configuration do not change while the executor runs): in shared
+ * memory, checking a command reads no global memory, where every acquire of a doorbell would
+ * make each of those reads go to L2 again.
+ */
+struct gio_gpu_exec_env {
+	struct gio_tgt_io_rules rules;                      /**< `map` points at `map` below. */
+	struct gio_dma_map map;                             /**< `regions` points at `regions` below. */
+	struct gio_dma_region regions[GIO_GPU_MAX_REGIONS]; /**< The registered regions. */
+};
+
+/** @brief Most commands an executor warp takes from one SQ at once: GIO_GPU_EXEC_ROUNDS per lane. */
+#define GIO_GPU_EXEC_ROUNDS 4u
+
+/* Reads commands k = 32 r + lane (r < rounds) of a fetched batch of n at `slot` into sqe[r]: every
+ * round's loads are issued before any is used, so that one memory latency serves them all. */
+__device__ inline void gio__gpu_read_sqes(const struct gio_tgt *t, uint16_t qid, uint32_t slot, uint32_t n,
+					  uint32_t flags, struct gio_sqe sqe[GIO_GPU_EXEC_ROUNDS])
 {
 	const unsigned lane = threadIdx.x & 31u;
-	uint64_t t0 = prof && lane == 0 ? gio_now_ns() : 0, t1 = 0;
-	struct gio_xfer_seg segs[GIO_GPU_EXEC_MAX_SEGS];
-	struct gio_tgt_io io;
-	struct gio_sqe sqe;
-	uint32_t slot = 0;
-	/* Lanes without a command still take part in the shuffles below. */
-	memset(&io, 0, sizeof(io));
-	segs[0].addr = segs[0].len = 0;
-	segs[0].flags = 0;
-	sqe.cid = 0;
-	int n = 0;
-	uint16_t st = 0;
-	if (lane == 0)
-		n = gio_tgt_fetch_batch_at(t, qid, 32, tail, &slot);
-	n = __shfl_sync(0xffffffffu, n, 0);
-	if (n <= 0)
-		return 0;
-	slot = __shfl_sync(0xffffffffu, slot, 0);
-	__syncwarp(); /* lane 0's new SQ head (the SQHD of the CQEs) before the lanes post */
-	if (prof && lane == 0) {
-		t1 = gio_now_ns();
-		prof[0] += t1 - t0;
-	}
-	/* The host wrote the entries before its release of the doorbell, which a lane of this warp
-	 * acquired, and the warp barrier passed that on. */
 	if (flags & GIO_GPU_RINGS_HOST) {
 		/* In 16-byte pieces, read so that each load instruction of the warp covers 512
 		 * contiguous bytes (piece c = 32 j + lane is piece c % 4 of entry c / 4), which asks
@@ -94,119 +83,235 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, uint16_t qid, 
 		 * transpose by shuffles gives lane e entry e. +9% at the best host-ring point, but -9%
 		 * with rings in HBM, where the shuffles cost more than the loads they save
 		 * (bench/results/2026-11-29-gpu-sqe-coalesce-ab-h200.md). */
-		uint4 piece[4];
-		uint4 *dst = (uint4 *)&sqe;
+		uint4 piece[GIO_GPU_EXEC_ROUNDS][4];
 #pragma unroll
-		for (int j = 0; j < 4; j++) {
-			const uint32_t c = 32u * (uint32_t)j + lane;
-			piece[j] = make_uint4(0, 0, 0, 0);
-			if (c / 4u < (uint32_t)n)
-				piece[j] = ((const uint4 *)gio_tgt_sqe(t, qid, slot + c / 4u))[c % 4u];
-		}
-		/* Entry e, piece p sits in piece[e / 8] of lane 4 (e % 8) + p. */
+		for (uint32_t r = 0; r < GIO_GPU_EXEC_ROUNDS; r++)
 #pragma unroll
-		for (int j = 0; j < 4; j++)
-#pragma unroll
-			for (int p = 0; p < 4; p++) {
-				const int src = (int)(4u * (lane % 8u)) + p;
-				uint4 v;
-				v.x = __shfl_sync(0xffffffffu, piece[j].x, src);
-				v.y = __shfl_sync(0xffffffffu, piece[j].y, src);
-				v.z = __shfl_sync(0xffffffffu, piece[j].z, src);
-				v.w = __shfl_sync(0xffffffffu, piece[j].w, src);
-				if (lane / 8u == (unsigned)j)
-					dst[p] = v;
+			for (int j = 0; j < 4; j++) {
+				const uint32_t c = 32u * (uint32_t)j + lane, e = 32u * r + c / 4u;
+				piece[r][j] = make_uint4(0, 0, 0, 0);
+				if (e < n)
+					piece[r][j] = ((const uint4 *)gio_tgt_sqe(t, qid, slot + e))[c % 4u];
 			}
-	} else if (lane < (unsigned)n) {
-		const uint4 *src = (const uint4 *)gio_tgt_sqe(t, qid, slot + lane);
-		uint4 *dst = (uint4 *)&sqe;
-		dst[0] = src[0];
-		dst[1] = src[1];
-		dst[2] = src[2];
-		dst[3] = src[3];
-	}
-	if (lane < (unsigned)n) {
-		io.xfer.segs = segs;
-		io.xfer.cap = GIO_GPU_EXEC_MAX_SEGS;
-		st = gio_tgt_io_prepare(t, &sqe, &io);
-	}
-	const int moves = lane < (unsigned)n && st == 0 && io.bytes && io.opc != GIO_NVM_OPC_FLUSH;
-	if (prof) {
-		__syncwarp();
-		if (lane == 0) {
-			t0 = gio_now_ns();
-			prof[1] += t0 - t1;
-		}
-	}
-	if (!(flags & GIO_GPU_NO_DATA)) {
-		/* One command at a time, the whole warp copying its segments in order. */
-		unsigned todo = __ballot_sync(0xffffffffu, moves);
-		while (todo) {
-			const int k = __ffs(todo) - 1;
-			const uint32_t nseg = __shfl_sync(0xffffffffu, io.xfer.n, k);
-			const int is_write = __shfl_sync(0xffffffffu, (int)io.is_write, k);
-			const int zeroes = __shfl_sync(0xffffffffu, io.opc == GIO_NVM_OPC_WRITE_ZEROES, k);
-			uint64_t off = __shfl_sync(0xffffffffu, io.offset, k);
-			if (zeroes) {
-				const uint64_t bytes = __shfl_sync(0xffffffffu, io.bytes, k);
-				for (uint64_t b = lane; b < bytes; b += 32)
-					backing[off + b] = 0;
-			}
-			for (uint32_t s = 0; s < nseg && !zeroes; s++) {
-				const uint32_t mine = s < GIO_GPU_EXEC_MAX_SEGS ? s : 0;
-				const uint64_t addr = __shfl_sync(0xffffffffu, segs[mine].addr, k);
-				const uint64_t len = __shfl_sync(0xffffffffu, segs[mine].len, k);
-				const uint32_t fl = __shfl_sync(0xffffffffu, segs[mine].flags, k);
-				if (!(fl & GIO_XFER_BIT_BUCKET)) {
-					unsigned char *host = (unsigned char *)gio_dma_map_find(t->map, addr, len);
-					if (is_write)
-						gio__gpu_copy_warp(backing + off, host, len);
-					else
-						gio__gpu_copy_warp(host, backing + off, len);
+		/* Entry e of a round, piece p sits in piece[e / 8] of lane 4 (e % 8) + p. */
+#pragma unroll
+		for (uint32_t r = 0; r < GIO_GPU_EXEC_ROUNDS; r++) {
+			uint4 *dst = (uint4 *)&sqe[r];
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+#pragma unroll
+				for (int p = 0; p < 4; p++) {
+					const int src = (int)(4u * (lane % 8u)) + p;
+					uint4 v;
+					v.x = __shfl_sync(0xffffffffu, piece[r][j].x, src);
+					v.y = __shfl_sync(0xffffffffu, piece[r][j].y, src);
+					v.z = __shfl_sync(0xffffffffu, piece[r][j].z, src);
+					v.w = __shfl_sync(0xffffffffu, piece[r][j].w, src);
+					if (lane / 8u == (unsigned)j)
+						dst[p] = v;
 				}
-				off += len;
+		}
+		return;
+	}
+#pragma unroll
+	for (uint32_t r = 0; r < GIO_GPU_EXEC_ROUNDS; r++)
+		if (32u * r + lane < n) {
+			const uint4 *src = (const uint4 *)gio_tgt_sqe(t, qid, slot + 32u * r + lane);
+			uint4 *dst = (uint4 *)&sqe[r];
+			dst[0] = src[0];
+			dst[1] = src[1];
+			dst[2] = src[2];
+			dst[3] = src[3];
+		}
+}
+
+/* Moves the data of the prepared commands of one round (those with `moves`), one command at a
+ * time, the whole warp copying its segments in order. */
+__device__ inline void gio__gpu_move_round(const struct gio_tgt_io_rules *rules, const struct gio_tgt_io *io,
+					   const struct gio_xfer_seg *segs, int moves, unsigned char *backing)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	unsigned todo = __ballot_sync(0xffffffffu, moves);
+	while (todo) {
+		const int k = __ffs(todo) - 1;
+		const uint32_t nseg = __shfl_sync(0xffffffffu, io->xfer.n, k);
+		const int is_write = __shfl_sync(0xffffffffu, (int)io->is_write, k);
+		const int zeroes = __shfl_sync(0xffffffffu, io->opc == GIO_NVM_OPC_WRITE_ZEROES, k);
+		uint64_t off = __shfl_sync(0xffffffffu, io->offset, k);
+		if (zeroes) {
+			const uint64_t bytes = __shfl_sync(0xffffffffu, io->bytes, k);
+			for (uint64_t b = lane; b < bytes; b += 32)
+				backing[off + b] = 0;
+		}
+		for (uint32_t s = 0; s < nseg && !zeroes; s++) {
+			const uint32_t mine = s < GIO_GPU_EXEC_MAX_SEGS ? s : 0;
+			const uint64_t addr = __shfl_sync(0xffffffffu, segs[mine].addr, k);
+			const uint64_t len = __shfl_sync(0xffffffffu, segs[mine].len, k);
+			const uint32_t fl = __shfl_sync(0xffffffffu, segs[mine].flags, k);
+			if (!(fl & GIO_XFER_BIT_BUCKET)) {
+				unsigned char *host = (unsigned char *)gio_dma_map_find(rules->map, addr, len);
+				if (is_write)
+					gio__gpu_copy_warp(backing + off, host, len);
+				else
+					gio__gpu_copy_warp(host, backing + off, len);
 			}
-			todo &= todo - 1;
+			off += len;
+		}
+		todo &= todo - 1;
+	}
+}
+
+/* Holds the executor warp until the timing model says the batch's bytes (rd, wr: this lane's) are
+ * through this warp's share of the device, and no earlier than the latency. */
+__device__ inline void gio__gpu_model_wait(const struct gio_ssd_model *model, uint64_t rd, uint64_t wr, uint32_t nwarps,
+					   uint64_t *busy_until)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	for (int o = 16; o; o >>= 1) {
+		rd += __shfl_xor_sync(0xffffffffu, rd, o);
+		wr += __shfl_xor_sync(0xffffffffu, wr, o);
+	}
+	if (lane == 0) {
+		const float gbps = rd && wr ? model->mixed_gbps : wr ? model->write_gbps : model->read_gbps;
+		const uint64_t now = gio_now_ns();
+		const uint64_t start = *busy_until > now ? *busy_until : now;
+		const uint64_t xfer_ns = gbps > 0 ? (uint64_t)((double)(rd + wr) * nwarps / gbps) : 0;
+		const uint64_t lat_ns = (uint64_t)(model->lat_us * 1000.0f);
+		*busy_until = start + xfer_ns;
+		const uint64_t done = *busy_until > now + lat_ns ? *busy_until : now + lat_ns;
+		while (gio_now_ns() < done)
+			__nanosleep(256);
+	}
+	__syncwarp();
+}
+
+/* Serves up to 32 x GIO_GPU_EXEC_ROUNDS commands of SQ `qid` with the calling warp, its tail
+ * doorbell read as `tail` (by a lane of this warp, with an acquire load); returns how many (on
+ * every lane). Command k of the batch is lane k % 32's, in round k / 32: the fixed costs of a
+ * batch (the fetch, a memory latency for the entries, one release fence for the completions) are
+ * paid once for up to 128 commands, where a producer keeps several batches of 32 outstanding. */
+__device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct gio_tgt_io_rules *rules, uint16_t qid,
+					       uint32_t tail, unsigned char *backing, uint32_t flags,
+					       const struct gio_ssd_model *model, uint32_t nwarps, uint64_t *busy_until,
+					       uint64_t *prof)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	uint64_t t0 = prof && lane == 0 ? gio_now_ns() : 0, t1 = 0, tdata = 0, data_ns = 0;
+	struct gio_xfer_seg segs[GIO_GPU_EXEC_MAX_SEGS];
+	struct gio_sqe sqe[GIO_GPU_EXEC_ROUNDS];
+	uint16_t st[GIO_GPU_EXEC_ROUNDS];
+	uint32_t slot = 0, cq_idx = 0, cq_depth = 0, cq_phase = 0, sqhd = 0;
+	uint64_t cq_entries = 0;
+	int n = 0;
+	if (lane == 0) {
+		n = gio_tgt_fetch_batch_at(t, qid, 32u * GIO_GPU_EXEC_ROUNDS, tail, &slot);
+		/* Where the batch's completions go, read once while lane 0 has the queues at hand:
+		 * the lanes would each load them again, from L2, after the doorbell's acquire. */
+		const struct gio_tgt_queue *sq = &t->sq[qid], *cq = &t->cq[sq->cqid];
+		cq_idx = cq->idx;
+		cq_depth = cq->depth;
+		cq_phase = cq->phase;
+		cq_entries = (uint64_t)(uintptr_t)cq->entries;
+		sqhd = sq->idx;
+	}
+	n = __shfl_sync(0xffffffffu, n, 0);
+	if (n <= 0)
+		return 0;
+	slot = __shfl_sync(0xffffffffu, slot, 0);
+	cq_idx = __shfl_sync(0xffffffffu, cq_idx, 0);
+	cq_depth = __shfl_sync(0xffffffffu, cq_depth, 0);
+	cq_phase = __shfl_sync(0xffffffffu, cq_phase, 0);
+	cq_entries = __shfl_sync(0xffffffffu, cq_entries, 0);
+	sqhd = __shfl_sync(0xffffffffu, sqhd, 0);
+	if (prof && lane == 0) {
+		t1 = gio_now_ns();
+		prof[0] += t1 - t0;
+	}
+	/* The host wrote the entries before its release of the doorbell, which a lane of this warp
+	 * acquired, and the warp barrier passed that on. */
+	gio__gpu_read_sqes(t, qid, slot, (uint32_t)n, flags, sqe);
+	uint64_t rd = 0, wr = 0;
+	const uint32_t rounds = ((uint32_t)n + 31u) / 32u;
+#pragma unroll
+	for (uint32_t r = 0; r < GIO_GPU_EXEC_ROUNDS; r++) {
+		struct gio_tgt_io io;
+		/* Lanes without a command still take part in the shuffles of the data move. */
+		memset(&io, 0, sizeof(io));
+		segs[0].addr = segs[0].len = 0;
+		segs[0].flags = 0;
+		st[r] = 0;
+		if (r >= rounds)
+			continue; /* the same on every lane */
+		const int mine = 32u * r + lane < (uint32_t)n;
+		if (mine) {
+			io.xfer.segs = segs;
+			io.xfer.cap = GIO_GPU_EXEC_MAX_SEGS;
+			st[r] = gio_tgt_io_check(rules, &sqe[r], &io);
+		}
+		const int moves = mine && st[r] == 0 && io.bytes && io.opc != GIO_NVM_OPC_FLUSH;
+		if (prof) {
+			__syncwarp();
+			if (lane == 0)
+				tdata = gio_now_ns();
+		}
+		if (!(flags & GIO_GPU_NO_DATA))
+			gio__gpu_move_round(rules, &io, segs, moves, backing);
+		if (moves && io.is_write)
+			wr += io.bytes;
+		else if (moves)
+			rd += io.bytes;
+		if (prof) {
+			__syncwarp();
+			if (lane == 0)
+				data_ns += gio_now_ns() - tdata;
 		}
 	}
 	if (flags & GIO_GPU_MODEL) {
-		/* Each executor warp owns 1/nwarps of the device's bandwidth: the batch completes when
-		 * its bytes have gone through that share, and no earlier than the latency. */
-		const uint64_t bytes = moves ? io.bytes : 0;
-		uint64_t rd = moves && !io.is_write ? bytes : 0, wr = moves && io.is_write ? bytes : 0;
-		for (int o = 16; o; o >>= 1) {
-			rd += __shfl_xor_sync(0xffffffffu, rd, o);
-			wr += __shfl_xor_sync(0xffffffffu, wr, o);
-		}
-		if (lane == 0) {
-			const float gbps = rd && wr ? model->mixed_gbps : wr ? model->write_gbps : model->read_gbps;
-			const uint64_t now = gio_now_ns();
-			const uint64_t start = *busy_until > now ? *busy_until : now;
-			const uint64_t xfer_ns = gbps > 0 ? (uint64_t)((double)(rd + wr) * nwarps / gbps) : 0;
-			const uint64_t lat_ns = (uint64_t)(model->lat_us * 1000.0f);
-			*busy_until = start + xfer_ns;
-			const uint64_t done = *busy_until > now + lat_ns ? *busy_until : now + lat_ns;
-			while (gio_now_ns() < done)
-				__nanosleep(256);
-		}
-		__syncwarp();
+		if (prof && lane == 0)
+			tdata = gio_now_ns();
+		gio__gpu_model_wait(model, rd, wr, nwarps, busy_until);
+		if (prof && lane == 0)
+			data_ns += gio_now_ns() - tdata;
 	}
 	/* The data written by every lane before each lane's release of its CQE status (the warp
-	 * barrier orders them at CTA scope; the release at system scope is cumulative). */
+	 * barrier orders them at CTA scope; the release fence at the target's scope is cumulative). */
 	__syncwarp();
 	if (prof && lane == 0) {
-		t1 = gio_now_ns();
-		prof[2] += t1 - t0;
+		t0 = gio_now_ns();
+		prof[1] += t0 - t1 - data_ns; /* SQE reads and checks */
+		prof[2] += data_ns;
 	}
-	if (lane < (unsigned)n)
-		gio_tgt_post_at(t, qid, lane, sqe.cid, st, 0);
-	const uint32_t nerr = (uint32_t)__popc(__ballot_sync(0xffffffffu, lane < (unsigned)n && (st & 0x7ffu)));
+	/* Dwords 0 to 2 of each of this lane's CQEs, then one release fence, then their Dwords 3
+	 * (CID and status word, with the phase tags the host polls) by relaxed stores after it. */
+	uint32_t *dw3[GIO_GPU_EXEC_ROUNDS];
+	uint32_t word[GIO_GPU_EXEC_ROUNDS];
+	uint32_t nerr = 0;
+#pragma unroll
+	for (uint32_t r = 0; r < GIO_GPU_EXEC_ROUNDS; r++) {
+		dw3[r] = (uint32_t *)0;
+		word[r] = 0;
+		if (32u * r + lane < (uint32_t)n) {
+			uint32_t phase;
+			struct gio_cqe *e = gio__tgt_cqe_put012((void *)(uintptr_t)cq_entries, cq_idx, cq_depth, cq_phase,
+								 32u * r + lane, 0, (uint16_t)sqhd, qid, &phase);
+			dw3[r] = gio_cqe_dw3(e);
+			word[r] = GIO_CQE_DW3(sqe[r].cid, (st[r] << 1) | phase);
+			nerr += (st[r] & 0x7ffu) ? 1u : 0u;
+		}
+	}
+	gio_fence_release_in(t->scope);
+#pragma unroll
+	for (uint32_t r = 0; r < GIO_GPU_EXEC_ROUNDS; r++)
+		if (dw3[r])
+			gio_store_relaxed_in(t->scope, dw3[r], word[r]);
+	for (int o = 16; o; o >>= 1)
+		nerr += __shfl_xor_sync(0xffffffffu, nerr, o);
 	__syncwarp();
 	if (lane == 0)
 		gio_tgt_post_done(t, qid, (uint32_t)n, nerr);
 	__syncwarp();
 	if (prof && lane == 0)
-		prof[3] += gio_now_ns() - t1;
+		prof[3] += gio_now_ns() - t0;
 	return (uint32_t)n;
 }
 
@@ -220,6 +325,8 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, uint16_t qid, 
  * @param model    the timing model.
  * @param warp     this warp's index among the executor's warps.
  * @param nwarps   the executor's warps.
+ * @param env      this warp's own storage for a copy of the target's rules (shared memory for
+ *                 speed), or NULL to read them from @p t every time.
  *
  * All 32 lanes of the warp. gio_gpu_exec_kernel() runs it on every warp; a program may instead
  * call it from blocks of its own kernel (a fused launch: compute-sanitizer serializes separate
@@ -227,9 +334,25 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, uint16_t qid, 
  * gio_gpu_target_prepare().
  */
 __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backing, struct gio_gpu_ctl *ctl,
-					 uint32_t flags, const struct gio_ssd_model *model, uint32_t warp, uint32_t nwarps)
+					 uint32_t flags, const struct gio_ssd_model *model, uint32_t warp, uint32_t nwarps,
+					 struct gio_gpu_exec_env *env)
 {
 	const unsigned lane = threadIdx.x & 31u;
+	struct gio_tgt_io_rules own;
+	const struct gio_tgt_io_rules *rules = &own;
+	gio_tgt_io_rules_of(t, &own);
+	if (env && t->map && t->map->count <= GIO_GPU_MAX_REGIONS) {
+		for (uint32_t i = lane; i < t->map->count; i += 32u)
+			env->regions[i] = t->map->regions[i];
+		if (lane == 0) {
+			env->map.regions = env->regions;
+			env->map.count = t->map->count;
+			env->rules = own;
+			env->rules.map = &env->map;
+		}
+		__syncwarp(); /* the copy before any lane reads it */
+		rules = &env->rules;
+	}
 	uint64_t busy_until = 0;
 	uint32_t idle = 0, owned = 0;
 	unsigned long long batches = 0;
@@ -269,7 +392,7 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 			}
 			for (unsigned todo = __ballot_sync(0xffffffffu, pending); todo; todo &= todo - 1) {
 				const int k = __ffs(todo) - 1;
-				const uint32_t n = gio__gpu_serve_warp(t, (uint16_t)__shfl_sync(0xffffffffu, q, k),
+				const uint32_t n = gio__gpu_serve_warp(t, rules, (uint16_t)__shfl_sync(0xffffffffu, q, k),
 								       __shfl_sync(0xffffffffu, tail, k), backing, flags, model,
 								       nwarps, &busy_until, pr);
 				did += n;
