@@ -295,6 +295,14 @@ int gio_ctx_inject(struct gio_ctx *c, const struct gio_fault *f)
 	pthread_mutex_unlock(&c->exec.fault_lock);
 	__atomic_store_n(&c->exec.stall_until_ns, f && f->stall_ms ? gio_host_now_ns() + f->stall_ms * 1000000ull : 0,
 			 __ATOMIC_RELAXED);
+	if (f && f->stall_ms) {
+		/* A pass already past its stall check would still fetch the next doorbell: wait for
+		 * every pass in flight to end, so the stall holds for whatever is submitted after. */
+		const int rc = gio__exec_quiesce(&c->exec, 1000000000ull);
+		if (rc)
+			return rc;
+		gio__exec_resume(&c->exec);
+	}
 	return 0;
 }
 

@@ -785,12 +785,14 @@ static void *worker_main(void *arg)
 			did += serve_admin(e);
 			pthread_rwlock_unlock(&e->quiesce);
 		}
-		if (!stalled(e) && !broken) {
+		if (!broken) {
 			/* Only the queue ids the target grants (queues=, default 16), not every one of the
-			 * GIO_TGT_MAX_IO_QUEUES (1024) slots, each pass. */
+			 * GIO_TGT_MAX_IO_QUEUES (1024) slots, each pass. The stall is looked at under the
+			 * lock: gio_ctx_inject quiesces after setting it, so no pass begun before it fetches
+			 * afterwards. */
 			const uint32_t max_q = e->tgt->cfg.max_io_queues;
 			pthread_rwlock_rdlock(&e->quiesce);
-			for (q = 1; q <= max_q && !broken; q++) {
+			for (q = 1; q <= max_q && !broken && !stalled(e); q++) {
 				int r;
 				if (!mine(w, q))
 					continue;

@@ -88,7 +88,10 @@ struct gio_fault {
 	uint16_t rsvd;       /**< Zero. */
 	uint32_t delay_us;   /**< Delay every I/O completion by this much. */
 	uint64_t drop_nth;   /**< Never complete the Nth I/O command (1-based) from now on. */
-	uint32_t stall_ms;   /**< Ignore doorbells for this long, starting now. */
+	/** Ignore doorbells for this long, starting now: gio_ctx_inject() returns once no executor
+	 *  pass begun before it is still fetching (-ETIME after a second if one is held up in the
+	 *  backing store; the stall is set either way). */
+	uint32_t stall_ms;
 	uint32_t rsvd2;      /**< Zero. */
 	/** File targets: the Nth I/O command (1-based) from now on never comes back from the backing
 	 *  store, as on a file system that stopped answering: its read, write or flush becomes an
