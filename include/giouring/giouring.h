@@ -6,7 +6,7 @@
  * 1. `giouring/nvme/`: wire formats (registers, SQE, CQE, SGL, PRP, Identify);
  * 2. `giouring/proto/`: pure protocol logic (`GIO_HD`): command encoders (prep.h), status
  *    decoding (status.h), data pointer builders (sgl_build.h, prp_build.h, dptr_build.h);
- *    `giouring/kv/`: the KV object layout;
+ *    `giouring/kv/`: the KV object layout (layout.h) and pools described by strides (pool.h);
  * 3. `giouring/ring/`: memory ordering (ordering.h), deadlines (clock.h), NVMe queue pairs (qp.h)
  *    and IOCB rings (uring.h), for host and device alike;
  * 4. `giouring/host/`: the host library's API (ctx.h, version.h), linked from `giouring::host`.
@@ -34,6 +34,7 @@
 #include "proto/status.h"
 
 #include "kv/layout.h"
+#include "kv/pool.h"
 
 #include "ring/clock.h"
 #include "ring/ordering.h"
