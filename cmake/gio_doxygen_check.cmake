@@ -36,6 +36,8 @@ endif()
 file(GLOB pages RELATIVE ${GIO_SOURCE_DIR}/docs ${GIO_SOURCE_DIR}/docs/*.md)
 foreach(page IN LISTS pages)
   get_filename_component(stem ${page} NAME_WE)
+  # Doxygen writes a '-' of a page's file name as '_' (store-format.md: ..._store_format.html).
+  string(REPLACE "-" "_" stem "${stem}")
   file(GLOB found ${html}/*${stem}*.html)
   if(NOT found)
     message(FATAL_ERROR "docs.doxygen: docs/${page} is not among the pages Doxygen wrote")

@@ -32,33 +32,12 @@
 #include <giouring/proto/sgl_build.h>
 #include <giouring/proto/status.h>
 
+#include "golden_bytes.h"
+
 namespace {
 
-std::string hex(const uint8_t *p, size_t n)
-{
-	std::ostringstream os;
-	static const char digits[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		if (i && i % 8 == 0)
-			os << " |";
-		os << ' ' << digits[p[i] >> 4] << digits[p[i] & 0xf];
-	}
-	return os.str();
-}
-
-// Compares @p n raw bytes with the expected ones; on mismatch lists every differing byte.
-void check_bytes(const uint8_t *got, const uint8_t *expected, size_t n)
-{
-	std::ostringstream diffs;
-	for (size_t i = 0; i < n; i++)
-		if (got[i] != expected[i])
-			diffs << "byte " << i << ": got 0x" << hex(&got[i], 1).substr(1) << ", expected 0x"
-			      << hex(&expected[i], 1).substr(1) << "\n";
-	INFO("got:     " << hex(got, n));
-	INFO("expected:" << hex(expected, n));
-	INFO(diffs.str());
-	CHECK(diffs.str().empty());
-}
+using golden::check_bytes;
+using golden::hex;
 
 // The SQE as the controller reads it: 64 raw bytes.
 void check_sqe(const struct gio_sqe &sqe, const uint8_t (&expected)[64])
