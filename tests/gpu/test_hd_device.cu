@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include <giouring/giouring.h>
+#include <giouring/kv/format.h>
 #include <giouring/proto/prp_walk.h>
 #include <giouring/proto/sgl_walk.h>
 
@@ -15,6 +16,75 @@ namespace {
 const int kSkip = 77;
 const uint64_t kSegAddr = 0x100000;
 const uint64_t kListAddr = 0x200000;
+
+// The KV store's on-device format: layouts, superblock and entry bytes, the decode refusal of
+// every damaged byte, CRC32C.
+struct KvFormatResults {
+	gio_kv_layout lay[4];
+	int lay_rc[4];
+	uint32_t lay_reason[4];
+	uint8_t sb_bytes[GIO_KV_SB_BYTES];
+	uint8_t entry_bytes[2][GIO_KV_ENTRY_BYTES];
+	gio_kv_sb sb_back;
+	gio_kv_entry entry_back;
+	int rc[8];
+	uint32_t reason[8];
+	int sb_flip_rc[GIO_KV_SB_BYTES];
+	uint32_t sb_flip_reason[GIO_KV_SB_BYTES];
+	int entry_flip_rc[GIO_KV_ENTRY_BYTES];
+	uint32_t entry_flip_reason[GIO_KV_ENTRY_BYTES];
+	uint32_t crc[4];
+	gio_kv_span span[2];
+	uint64_t lbas[3];
+	char reason_names[GIO_KV_R_COUNT];
+};
+
+__host__ __device__ void exercise_kv_format(KvFormatResults *r)
+{
+	const gio_kv_u128 store = {0x0123456789abcdefull, 0xfedcba9876543210ull};
+	const gio_kv_u128 key = {0xa0a1a2a3a4a5a6a7ull, 0xb0b1b2b3b4b5b6b7ull};
+	r->lay_rc[0] = gio_kv_layout_compute(1ull << 30, 4096, 32, 65536, &r->lay[0], &r->lay_reason[0]);
+	r->lay_rc[1] = gio_kv_layout_compute(1u << 20, 512, 3, 1000, &r->lay[1], &r->lay_reason[1]);
+	r->lay_rc[2] = gio_kv_layout_compute(8ull << 40, 512, 32, 65536, &r->lay[2], &r->lay_reason[2]);
+	r->lay_rc[3] = gio_kv_layout_compute(4096, 4096, 1, 4096, &r->lay[3], &r->lay_reason[3]);
+
+	gio_kv_sb sb;
+	r->rc[0] = gio_kv_sb_init(&sb, &r->lay[0], store, 2, 4, 0x1122334455667788ull, &r->reason[0]);
+	r->rc[1] = gio_kv_sb_encode(r->sb_bytes, &sb, &r->reason[1]);
+	r->rc[2] = gio_kv_sb_decode(r->sb_bytes, &r->sb_back, &r->reason[2]);
+	r->rc[3] = gio_kv_entry_encode(r->entry_bytes[0], &sb, 7, GIO_KV_ENTRY_VALID, key, 0x1234, 2u << 20, &r->reason[3]);
+	r->rc[4] = gio_kv_entry_decode(r->entry_bytes[0], &sb, 7, &r->entry_back, &r->reason[4]);
+	const gio_kv_u128 zero = {0, 0};
+	r->rc[5] = gio_kv_entry_encode(r->entry_bytes[1], &sb, 0, GIO_KV_ENTRY_FREE, zero, 0, 0, &r->reason[5]);
+	r->rc[6] = gio_kv_sb_check_set(&r->sb_back, 1, &r->reason[6], nullptr);
+	r->rc[7] = gio_kv_sb_check_shape(&r->sb_back, 32, 65536, 1, &r->reason[7]);
+
+	for (uint32_t i = 0; i < GIO_KV_SB_BYTES; i++) {
+		uint8_t bad[GIO_KV_SB_BYTES];
+		gio_kv_sb out;
+		memcpy(bad, r->sb_bytes, sizeof(bad));
+		bad[i] ^= (uint8_t)(1u << (i % 8));
+		r->sb_flip_rc[i] = gio_kv_sb_decode(bad, &out, &r->sb_flip_reason[i]);
+	}
+	for (uint32_t i = 0; i < GIO_KV_ENTRY_BYTES; i++) {
+		uint8_t bad[GIO_KV_ENTRY_BYTES];
+		gio_kv_entry out;
+		memcpy(bad, r->entry_bytes[0], sizeof(bad));
+		bad[i] ^= 0xffu;
+		r->entry_flip_rc[i] = gio_kv_entry_decode(bad, &sb, 7, &out, &r->entry_flip_reason[i]);
+	}
+	r->crc[0] = gio_kv_crc32c(0, "123456789", 9);
+	r->crc[1] = gio_kv_crc32c(0, r->sb_bytes, GIO_KV_SB_BYTES);
+	r->crc[2] = gio_kv_crc32c(gio_kv_crc32c(0, r->sb_bytes, 50), r->sb_bytes + 50, GIO_KV_SB_BYTES - 50);
+	r->crc[3] = gio_kv_crc32c(0, r->entry_bytes, sizeof(r->entry_bytes));
+	(void)gio_kv_layer_span(&r->lay[1], 2, 1, &r->span[0]);
+	(void)gio_kv_layer_span(&r->lay[0], 510, 31, &r->span[1]);
+	r->lbas[0] = gio_kv_entry_lba(&r->lay[0], 9);
+	r->lbas[1] = gio_kv_slot_lba(&r->lay[2], 4193279);
+	r->lbas[2] = gio_kv_slot_offset(&r->lay[1], 5) + gio_kv_layer_offset(&r->lay[1], 2);
+	for (uint32_t i = 0; i < GIO_KV_R_COUNT; i++)
+		r->reason_names[i] = gio_kv_reason_str(i)[0];
+}
 
 struct Results {
 	gio_sqe read_sqe, sgl_sqe, prp_sqe, admin_sqe[6];
@@ -29,6 +99,7 @@ struct Results {
 	uint64_t pool_addr, doorbells[2], sgl_pool, prp_pool;
 	uint32_t status_bits[8];
 	char status_name[40];
+	KvFormatResults kv;
 };
 
 // The body runs unchanged on host and device: that is the point of GIO_HD.
@@ -85,6 +156,7 @@ __host__ __device__ void exercise(Results *r, const gio_id_ctrl *id)
 	for (; name[i] && i < 39; i++)
 		r->status_name[i] = name[i];
 	r->status_name[i] = 0;
+	exercise_kv_format(&r->kv);
 }
 
 __global__ void exercise_kernel(Results *r, const gio_id_ctrl *id)
@@ -107,6 +179,11 @@ int main()
 	id.sgls = GIO_SGLS_SUPPORT_DWORD;
 	std::memset(&host, 0, sizeof(host));
 	exercise(&host, &id);
+	if (host.kv.lay_rc[0] || host.kv.lay[0].slots != 511 || host.kv.rc[2] || host.kv.rc[4] ||
+	    host.kv.crc[0] != 0xe3069283u || host.kv.crc[1] != host.kv.crc[2] || host.kv.lay_rc[3] != -ENOSPC) {
+		std::printf("FAIL: host reference run of the KV format\n");
+		return 1;
+	}
 	if (host.sgl_st != 0 || host.prp_st != 0 || host.sgl_n != 2 || host.prp_n != 1) {
 		std::printf("FAIL: host reference run: sgl status %#x (%u segs), prp status %#x (%u segs)\n",
 			    host.sgl_st, host.sgl_n, host.prp_st, host.prp_n);
