@@ -323,12 +323,14 @@ GIO_HD uint32_t *gio__tgt_doorbell(struct gio_tgt *t, uint16_t qid, int cq)
 	return (uint32_t *)((char *)t->bar + off);
 }
 
-/* The fetch after the SQ tail is known. With head_always the CQ head doorbell is read every
- * time (the exact check); without, only when the CQ may be full by the head read last time. */
-GIO_HD int gio__tgt_fetch_core(struct gio_tgt *t, uint16_t qid, uint32_t max, uint32_t tail, uint32_t *slot,
-				int head_always)
+/* The fetch after the SQ tail is known, for SQ qid and its CQ cqid (sq[qid].cqid: a caller that
+ * knows it spares the dependent load, so that every field below is read at once). With
+ * head_always the CQ head doorbell is read every time (the exact check); without, only when the
+ * CQ may be full by the head read last time. */
+GIO_HD int gio__tgt_fetch_core(struct gio_tgt *t, uint16_t qid, uint16_t cqid, uint32_t max, uint32_t tail,
+				uint32_t *slot, int head_always)
 {
-	struct gio_tgt_queue *sq = &t->sq[qid], *cq = &t->cq[sq->cqid];
+	struct gio_tgt_queue *sq = &t->sq[qid], *cq = &t->cq[cqid];
 	uint32_t head, used, avail, room;
 	if (tail >= sq->depth) {
 		gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
@@ -340,7 +342,7 @@ GIO_HD int gio__tgt_fetch_core(struct gio_tgt *t, uint16_t qid, uint32_t max, ui
 	if (head_always || used + cq->inflight + 1 >= cq->depth) {
 		/* Room check: consumed CQ head (pairs with the host's release of the CQ head doorbell:
 		 * the entries below it are consumed and may be overwritten). */
-		head = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, sq->cqid, 1));
+		head = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, cqid, 1));
 		if (head >= cq->depth) { /* a head doorbell outside the queue: treat the CQ as full */
 			gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
 			return 0;
@@ -384,7 +386,8 @@ GIO_HD int gio_tgt_fetch_batch(struct gio_tgt *t, uint16_t qid, uint32_t max, ui
 	if (!gio_load_acquire_in(t->scope, &t->sq[qid].live))
 		return -ENODEV;
 	/* Pairs with the host's release of the SQ tail: the entries before it are written. */
-	return gio__tgt_fetch_core(t, qid, max, gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, qid, 0)), slot, 1);
+	return gio__tgt_fetch_core(t, qid, t->sq[qid].cqid, max, gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, qid, 0)),
+				   slot, 1);
 }
 
 /**
@@ -407,7 +410,7 @@ GIO_HD int gio_tgt_fetch_batch(struct gio_tgt *t, uint16_t qid, uint32_t max, ui
  */
 GIO_HD int gio_tgt_fetch_batch_at(struct gio_tgt *t, uint16_t qid, uint32_t max, uint32_t tail, uint32_t *slot)
 {
-	return gio__tgt_fetch_core(t, qid, max, tail, slot, 0);
+	return gio__tgt_fetch_core(t, qid, t->sq[qid].cqid, max, tail, slot, 0);
 }
 
 /**

@@ -67,8 +67,11 @@ struct gio_gpu_exec_env {
 	struct gio_dma_region regions[GIO_GPU_MAX_REGIONS]; /**< The registered regions. */
 };
 
-/** @brief Most commands an executor warp takes from one SQ at once: GIO_GPU_EXEC_ROUNDS per lane. */
+/** @brief Most commands an executor warp takes from one SQ at once: GIO_GPU_EXEC_ROUNDS per lane
+ *  (1 to 4; a build may set it, e.g. to compare). */
+#ifndef GIO_GPU_EXEC_ROUNDS
 #define GIO_GPU_EXEC_ROUNDS 4u
+#endif
 
 /* Reads commands k = 32 r + lane (r < rounds) of a fetched batch of n at `slot` into sqe[r]: every
  * round's loads are issued before any is used, so that one memory latency serves them all. */
@@ -191,7 +194,7 @@ __device__ inline void gio__gpu_model_wait(const struct gio_ssd_model *model, ui
  * batch (the fetch, a memory latency for the entries, one release fence for the completions) are
  * paid once for up to 128 commands, where a producer keeps several batches of 32 outstanding. */
 __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct gio_tgt_io_rules *rules, uint16_t qid,
-					       uint32_t tail, unsigned char *backing, uint32_t flags,
+					       uint16_t cqid, uint32_t tail, unsigned char *backing, uint32_t flags,
 					       const struct gio_ssd_model *model, uint32_t nwarps, uint64_t *busy_until,
 					       uint64_t *prof)
 {
@@ -204,10 +207,12 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 	uint64_t cq_entries = 0;
 	int n = 0;
 	if (lane == 0) {
-		n = gio_tgt_fetch_batch_at(t, qid, 32u * GIO_GPU_EXEC_ROUNDS, tail, &slot);
+		/* As gio_tgt_fetch_batch_at(), with the CQ id known: every queue field it reads is
+		 * loaded at once, where finding the CQ first cost a round trip to L2 more. */
+		n = gio__tgt_fetch_core(t, qid, cqid, 32u * GIO_GPU_EXEC_ROUNDS, tail, &slot, 0);
 		/* Where the batch's completions go, read once while lane 0 has the queues at hand:
 		 * the lanes would each load them again, from L2, after the doorbell's acquire. */
-		const struct gio_tgt_queue *sq = &t->sq[qid], *cq = &t->cq[sq->cqid];
+		const struct gio_tgt_queue *sq = &t->sq[qid], *cq = &t->cq[cqid];
 		cq_idx = cq->idx;
 		cq_depth = cq->depth;
 		cq_phase = cq->phase;
@@ -360,8 +365,8 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 	uint64_t *pr = (flags & GIO_GPU_PROFILE) ? prof : (uint64_t *)0;
 	/* The queues are fixed while the executor runs (created before the start): list once the
 	 * SQs whose CQ this warp owns (posting to a CQ is not atomic, so one warp serves each CQ),
-	 * owned queue k in mine[k / 32] of lane k % 32. */
-	uint16_t mine[(GIO_TGT_MAX_IO_QUEUES + 31) / 32];
+	 * owned queue k in mine[k / 32] of lane k % 32, as its CQ id << 16 | its SQ id. */
+	uint32_t mine[(GIO_TGT_MAX_IO_QUEUES + 31) / 32];
 	for (uint32_t base = 1; base <= GIO_TGT_MAX_IO_QUEUES; base += 32) {
 		const uint32_t q = base + lane;
 		int m = 0;
@@ -369,10 +374,11 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 			const struct gio_tgt_queue *sq = &t->sq[q];
 			m = gio_load_acquire_in(t->scope, &sq->live) && (sq->cqid - 1u) % nwarps == warp;
 		}
+		const uint32_t entry = m ? (uint32_t)t->sq[q].cqid << 16 | q : 0u;
 		for (unsigned bal = __ballot_sync(0xffffffffu, m); bal; bal &= bal - 1, owned++) {
-			const uint32_t one = __shfl_sync(0xffffffffu, q, __ffs(bal) - 1);
+			const uint32_t one = __shfl_sync(0xffffffffu, entry, __ffs(bal) - 1);
 			if (owned % 32 == lane)
-				mine[owned / 32] = (uint16_t)one;
+				mine[owned / 32] = one;
 		}
 	}
 	for (;;) {
@@ -385,14 +391,17 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 			int pending = 0;
 			if (c * 32 + lane < owned) {
 				q = mine[c];
-				if (gio_load_acquire_in(t->scope, &t->sq[q].live)) {
-					tail = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, (uint16_t)q, 0));
-					pending = tail != t->sq[q].idx;
-				}
+				/* The SQ head is this warp's own (lane 0 moved it, before a warp barrier):
+				 * loaded before the tail's acquire, both are one round trip. The queue
+				 * stays live while the executor runs: it was looked at once, above. */
+				const uint32_t head = t->sq[q & 0xffffu].idx;
+				tail = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, (uint16_t)q, 0));
+				pending = tail != head;
 			}
 			for (unsigned todo = __ballot_sync(0xffffffffu, pending); todo; todo &= todo - 1) {
 				const int k = __ffs(todo) - 1;
-				const uint32_t n = gio__gpu_serve_warp(t, rules, (uint16_t)__shfl_sync(0xffffffffu, q, k),
+				const uint32_t qk = __shfl_sync(0xffffffffu, q, k);
+				const uint32_t n = gio__gpu_serve_warp(t, rules, (uint16_t)qk, (uint16_t)(qk >> 16),
 								       __shfl_sync(0xffffffffu, tail, k), backing, flags, model,
 								       nwarps, &busy_until, pr);
 				did += n;
