@@ -70,7 +70,7 @@ struct gio_gpu_exec_env {
 /** @brief Most commands an executor warp takes from one SQ at once: GIO_GPU_EXEC_ROUNDS per lane
  *  (1 to 4; a build may set it, e.g. to compare). */
 #ifndef GIO_GPU_EXEC_ROUNDS
-#define GIO_GPU_EXEC_ROUNDS 4u
+#define GIO_GPU_EXEC_ROUNDS 2u
 #endif
 
 /* Reads commands k = 32 r + lane (r < rounds) of a fetched batch of n at `slot` into sqe[r]: every
