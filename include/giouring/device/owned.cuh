@@ -58,6 +58,20 @@ struct gio_owned_warp {
 	uint32_t tail;               /**< Next SQ index (free-running). */
 	uint32_t cq_head;            /**< Next CQE to consume (free-running). */
 	uint32_t cq_rung;            /**< The CQ head last written to the doorbell. */
+	/* The queue pair's fixed fields, copied at the open: every acquire of the warp's polls
+	 * sends later global loads to L2, so reading them from `qp` in each call cost round trips
+	 * on both the submission and the completion path. */
+	struct gio_sqe *sq;                /**< gio_qp::sq. */
+	struct gio_cqe *cq;                /**< gio_qp::cq. */
+	struct gio_cmd_slot *slots;        /**< gio_qp::slots. */
+	uint32_t *sq_db;                   /**< gio_qp::sq_db. */
+	uint32_t *cq_db;                   /**< gio_qp::cq_db. */
+	struct gio_qp_check *check;        /**< gio_qp::check. */
+	uint32_t sq_mask;                  /**< gio_qp::sq_depth - 1. */
+	uint32_t cq_mask;                  /**< gio_qp::cq_depth - 1. */
+	uint32_t cq_shift;                 /**< gio_qp::cq_shift. */
+	uint16_t qflags;                   /**< gio_qp::flags. */
+	uint16_t scope;                    /**< GIO_SCOPE_GPU or GIO_SCOPE_SYS, from the flags. */
 };
 
 #define GIO__OWNED_STATE(word) ((word) >> 16)
@@ -95,6 +109,17 @@ GIO_DEV int gio_owned_open_warp(struct gio_owned_warp *w, struct gio_qp *qp, str
 	w->wmask = window - 1u;
 	w->start = w->tail = tail;
 	w->cq_head = w->cq_rung = gio_load_relaxed(&qp->cq_head);
+	w->sq = qp->sq;
+	w->cq = qp->cq;
+	w->slots = qp->slots;
+	w->sq_db = qp->sq_db;
+	w->cq_db = qp->cq_db;
+	w->check = qp->check;
+	w->sq_mask = qp->sq_depth - 1u;
+	w->cq_mask = qp->cq_depth - 1u;
+	w->cq_shift = qp->cq_shift;
+	w->qflags = qp->flags;
+	w->scope = (uint16_t)GIO__QSC(qp);
 	__syncwarp(); /* the window before any lane's use */
 	return 0;
 }
@@ -103,13 +128,12 @@ GIO_DEV int gio_owned_open_warp(struct gio_owned_warp *w, struct gio_qp *qp, str
  * the caller's warp barrier) come before it: the target may overwrite those entries after. */
 GIO_DEV void gio__owned_ring_cq_warp(struct gio_owned_warp *w)
 {
-	struct gio_qp *qp = w->qp;
 	if ((threadIdx.x & 31u) == 0) {
-		gio_fence_release_in(GIO__QSC(qp));
-		if (qp->flags & GIO_QP_MMIO_DOORBELLS)
-			gio_mmio_write32((volatile uint32_t *)qp->cq_db, w->cq_head & (qp->cq_depth - 1u));
+		gio_fence_release_in(w->scope);
+		if (w->qflags & GIO_QP_MMIO_DOORBELLS)
+			gio_mmio_write32((volatile uint32_t *)w->cq_db, w->cq_head & w->cq_mask);
 		else
-			gio_store_relaxed(qp->cq_db, w->cq_head & (qp->cq_depth - 1u));
+			gio_store_relaxed(w->cq_db, w->cq_head & w->cq_mask);
 	}
 	w->cq_rung = w->cq_head;
 }
@@ -126,13 +150,12 @@ GIO_DEV void gio__owned_ring_cq_warp(struct gio_owned_warp *w)
 GIO_DEV uint32_t gio_owned_reap_warp(struct gio_owned_warp *w)
 {
 	const unsigned lane = threadIdx.x & 31u;
-	struct gio_qp *qp = w->qp;
-	const uint32_t sq_mask = qp->sq_depth - 1u;
+	const uint32_t sq_mask = w->sq_mask;
 	uint32_t total = 0;
 	for (;;) {
 		struct gio_cqe *cqe;
 		uint32_t dw3;
-		const uint32_t n = gio__qp_cqe_run_warp(qp, w->cq_head + total, &cqe, &dw3);
+		const uint32_t n = gio__cqe_run_warp(w->cq, w->cq_mask, w->cq_shift, w->scope, w->cq_head + total, &cqe, &dw3);
 		if (n == 0)
 			break;
 		if (lane < n) {
@@ -146,15 +169,15 @@ GIO_DEV uint32_t gio_owned_reap_warp(struct gio_owned_warp *w)
 			else if (st == GIO_CMD_ABANDONED || st == GIO_CMD_CANCELLED)
 				e->word = GIO__OWNED_WORD(GIO_CMD_FREE, 0);
 			else
-				(void)gio_fetch_add_in(GIO__QSC(qp), &qp->stray_cqes, 1u); /* lanes may count at once */
+				(void)gio_fetch_add_in(w->scope, &w->qp->stray_cqes, 1u); /* lanes may count at once */
 		}
 		total += n;
-		if (n < 32u || total >= qp->cq_depth)
+		if (n < 32u || total > w->cq_mask)
 			break;
 	}
 	w->cq_head += total;
 	__syncwarp(); /* every lane's CQE reads and entry writes before the doorbell and their use */
-	if (w->cq_head - w->cq_rung >= qp->cq_depth / 4u)
+	if (w->cq_head - w->cq_rung >= (w->cq_mask + 1u) / 4u)
 		gio__owned_ring_cq_warp(w);
 	return total;
 }
@@ -200,7 +223,8 @@ GIO_DEV int gio_owned_submit_warp(struct gio_owned_warp *w, const struct gio_sqe
 	}
 	if (active) {
 		const uint32_t idx = w->tail + (uint32_t)__popc(act & ((1u << lane) - 1u));
-		const uint32_t st = gio__qp_write(qp, idx, sqe, user_data, flags & GIO_CMD_F_DETACHED ? ~0u : flags, &rc);
+		const uint32_t st = gio__qp_write_at(qp, w->sq, w->slots, w->check, w->sq_mask, idx, sqe, user_data,
+						     flags & GIO_CMD_F_DETACHED ? ~0u : flags, &rc);
 		w->ent[idx & w->wmask].idx = idx;
 		w->ent[idx & w->wmask].word = GIO__OWNED_WORD(st, 0);
 		*ticket = idx;
@@ -208,7 +232,7 @@ GIO_DEV int gio_owned_submit_warp(struct gio_owned_warp *w, const struct gio_sqe
 	w->tail += n;
 	__syncwarp(); /* every lane's entry before lane 0's fence and doorbell */
 	if (lane == 0)
-		gio__qp_publish_tail(qp, w->tail);
+		gio__qp_publish_tail_at(qp, w->qflags, w->sq_db, w->sq_mask, w->tail);
 	return rc;
 }
 

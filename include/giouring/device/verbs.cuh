@@ -205,15 +205,22 @@ GIO_DEV int gio__qp_reserve_wait_warp(struct gio_qp *qp, uint32_t n, uint64_t de
  * lap's phase from the head (every lane). A lane past cq_depth - 1 entries would read an entry of
  * the previous lap: never part of a run. Entries after a gap wait for the next call: the host
  * consumes in order. */
-GIO_DEV uint32_t gio__qp_cqe_run_warp(struct gio_qp *qp, uint32_t head, struct gio_cqe **cqe, uint32_t *dw3)
+GIO_DEV uint32_t gio__cqe_run_warp(struct gio_cqe *cq, uint32_t cq_mask, uint32_t cq_shift, uint32_t scope, uint32_t head,
+				   struct gio_cqe **cqe, uint32_t *dw3)
 {
 	const unsigned lane = threadIdx.x & 31u;
 	const uint32_t idx = head + lane;
-	const uint32_t phase = 1u ^ ((idx >> qp->cq_shift) & 1u);
-	*cqe = &qp->cq[idx & (qp->cq_depth - 1)];
-	*dw3 = lane < qp->cq_depth ? gio_load_acquire_in(GIO__QSC(qp), gio_cqe_dw3(*cqe)) : 0;
-	const unsigned ok = __ballot_sync(0xffffffffu, lane < qp->cq_depth && GIO_GET(*dw3, CQE_DW3_STATUS) % 2u == phase);
+	const uint32_t phase = 1u ^ ((idx >> cq_shift) & 1u);
+	*cqe = &cq[idx & cq_mask];
+	*dw3 = lane <= cq_mask ? gio_load_acquire_in(scope, gio_cqe_dw3(*cqe)) : 0;
+	const unsigned ok = __ballot_sync(0xffffffffu, lane <= cq_mask && GIO_GET(*dw3, CQE_DW3_STATUS) % 2u == phase);
 	return ~ok ? (uint32_t)__ffs(~ok) - 1u : 32u;
+}
+
+/* gio__cqe_run_warp() of a queue pair's CQ. */
+GIO_DEV uint32_t gio__qp_cqe_run_warp(struct gio_qp *qp, uint32_t head, struct gio_cqe **cqe, uint32_t *dw3)
+{
+	return gio__cqe_run_warp(qp->cq, qp->cq_depth - 1, qp->cq_shift, GIO__QSC(qp), head, cqe, dw3);
 }
 
 /* The SQ head of the newest entry of a run of n >= 1 (every lane). */

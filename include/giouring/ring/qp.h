@@ -368,23 +368,52 @@ GIO_HD int gio__qp_claim(struct gio_qp *qp, uint32_t idx)
  * (the entry must carry something, or the ring would stall at it). Returns the state its ready
  * mark is to give, INFLIGHT or CANCELLED, and in *rc the put's result: 0, -EINVAL (flags) or
  * -EFAULT (check). */
-GIO_HD uint32_t gio__qp_write(struct gio_qp *qp, uint32_t idx, const struct gio_sqe *sqe, uint64_t user_data,
-			      uint32_t flags, int *rc)
+/* gio__qp_write() with the queue pair's fields given (sq, slots, check, sq_depth - 1): a warp
+ * that holds them in registers writes its entries without loading them again from global memory,
+ * where every acquire of its polls made those loads go to L2. qp itself is read only to refuse. */
+GIO_HD uint32_t gio__qp_write_at(struct gio_qp *qp, struct gio_sqe *sq, struct gio_cmd_slot *slots,
+				 struct gio_qp_check *check, uint32_t sq_mask, uint32_t idx,
+				 const struct gio_sqe *sqe, uint64_t user_data, uint32_t flags, int *rc)
 {
-	const uint32_t slot = idx & (qp->sq_depth - 1);
-	struct gio_cmd_slot *s = &qp->slots[slot];
-	struct gio_sqe e;
-	*rc = flags & ~GIO_CMD_F_DETACHED ? -EINVAL : qp->check ? gio_qp_check_sqe(qp->check, sqe) : 0;
+	const uint32_t slot = idx & sq_mask;
+	struct gio_cmd_slot *s = &slots[slot];
+	*rc = flags & ~GIO_CMD_F_DETACHED ? -EINVAL : check ? gio_qp_check_sqe(check, sqe) : 0;
 	if (*rc) {
 		gio__qp_nop(qp, slot);
 		return GIO_CMD_CANCELLED;
 	}
-	e = *sqe;
-	e.cid = (uint16_t)slot;
-	qp->sq[slot] = e;
+#if defined(__CUDA_ARCH__)
+	{
+		/* Four 16-byte stores (entries are 64-byte aligned): the struct's 8-byte alignment
+		 * would give eight. */
+		union {
+			struct gio_sqe e;
+			uint4 v[4];
+		} u;
+		u.e = *sqe;
+		u.e.cid = (uint16_t)slot;
+		uint4 *dst = (uint4 *)&sq[slot];
+		dst[0] = u.v[0];
+		dst[1] = u.v[1];
+		dst[2] = u.v[2];
+		dst[3] = u.v[3];
+	}
+#else
+	{
+		struct gio_sqe e = *sqe;
+		e.cid = (uint16_t)slot;
+		sq[slot] = e;
+	}
+#endif
 	s->user_data = user_data;
 	s->flags = (uint16_t)flags;
 	return GIO_CMD_INFLIGHT;
+}
+
+GIO_HD uint32_t gio__qp_write(struct gio_qp *qp, uint32_t idx, const struct gio_sqe *sqe, uint64_t user_data,
+			      uint32_t flags, int *rc)
+{
+	return gio__qp_write_at(qp, qp->sq, qp->slots, qp->check, qp->sq_depth - 1, idx, sqe, user_data, flags, rc);
 }
 
 /**
@@ -436,16 +465,23 @@ GIO_HD void gio__qp_doorbell(struct gio_qp *qp, uint32_t c)
  * for each), where a release store apiece cost a fence each: measured on the H200 (bench_gpu_cmdrate
  * --stages), every fence or atomic of a warp batch costs about 1.1 us at GPU scope. The host keeps
  * release stores, which cost nothing on x86-64 and which ThreadSanitizer understands. */
+/* The GPU's gio__qp_publish_tail() with the queue pair's flags, SQ doorbell and sq_depth - 1
+ * given (a warp that holds them in registers; the host keeps release stores, below). */
+GIO_HD void gio__qp_publish_tail_at(struct gio_qp *qp, uint16_t qflags, uint32_t *sq_db, uint32_t sq_mask, uint32_t c)
+{
+	gio_fence_release_in((qflags & GIO_QP_GPU_SCOPE) ? GIO_SCOPE_GPU : GIO_SCOPE_SYS);
+	gio_store_relaxed(&qp->sq_committed, c);
+	if (qflags & GIO_QP_MMIO_DOORBELLS)
+		gio_mmio_write32((volatile uint32_t *)sq_db, c & sq_mask);
+	else /* pairs with the target's acquire load of the shadow tail */
+		gio_store_relaxed(sq_db, c & sq_mask);
+	gio_store_relaxed(&qp->sq_rung, c);
+}
+
 GIO_HD void gio__qp_publish_tail(struct gio_qp *qp, uint32_t c)
 {
 #if defined(__CUDA_ARCH__)
-	gio_fence_release_in(GIO__QSC(qp));
-	gio_store_relaxed(&qp->sq_committed, c);
-	if (qp->flags & GIO_QP_MMIO_DOORBELLS)
-		gio_mmio_write32((volatile uint32_t *)qp->sq_db, c & (qp->sq_depth - 1));
-	else /* pairs with the target's acquire load of the shadow tail */
-		gio_store_relaxed(qp->sq_db, c & (qp->sq_depth - 1));
-	gio_store_relaxed(&qp->sq_rung, c);
+	gio__qp_publish_tail_at(qp, qp->flags, qp->sq_db, qp->sq_depth - 1, c);
 #else
 	gio_store_release_in(GIO__QSC(qp), &qp->sq_committed, c);
 	gio__qp_doorbell(qp, c);
