@@ -1,0 +1,176 @@
+/**
+ * @file giouring/kv/store.h
+ * @brief The KV store's host runtime: format, open, close, and the CPU data path (put, get) of
+ *        chunks kept in slots over N targets.
+ *
+ * A store spans N already-open contexts (giouring/host/ctx.h), one device each, in the on-device
+ * format of giouring/kv/format.h (docs/store-format.md). A **chunk** is L layer objects of
+ * object_bytes each, stored under a 128-bit key in one slot of one device; the host index places
+ * consecutive chunks round-robin over the devices and evicts the least recently used chunk of a
+ * device when no slot is free.
+ *
+ * gio_kv_store_put() follows the commit protocol (entry FREE and Flush where the slot's entry may
+ * still read VALID, data and Flush, then the VALID entry), so that a reopen never serves a chunk
+ * that was not completely written. The VALID entry is durable at the device's next Flush: the next
+ * put to the device, or gio_kv_store_close(); a crash before that loses the chunk, which a cache
+ * may. Data moves through one registered host buffer per device (a bounce of one slot), every
+ * command with the deadline of gio_kv_store_params::timeout_ns.
+ *
+ * Thread safety: gio_kv_store_put(), gio_kv_store_get() and gio_kv_store_info() may be called
+ * from any thread; the store serializes them on one lock. gio_kv_store_close() last, alone. The
+ * contexts stay the caller's: the store creates one queue pair on each and destroys it at close,
+ * and no other user of a context may write the blocks the store uses.
+ */
+#ifndef GIOURING_KV_STORE_H
+#define GIOURING_KV_STORE_H
+
+#include <stdint.h>
+
+#include "../config.h"
+#include "format.h"
+
+GIO_EXTERN_C_BEGIN
+
+struct gio_ctx;
+
+/** @brief Most devices a store spans. */
+#define GIO_KV_STORE_MAX_DEVICES 16u
+
+/** @brief An open store (opaque). */
+struct gio_kv_store;
+
+/** @brief What the caller's chunks are, and how the store uses its devices. */
+struct gio_kv_store_params {
+	uint32_t layers;         /**< Layer objects L per chunk, at least 1. */
+	uint32_t reserved0;      /**< Zero. */
+	uint64_t object_bytes;   /**< Bytes of one layer's object, at least 1. */
+	uint64_t pool_signature; /**< The caller's number for what chunks hold (gio_kv_pool_signature(), say): a reopen refuses a store formatted with another. */
+	uint64_t store_bytes;    /**< gio_kv_store_create(): bytes of each device to use from LBA 0 (0: the whole device); ignored by gio_kv_store_open(), which takes each superblock's. */
+	uint64_t timeout_ns;     /**< Deadline of each NVMe command (0: 5 s). */
+};
+
+/** @brief Counters and sizes of an open store. */
+struct gio_kv_store_stats {
+	uint64_t capacity;      /**< Slots of all devices. */
+	uint64_t valid;         /**< Chunks served. */
+	uint64_t free;          /**< Free slots. */
+	uint64_t pinned;        /**< Slots being read or written now. */
+	uint64_t hits;          /**< gio_kv_store_get() calls that found their key. */
+	uint64_t misses;        /**< gio_kv_store_get() calls that did not. */
+	uint64_t evictions;     /**< Chunks evicted to make room. */
+	uint64_t duplicates;    /**< Keys found twice by the open's scan (the older commit dropped). */
+	uint64_t refused;       /**< Entries the open's scan refused (torn, damaged, another store's): free slots now. */
+	uint64_t unreadable;    /**< Entry blocks the open's scan could not read (free slots, written FREE before reuse). */
+	uint64_t bytes_read;    /**< Chunk bytes gio_kv_store_get() delivered. */
+	uint64_t bytes_written; /**< Chunk bytes gio_kv_store_put() committed. */
+	uint64_t next_seq;      /**< The sequence the next commit gets. */
+	uint32_t devices;       /**< Devices N. */
+	uint32_t reserved0;     /**< Zero. */
+	struct gio_kv_u128 store_id; /**< The store's id (the same in every superblock). */
+};
+
+/**
+ * @brief Formats @p n devices as one new store, then opens it.
+ * @param ctxs  @p n open contexts; ctxs[d] becomes device d of the store.
+ * @param n     devices, 1 to GIO_KV_STORE_MAX_DEVICES.
+ * @param p     the chunks' shape and pool signature, the bytes of each device to use, the deadline.
+ * @param out   receives the store.
+ * @return 0; `-EINVAL` (NULL arguments, @p n out of range, a context given twice, a reserved field
+ *         not zero, a shape or block size the format refuses, store_bytes above a device's size,
+ *         more slots in all than the host index holds), `-ENOSPC` (a device too small for one slot),
+ *         `-ENOMEM`, `-EIO` (an NVMe command failed: the message names the device, the command
+ *         and its status), `-ETIME` (a command missed its deadline), or `-errno` of queue pair
+ *         creation, registration or getrandom(). The message (gio_last_error()) names the device index.
+ *
+ * Any host thread. Writes a random store id, invalidates each old superblock first, writes every
+ * index entry FREE and Flushes, then writes each superblock and Flushes (docs/store-format.md,
+ * "Format"): a format cut short leaves a device without a valid superblock. Whatever the devices
+ * held before is lost. On failure nothing stays open.
+ */
+int gio_kv_store_create(struct gio_ctx *const *ctxs, uint32_t n, const struct gio_kv_store_params *p,
+			struct gio_kv_store **out);
+
+/**
+ * @brief Opens a store formatted by gio_kv_store_create(): checks every superblock, scans every
+ * index entry and serves the chunks whose entries read VALID.
+ * @param ctxs  @p n open contexts, the store's devices in any order (each superblock says which
+ *              device it is).
+ * @param n     devices, 1 to GIO_KV_STORE_MAX_DEVICES: all of the store's.
+ * @param p     the chunks' shape and pool signature (compared with the superblocks), the deadline.
+ * @param out   receives the store.
+ * @return 0, or with a message naming the context's position and the reason
+ *         (gio_kv_reason_str()):
+ *   - `-ENODATA`: a device holds no superblock (never formatted, or a format cut short);
+ *   - `-EPROTO`: a superblock is damaged or not one of this format (magic, version, CRC, fields);
+ *   - `-EINVAL`: NULL arguments, @p n out of range, a context given twice, a reserved field not
+ *     zero; a superblock whose block size or size does not fit its device; the caller's layers,
+ *     object bytes or pool signature differ from the store's; the devices are not one whole store
+ *     (another store's, a count other than @p n, a device index twice);
+ *   - `-ENOSPC`, `-ENOMEM`, `-EIO`, `-ETIME`, `-errno` as gio_kv_store_create().
+ *
+ * Any host thread. The scan treats every entry that is not a valid FREE or VALID entry of its
+ * slot as a free slot and counts it (gio_kv_store_stats::refused); of two VALID entries of one
+ * key the higher sequence wins. An entry block that cannot be read is a free slot written FREE
+ * before reuse. Nothing is written by the open. On failure nothing stays open.
+ */
+int gio_kv_store_open(struct gio_ctx *const *ctxs, uint32_t n, const struct gio_kv_store_params *p,
+		      struct gio_kv_store **out);
+
+/**
+ * @brief Flushes every device, destroys the store's queue pairs and frees the store.
+ * @param store  the store, or NULL.
+ * @return 0; or the first failure (`-EIO`, `-ETIME` of a Flush, or of a queue pair's destroy),
+ *         with a message naming the device: the store is freed regardless, and chunks committed
+ *         since that device's last Flush may not be durable.
+ *
+ * One thread, after every other call on @p store returned. Bounded: each Flush and each queue
+ * pair's destroy has gio_kv_store_params::timeout_ns. The contexts stay open.
+ */
+int gio_kv_store_close(struct gio_kv_store *store);
+
+/**
+ * @brief Stores a chunk: its L layer objects, one after another, from host memory.
+ * @param store  the store.
+ * @param key    the chunk's key (the engine's: a hash of its tokens, say).
+ * @param src    L x object_bytes bytes: layer l's object at byte l x object_bytes; any memory.
+ * @param len    bytes at @p src: must be L x object_bytes.
+ * @return 0 once the chunk is committed (durable at the device's next Flush); or
+ *   - `-EINVAL`: NULL arguments or a wrong @p len (the message says what it must be);
+ *   - `-EEXIST`: the key is stored or being stored already (a key names its bytes: nothing to do);
+ *   - `-ENOSPC`: no free slot, and every chunk is pinned (being read or written);
+ *   - `-EIO` / `-ETIME`: a command failed or missed its deadline; the message names the device,
+ *     the command and the NVMe status. The chunk is not stored, and the slot is written FREE
+ *     before its next use.
+ *
+ * Any thread (serialized with the store's other calls). When the store is full the least recently
+ * used chunk of the device whose turn it is is evicted first (its entry written FREE).
+ */
+int gio_kv_store_put(struct gio_kv_store *store, struct gio_kv_u128 key, const void *src, uint64_t len);
+
+/**
+ * @brief Reads a chunk: its L layer objects, one after another, into host memory.
+ * @param store  the store.
+ * @param key    the chunk's key.
+ * @param dst    receives L x object_bytes bytes on a hit; untouched on a miss; any memory.
+ * @param len    bytes at @p dst: must be L x object_bytes.
+ * @return 1 on a hit (the bytes are in @p dst), 0 on a miss (the key is not stored, or is still
+ *         being written); `-EINVAL` for NULL arguments or a wrong @p len; `-EIO` / `-ETIME`
+ *         as gio_kv_store_put() (@p dst may then hold part of the chunk; the chunk stays stored).
+ *
+ * Any thread (serialized with the store's other calls). A hit makes the chunk the most recently
+ * used of its device.
+ */
+int gio_kv_store_get(struct gio_kv_store *store, struct gio_kv_u128 key, void *dst, uint64_t len);
+
+/**
+ * @brief The store's counters and sizes.
+ * @param store  the store, or NULL.
+ * @param st     receives them (all zero for a NULL @p store); NULL does nothing.
+ *
+ * Any thread.
+ */
+void gio_kv_store_info(struct gio_kv_store *store, struct gio_kv_store_stats *st);
+
+GIO_EXTERN_C_END
+
+#endif /* GIOURING_KV_STORE_H */

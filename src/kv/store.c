@@ -1,0 +1,641 @@
+/* The KV store's host runtime (giouring/kv/store.h): format, open, close and the CPU data path
+ * over N contexts, in the format of giouring/kv/format.h with the commit protocol and reopen
+ * rules of docs/store-format.md; src/kv/index.h decides placement. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/types.h>
+
+#include <giouring/host/ctx.h>
+#include <giouring/kv/format.h>
+#include <giouring/kv/store.h>
+#include <giouring/proto/dptr_build.h>
+#include <giouring/proto/prep.h>
+
+#include "../internal.h"
+#include "index.h"
+#include "store_internal.h"
+
+#define KV_DEFAULT_TIMEOUT_NS 5000000000ull
+/* Largest transfer of one command when the controller sets no MDTS below it, and the least room
+ * the bounce offers a scan of the index. */
+#define KV_PIECE_MAX (1u << 20)
+#define KV_BOUNCE_MIN (256u << 10)
+#define KV_PAGE 4096u
+
+struct kv_dev {
+	struct gio_ctx *ctx;
+	struct gio_qp *qp;
+	struct gio_ns_info info;
+	const struct gio_dptr_caps *caps;
+	struct gio_kv_sb sb;
+	struct gio_kv_layout lay;
+	uint8_t *mem;         /* the registered bounce: buf_bytes of data, then list_bytes for PRP lists */
+	uint64_t mem_addr;
+	uint64_t buf_bytes;
+	uint64_t list_bytes;
+	uint64_t piece_bytes; /* largest transfer of one command, a multiple of the block size */
+	uint32_t pos;         /* the device's position in the caller's array */
+	int registered;
+	int abandoned;        /* a command missed its deadline: the target may still write mem */
+};
+
+struct gio_kv_store {
+	pthread_mutex_t lock;
+	uint32_t n;
+	struct kv_dev dev[GIO_KV_STORE_MAX_DEVICES];
+	struct gio__kv_index *ix;
+	uint64_t timeout_ns;
+	uint64_t chunk_bytes; /* L x object_bytes */
+	uint64_t next_seq;
+	uint64_t refused, unreadable;
+	struct gio_kv_u128 id;
+	int crash_at;
+};
+
+static uint64_t align_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+/* Runs one prepared command whose data (if any) is [off, off + bytes) of the device's bounce. */
+static int dev_cmd(struct gio_kv_store *s, struct kv_dev *dv, struct gio_sqe *sqe, uint64_t off, uint64_t bytes,
+		   const char *what, uint64_t slba, uint64_t nblocks)
+{
+	int rc;
+	if (bytes) {
+		const struct gio_range r = {dv->mem_addr + off, bytes};
+		rc = gio_dptr_build(sqe, &r, 1, dv->caps, dv->mem + dv->buf_bytes, dv->mem_addr + dv->buf_bytes,
+				    dv->list_bytes);
+		if (rc < 0)
+			return gio__fail(rc, "giouring: kv store: device %u: %s of LBA %llu (%llu blocks): data pointer refused (%d)",
+					 dv->sb.device_index, what, (unsigned long long)slba, (unsigned long long)nblocks, rc);
+	}
+	rc = gio_qp_submit_wait(dv->qp, sqe, s->timeout_ns, NULL, NULL);
+	if (rc == -ETIME)
+		dv->abandoned = 1;
+	if (rc)
+		return gio__fail(rc, "giouring: kv store: device %u: %s of LBA %llu (%llu blocks) failed: %s",
+				 dv->sb.device_index, what, (unsigned long long)slba, (unsigned long long)nblocks,
+				 gio_last_error());
+	return 0;
+}
+
+/* Moves blocks [slba, slba + nblocks) to or from the start of the bounce, in pieces MDTS allows. */
+static int dev_rw(struct gio_kv_store *s, struct kv_dev *dv, int write, uint64_t slba, uint64_t nblocks,
+		  const char *what)
+{
+	const uint64_t b = dv->info.lba_bytes, per = dv->piece_bytes / b;
+	uint64_t done = 0;
+	while (done < nblocks) {
+		const uint64_t nb = nblocks - done < per ? nblocks - done : per;
+		struct gio_sqe sqe;
+		int rc = write ? gio_prep_write(&sqe, dv->info.nsid, slba + done, (uint32_t)nb)
+			       : gio_prep_read(&sqe, dv->info.nsid, slba + done, (uint32_t)nb);
+		if (rc)
+			return gio__fail(rc, "giouring: kv store: device %u: %s: LBA %llu (%llu blocks) out of range",
+					 dv->sb.device_index, what, (unsigned long long)(slba + done),
+					 (unsigned long long)nb);
+		rc = dev_cmd(s, dv, &sqe, done * b, nb * b, what, slba + done, nb);
+		if (rc)
+			return rc;
+		done += nb;
+	}
+	return 0;
+}
+
+static int dev_flush(struct gio_kv_store *s, struct kv_dev *dv, const char *what)
+{
+	struct gio_sqe sqe;
+	gio_prep_flush(&sqe, dv->info.nsid);
+	return dev_cmd(s, dv, &sqe, 0, 0, what, 0, 0);
+}
+
+/* Writes the entry of one slot (the rest of its block zeros). */
+static int dev_write_entry(struct gio_kv_store *s, struct kv_dev *dv, uint64_t slot, uint32_t state,
+			   struct gio_kv_u128 key, uint64_t seq, uint64_t data_len, const char *what)
+{
+	uint32_t reason = GIO_KV_R_OK;
+	memset(dv->mem, 0, dv->info.lba_bytes);
+	if (gio_kv_entry_encode(dv->mem, &dv->sb, slot, state, key, seq, data_len, &reason))
+		return gio__fail(-EINVAL, "giouring: kv store: device %u: %s: entry of slot %llu refused: %s",
+				 dv->sb.device_index, what, (unsigned long long)slot, gio_kv_reason_str(reason));
+	return dev_rw(s, dv, 1, gio_kv_entry_lba(&dv->lay, slot), 1, what);
+}
+
+/* Where layers [first, first + count) of the chunk at loc lie on its device. Every path that
+ * moves chunk bytes takes its blocks from here, so that a per-layer path (one layer of a batch)
+ * and the whole-chunk path cannot disagree on placement. */
+static int store_place(struct gio_kv_store *s, const struct gio__kv_loc *loc, uint32_t first, uint32_t count,
+		       struct kv_dev **dv, struct gio_kv_span *span)
+{
+	struct gio_kv_span a, z;
+	const struct gio_kv_layout *lay;
+	if (loc->device >= s->n)
+		return -EINVAL;
+	lay = &s->dev[loc->device].lay;
+	if (count == 0 || first >= lay->layers || count > lay->layers - first)
+		return -EINVAL;
+	if (gio_kv_layer_span(lay, loc->slot, first, &a) || gio_kv_layer_span(lay, loc->slot, first + count - 1, &z))
+		return -EINVAL;
+	span->slba = a.slba;
+	span->nblocks = z.slba + z.nblocks - a.slba;
+	span->head = a.head;
+	span->tail = z.tail;
+	*dv = &s->dev[loc->device];
+	return 0;
+}
+
+static void dev_detach(struct gio_kv_store *s, struct kv_dev *dv, int *first_rc)
+{
+	int rc;
+	if (dv->qp) {
+		rc = gio_ctx_qp_destroy(dv->ctx, dv->qp, s->timeout_ns, NULL, NULL);
+		if (rc < 0) {
+			/* The queue may still hold a command naming the bounce. */
+			dv->abandoned = 1;
+			if (first_rc && !*first_rc)
+				*first_rc = gio__fail(rc, "giouring: kv store: device %u: queue pair destroy failed: %s",
+						      dv->sb.device_index, gio_last_error());
+		}
+		dv->qp = NULL;
+	}
+	if (dv->mem && !dv->abandoned) {
+		if (dv->registered)
+			gio_ctx_unregister(dv->ctx, dv->mem);
+		free(dv->mem);
+	}
+	dv->mem = NULL;
+}
+
+/* first_rc NULL: a failed create or open, whose message the teardown's calls must not clear. */
+static void store_free(struct gio_kv_store *s, int *first_rc)
+{
+	char msg[512];
+	uint32_t d;
+	snprintf(msg, sizeof(msg), "%s", gio_last_error());
+	for (d = 0; d < s->n; d++)
+		dev_detach(s, &s->dev[d], first_rc);
+	gio__kv_index_destroy(s->ix);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	if (!first_rc || !*first_rc)
+		gio__fail(0, "%s", msg);
+}
+
+/* A queue pair and a registered bounce of one slot (at least KV_BOUNCE_MIN) on ctxs[pos]. */
+static int dev_attach(struct gio_kv_store *s, struct kv_dev *dv, struct gio_ctx *ctx, uint32_t pos)
+{
+	uint64_t b, piece;
+	int rc;
+	dv->ctx = ctx;
+	dv->pos = pos;
+	dv->sb.device_index = pos; /* for messages until the superblock is known */
+	gio_ctx_info(ctx, &dv->info);
+	dv->caps = gio_ctx_dptr_caps(ctx);
+	b = dv->info.lba_bytes;
+	if (b < GIO_KV_BLOCK_MIN || b > GIO_KV_BLOCK_MAX || (b & (b - 1)))
+		return gio__fail(-EINVAL, "giouring: kv store: ctxs[%u]: block size %llu not a power of two from %u to %u",
+				 pos, (unsigned long long)b, GIO_KV_BLOCK_MIN, GIO_KV_BLOCK_MAX);
+	piece = dv->info.max_xfer_bytes && dv->info.max_xfer_bytes < KV_PIECE_MAX ? dv->info.max_xfer_bytes
+										  : KV_PIECE_MAX;
+	piece = piece / b * b;
+	if (piece == 0)
+		piece = b;
+	dv->piece_bytes = piece;
+	dv->buf_bytes = align_up(s->chunk_bytes, b);
+	if (dv->buf_bytes < KV_BOUNCE_MIN)
+		dv->buf_bytes = KV_BOUNCE_MIN;
+	if (dv->buf_bytes < GIO_KV_SB_REGION_BYTES || dv->buf_bytes < b)
+		dv->buf_bytes = b > GIO_KV_SB_REGION_BYTES ? b : GIO_KV_SB_REGION_BYTES;
+	dv->buf_bytes = align_up(dv->buf_bytes, KV_PAGE);
+	/* A PRP list of one piece: an entry per page, plus one for a first page's offset. */
+	dv->list_bytes = align_up((piece / KV_PAGE + 2) * 8, KV_PAGE);
+	dv->mem = aligned_alloc(KV_PAGE, dv->buf_bytes + dv->list_bytes);
+	if (!dv->mem)
+		return gio__fail(-ENOMEM, "giouring: kv store: ctxs[%u]: no memory for a bounce of %llu bytes", pos,
+				 (unsigned long long)(dv->buf_bytes + dv->list_bytes));
+	memset(dv->mem, 0, dv->buf_bytes + dv->list_bytes);
+	rc = gio_ctx_register(ctx, dv->mem, dv->buf_bytes + dv->list_bytes, &dv->mem_addr);
+	if (rc)
+		return gio__fail(rc, "giouring: kv store: ctxs[%u]: registering the bounce failed: %s", pos,
+				 gio_last_error());
+	dv->registered = 1;
+	rc = gio_ctx_qp_create(ctx, dv->info.max_queue_entries >= 4 ? 4 : 2, &dv->qp);
+	if (rc)
+		return gio__fail(rc, "giouring: kv store: ctxs[%u]: queue pair creation failed: %s", pos,
+				 gio_last_error());
+	return 0;
+}
+
+/* Checks the arguments common to create and open, and attaches every device in the caller's order. */
+static int store_alloc(struct gio_ctx *const *ctxs, uint32_t n, const struct gio_kv_store_params *p,
+		       struct gio_kv_store **out)
+{
+	struct gio_kv_store *s;
+	uint32_t i, j;
+	int rc;
+	if (!ctxs || !p || !out)
+		return gio__fail(-EINVAL, "giouring: kv store: NULL argument");
+	*out = NULL;
+	if (n == 0 || n > GIO_KV_STORE_MAX_DEVICES)
+		return gio__fail(-EINVAL, "giouring: kv store: %u devices (1 to %u)", n, GIO_KV_STORE_MAX_DEVICES);
+	if (p->reserved0)
+		return gio__fail(-EINVAL, "giouring: kv store: params.reserved0 is not zero");
+	if (p->layers == 0 || p->object_bytes == 0 || p->object_bytes > (UINT64_MAX / 2) / p->layers)
+		return gio__fail(-EINVAL, "giouring: kv store: %u layers of %llu bytes: not a chunk shape", p->layers,
+				 (unsigned long long)p->object_bytes);
+	for (i = 0; i < n; i++) {
+		if (!ctxs[i])
+			return gio__fail(-EINVAL, "giouring: kv store: ctxs[%u] is NULL", i);
+		for (j = 0; j < i; j++)
+			if (ctxs[j] == ctxs[i])
+				return gio__fail(-EINVAL, "giouring: kv store: ctxs[%u] and ctxs[%u] are one context", j, i);
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return gio__fail(-ENOMEM, "giouring: kv store: no memory");
+	pthread_mutex_init(&s->lock, NULL);
+	s->n = n;
+	s->timeout_ns = p->timeout_ns ? p->timeout_ns : KV_DEFAULT_TIMEOUT_NS;
+	s->chunk_bytes = (uint64_t)p->layers * p->object_bytes;
+	s->next_seq = 1;
+	for (i = 0; i < n; i++) {
+		rc = dev_attach(s, &s->dev[i], ctxs[i], i);
+		if (rc) {
+			s->n = i + 1;
+			store_free(s, NULL);
+			return rc;
+		}
+	}
+	*out = s;
+	return 0;
+}
+
+static int store_index_create(struct gio_kv_store *s)
+{
+	uint64_t slots[GIO_KV_STORE_MAX_DEVICES];
+	uint32_t d;
+	for (d = 0; d < s->n; d++)
+		slots[d] = s->dev[d].lay.slots;
+	return gio__kv_index_create(&s->ix, slots, s->n);
+}
+
+/* Writes device dv's format: old superblock gone, every entry FREE, Flush, superblock, Flush. */
+static int dev_format(struct gio_kv_store *s, struct kv_dev *dv)
+{
+	const uint64_t b = dv->lay.block_bytes, batch = dv->buf_bytes / b;
+	const struct gio_kv_u128 zero = {0, 0};
+	uint64_t slot, k;
+	uint32_t reason = GIO_KV_R_OK;
+	int rc;
+	/* A format cut short must not leave the old superblock over entries of the new store. */
+	memset(dv->mem, 0, dv->lay.index_lba * b);
+	rc = dev_rw(s, dv, 1, 0, dv->lay.index_lba, "format: clearing the superblock");
+	if (!rc)
+		rc = dev_flush(s, dv, "format: flush");
+	for (slot = 0; !rc && slot < dv->lay.slots; slot += batch) {
+		const uint64_t nb = dv->lay.slots - slot < batch ? dv->lay.slots - slot : batch;
+		memset(dv->mem, 0, nb * b);
+		for (k = 0; k < nb; k++)
+			if (gio_kv_entry_encode(dv->mem + k * b, &dv->sb, slot + k, GIO_KV_ENTRY_FREE, zero, 0, 0, &reason))
+				return gio__fail(-EINVAL, "giouring: kv store: device %u: format: entry of slot %llu: %s",
+						 dv->sb.device_index, (unsigned long long)(slot + k),
+						 gio_kv_reason_str(reason));
+		rc = dev_rw(s, dv, 1, gio_kv_entry_lba(&dv->lay, slot), nb, "format: writing FREE entries");
+	}
+	if (!rc)
+		rc = dev_flush(s, dv, "format: flush of the index");
+	if (rc)
+		return rc;
+	memset(dv->mem, 0, dv->lay.index_lba * b);
+	if (gio_kv_sb_encode(dv->mem, &dv->sb, &reason))
+		return gio__fail(-EINVAL, "giouring: kv store: device %u: format: superblock: %s", dv->sb.device_index,
+				 gio_kv_reason_str(reason));
+	rc = dev_rw(s, dv, 1, 0, dv->lay.index_lba, "format: writing the superblock");
+	if (!rc)
+		rc = dev_flush(s, dv, "format: flush of the superblock");
+	return rc;
+}
+
+int gio_kv_store_create(struct gio_ctx *const *ctxs, uint32_t n, const struct gio_kv_store_params *p,
+			struct gio_kv_store **out)
+{
+	struct gio_kv_store *s;
+	uint32_t d, reason = GIO_KV_R_OK;
+	int rc;
+	gio__clear_error();
+	rc = store_alloc(ctxs, n, p, &s);
+	if (rc)
+		return rc;
+	do {
+		if (getrandom(&s->id, sizeof(s->id), 0) != (ssize_t)sizeof(s->id)) {
+			rc = gio__fail(-errno, "giouring: kv store: getrandom for the store id failed");
+			goto fail;
+		}
+	} while (s->id.lo == 0 && s->id.hi == 0);
+	for (d = 0; d < n; d++) {
+		struct kv_dev *dv = &s->dev[d];
+		const uint64_t dev_bytes = dv->info.nblocks * dv->info.lba_bytes;
+		const uint64_t bytes = p->store_bytes ? p->store_bytes : dev_bytes;
+		if (bytes > dev_bytes) {
+			rc = gio__fail(-EINVAL, "giouring: kv store: device %u: store_bytes %llu above its %llu bytes", d,
+				       (unsigned long long)bytes, (unsigned long long)dev_bytes);
+			goto fail;
+		}
+		rc = gio_kv_layout_compute(bytes, dv->info.lba_bytes, p->layers, p->object_bytes, &dv->lay, &reason);
+		if (!rc)
+			rc = gio_kv_sb_init(&dv->sb, &dv->lay, s->id, d, n, p->pool_signature, &reason);
+		if (rc) {
+			rc = gio__fail(rc, "giouring: kv store: device %u: layout of %llu bytes in %u-byte blocks: %s", d,
+				       (unsigned long long)bytes, dv->info.lba_bytes, gio_kv_reason_str(reason));
+			goto fail;
+		}
+	}
+	rc = store_index_create(s);
+	for (d = 0; !rc && d < n; d++)
+		rc = dev_format(s, &s->dev[d]);
+	if (rc)
+		goto fail;
+	*out = s;
+	return 0;
+fail:
+	store_free(s, NULL);
+	return rc;
+}
+
+/* Reads, decodes and checks the superblock of each device, then puts the devices in the store's
+ * order (dev[d] is the device whose superblock says d). */
+static int store_read_superblocks(struct gio_kv_store *s, const struct gio_kv_store_params *p)
+{
+	struct gio_kv_sb sbs[GIO_KV_STORE_MAX_DEVICES];
+	struct kv_dev tmp[GIO_KV_STORE_MAX_DEVICES];
+	uint32_t i, which = 0, reason = GIO_KV_R_OK;
+	int rc;
+	for (i = 0; i < s->n; i++) {
+		struct kv_dev *dv = &s->dev[i];
+		rc = dev_rw(s, dv, 0, 0, 1, "open: reading the superblock");
+		if (rc)
+			return rc;
+		rc = gio_kv_sb_decode(dv->mem, &sbs[i], &reason);
+		if (!rc)
+			rc = gio_kv_sb_check_device(&sbs[i], dv->info.lba_bytes, dv->info.nblocks, &reason);
+		if (!rc)
+			rc = gio_kv_sb_check_shape(&sbs[i], p->layers, p->object_bytes, p->pool_signature, &reason);
+		if (rc)
+			return gio__fail(rc, "giouring: kv store: ctxs[%u]: superblock refused: %s", i,
+					 gio_kv_reason_str(reason));
+	}
+	rc = gio_kv_sb_check_set(sbs, s->n, &reason, &which);
+	if (rc)
+		return gio__fail(rc, "giouring: kv store: ctxs[%u]: superblock refused: %s (device %u of %u, against ctxs[0])",
+				 which, gio_kv_reason_str(reason), sbs[which].device_index, sbs[which].device_count);
+	for (i = 0; i < s->n; i++) {
+		struct kv_dev *dv = &tmp[sbs[i].device_index];
+		*dv = s->dev[i];
+		dv->sb = sbs[i];
+		gio_kv_sb_layout(&sbs[i], &dv->lay);
+	}
+	memcpy(s->dev, tmp, s->n * sizeof(tmp[0]));
+	s->id = sbs[0].store_id;
+	return 0;
+}
+
+/* Rebuilds the index from every entry of device d (docs/store-format.md, "Reopen", step 2). */
+static int dev_scan(struct gio_kv_store *s, uint32_t d)
+{
+	struct kv_dev *dv = &s->dev[d];
+	const uint64_t b = dv->lay.block_bytes, batch = dv->buf_bytes / b;
+	uint64_t slot, k;
+	int rc;
+	for (slot = 0; slot < dv->lay.slots; slot += batch) {
+		const uint64_t nb = dv->lay.slots - slot < batch ? dv->lay.slots - slot : batch;
+		rc = dev_rw(s, dv, 0, gio_kv_entry_lba(&dv->lay, slot), nb, "open: reading entries");
+		if (rc == -ETIME)
+			return rc; /* the bounce may still be written: nothing more can go through it */
+		if (rc) {
+			/* These entries may read VALID later: their slots are written FREE before reuse. */
+			for (k = 0; k < nb; k++)
+				if (gio__kv_index_mark_stale(s->ix, d, slot + k) == 0)
+					s->unreadable++;
+			continue;
+		}
+		for (k = 0; k < nb; k++) {
+			struct gio_kv_entry e;
+			rc = gio_kv_entry_decode(dv->mem + k * b, &dv->sb, slot + k, &e, NULL);
+			if (rc == -EPROTO)
+				s->refused++;
+			if (rc || e.state != GIO_KV_ENTRY_VALID)
+				continue;
+			rc = gio__kv_index_rebuild_insert(s->ix, e.key, d, slot + k, e.seq, NULL);
+			if (rc < 0)
+				return gio__fail(rc, "giouring: kv store: device %u: slot %llu: %s", d,
+						 (unsigned long long)(slot + k), gio_last_error());
+		}
+	}
+	return 0;
+}
+
+int gio_kv_store_open(struct gio_ctx *const *ctxs, uint32_t n, const struct gio_kv_store_params *p,
+		      struct gio_kv_store **out)
+{
+	struct gio_kv_store *s;
+	struct gio__kv_stats st;
+	uint32_t d;
+	int rc;
+	gio__clear_error();
+	rc = store_alloc(ctxs, n, p, &s);
+	if (rc)
+		return rc;
+	rc = store_read_superblocks(s, p);
+	if (!rc)
+		rc = store_index_create(s);
+	for (d = 0; !rc && d < n; d++)
+		rc = dev_scan(s, d);
+	if (!rc)
+		rc = gio__kv_index_rebuild_done(s->ix);
+	if (rc) {
+		store_free(s, NULL);
+		return rc;
+	}
+	gio__kv_index_stats(s->ix, &st);
+	s->next_seq = st.max_seq + 1;
+	gio__clear_error();
+	*out = s;
+	return 0;
+}
+
+int gio_kv_store_close(struct gio_kv_store *s)
+{
+	uint32_t d;
+	int rc = 0;
+	gio__clear_error();
+	if (!s)
+		return 0;
+	/* The last VALID entries are durable only after a Flush. */
+	for (d = 0; d < s->n; d++)
+		if (!s->dev[d].abandoned) {
+			const int f = dev_flush(s, &s->dev[d], "close: flush");
+			if (f && !rc)
+				rc = f;
+		}
+	store_free(s, &rc);
+	return rc;
+}
+
+void gio__kv_store_crash_at(struct gio_kv_store *s, int point)
+{
+	pthread_mutex_lock(&s->lock);
+	s->crash_at = point;
+	pthread_mutex_unlock(&s->lock);
+}
+
+struct gio__kv_index *gio__kv_store_index(struct gio_kv_store *s)
+{
+	return s->ix;
+}
+
+static int check_len(const struct gio_kv_store *s, const void *p, uint64_t len, const char *what)
+{
+	if (!s || !p)
+		return gio__fail(-EINVAL, "giouring: kv store: %s: NULL argument", what);
+	if (len != s->chunk_bytes)
+		return gio__fail(-EINVAL, "giouring: kv store: %s: %llu bytes, a chunk is %llu", what,
+				 (unsigned long long)len, (unsigned long long)s->chunk_bytes);
+	return 0;
+}
+
+/* The commit protocol (docs/store-format.md): entry FREE and Flush where it may read VALID, data
+ * and Flush, VALID entry. */
+static int put_locked(struct gio_kv_store *s, struct gio_kv_u128 key, const void *src)
+{
+	static const struct gio_kv_u128 zero = {0, 0};
+	struct gio__kv_alloc a;
+	struct gio_kv_span span;
+	struct kv_dev *dv;
+	uint64_t bytes;
+	int rc = gio__kv_index_alloc(s->ix, &key, 1, &a);
+	if (rc < 0)
+		return rc;
+	if (a.rc == -EEXIST)
+		return gio__fail(-EEXIST, "giouring: kv store: put: key %016llx%016llx is stored or being stored",
+				 (unsigned long long)key.hi, (unsigned long long)key.lo);
+	if (a.rc)
+		return gio__fail(a.rc, "giouring: kv store: put: no free slot and every chunk is pinned");
+	rc = store_place(s, &a.loc, 0, s->dev[a.loc.device].lay.layers, &dv, &span);
+	if (rc) {
+		gio__kv_index_abort(s->ix, a.loc.id);
+		return gio__fail(rc, "giouring: kv store: put: device %u slot %llu has no place", a.loc.device,
+				 (unsigned long long)a.loc.slot);
+	}
+	if (a.invalidate) {
+		rc = dev_write_entry(s, dv, a.loc.slot, GIO_KV_ENTRY_FREE, zero, s->next_seq - 1, 0,
+				     "put: writing the entry FREE");
+		if (!rc)
+			rc = dev_flush(s, dv, "put: flush of the FREE entry");
+	}
+	if (!rc && s->crash_at == GIO__KV_CRASH_AFTER_FREE)
+		rc = -ECANCELED;
+	if (!rc) {
+		bytes = span.nblocks * dv->lay.block_bytes;
+		memcpy(dv->mem, src, s->chunk_bytes);
+		memset(dv->mem + s->chunk_bytes, 0, bytes - s->chunk_bytes);
+		rc = dev_rw(s, dv, 1, span.slba, span.nblocks, "put: writing the data");
+	}
+	if (!rc)
+		rc = dev_flush(s, dv, "put: flush of the data");
+	if (!rc && s->crash_at == GIO__KV_CRASH_AFTER_DATA)
+		rc = -ECANCELED;
+	if (!rc)
+		rc = dev_write_entry(s, dv, a.loc.slot, GIO_KV_ENTRY_VALID, key, s->next_seq, s->chunk_bytes,
+				     "put: writing the VALID entry");
+	if (rc) {
+		if (rc == -ECANCELED)
+			gio__fail(rc, "giouring: kv store: put: stopped at crash point %d", s->crash_at);
+		gio__kv_index_abort(s->ix, a.loc.id);
+		return rc;
+	}
+	gio__kv_index_commit(s->ix, a.loc.id, s->next_seq++);
+	gio__kv_index_add_bytes(s->ix, 0, s->chunk_bytes);
+	return 0;
+}
+
+int gio_kv_store_put(struct gio_kv_store *s, struct gio_kv_u128 key, const void *src, uint64_t len)
+{
+	int rc;
+	gio__clear_error();
+	rc = check_len(s, src, len, "put");
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&s->lock);
+	rc = put_locked(s, key, src);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+static int get_locked(struct gio_kv_store *s, struct gio_kv_u128 key, void *dst)
+{
+	struct gio__kv_loc loc;
+	struct gio_kv_span span;
+	struct kv_dev *dv;
+	int rc = gio__kv_index_lookup(s->ix, key, 1, &loc);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return gio__fail(rc, "giouring: kv store: get: lookup failed: %s", gio_last_error());
+	rc = store_place(s, &loc, 0, s->dev[loc.device].lay.layers, &dv, &span);
+	if (!rc)
+		rc = dev_rw(s, dv, 0, span.slba, span.nblocks, "get: reading the data");
+	if (!rc)
+		memcpy(dst, dv->mem, s->chunk_bytes);
+	gio__kv_index_unpin(s->ix, loc.id);
+	if (rc)
+		return rc;
+	gio__kv_index_add_bytes(s->ix, s->chunk_bytes, 0);
+	return 1;
+}
+
+int gio_kv_store_get(struct gio_kv_store *s, struct gio_kv_u128 key, void *dst, uint64_t len)
+{
+	int rc;
+	gio__clear_error();
+	rc = check_len(s, dst, len, "get");
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&s->lock);
+	rc = get_locked(s, key, dst);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+void gio_kv_store_info(struct gio_kv_store *s, struct gio_kv_store_stats *st)
+{
+	struct gio__kv_stats x;
+	if (!st)
+		return;
+	memset(st, 0, sizeof(*st));
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	gio__kv_index_stats(s->ix, &x);
+	st->capacity = x.capacity;
+	st->valid = x.valid;
+	st->free = x.free;
+	st->pinned = x.pinned;
+	st->hits = x.hits;
+	st->misses = x.misses;
+	st->evictions = x.evictions;
+	st->duplicates = x.duplicates;
+	st->refused = s->refused;
+	st->unreadable = s->unreadable;
+	st->bytes_read = x.bytes_read;
+	st->bytes_written = x.bytes_written;
+	st->next_seq = s->next_seq;
+	st->devices = s->n;
+	st->store_id = s->id;
+	pthread_mutex_unlock(&s->lock);
+}

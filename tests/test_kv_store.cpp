@@ -1,0 +1,564 @@
+// The KV store's host runtime (giouring/kv/store.h) over file:// and mem://host targets: format,
+// put/get round trips, round-robin spread, reopen, crashes at each step of the commit protocol,
+// torn entries, refused superblocks and shapes, pins and eviction, transfers split by MDTS, and
+// I/O errors. Test cases with file:// targets carry [io_uring] (cmake/GiouringTesting.cmake).
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <giouring/host/ctx.h>
+#include <giouring/kv/format.h>
+#include <giouring/kv/store.h>
+#include <giouring/proto/dptr_build.h>
+#include <giouring/proto/prep.h>
+#include <giouring/proto/status.h>
+
+#include "../src/kv/index.h"
+#include "../src/kv/store_internal.h"
+
+namespace {
+
+const uint64_t kSecond = 1000000000ull;
+// 4 layers of 3000 bytes: objects straddle blocks, so a chunk is 12000 bytes in a 12288-byte slot.
+const uint32_t kLayers = 4;
+const uint64_t kObject = 3000;
+const uint64_t kChunk = kLayers * kObject;
+const uint64_t kPool = 0x5eed5eed5eedull;
+// With 4096-byte blocks: superblock LBA 0, entries from LBA 1, data at LBA 16 (64 KiB), 3 blocks
+// a slot: 28 blocks hold exactly 4 slots.
+const uint64_t kFourSlots = 28 * 4096;
+
+gio_kv_store_params params(uint64_t store_bytes = 0)
+{
+	gio_kv_store_params p{};
+	p.layers = kLayers;
+	p.object_bytes = kObject;
+	p.pool_signature = kPool;
+	p.store_bytes = store_bytes;
+	p.timeout_ns = 5 * kSecond;
+	return p;
+}
+
+gio_kv_u128 key(uint64_t i)
+{
+	return gio_kv_u128{0x9e3779b97f4a7c15ull * (i + 1), i};
+}
+
+std::vector<unsigned char> chunk(uint64_t i)
+{
+	std::vector<unsigned char> v(kChunk);
+	std::mt19937_64 g(i * 7919 + 1);
+	for (auto &b : v)
+		b = static_cast<unsigned char>(g());
+	return v;
+}
+
+// N targets; file:// ones in a fresh directory, reopened (the same files) by reopen().
+struct Targets {
+	std::vector<std::string> uris;
+	std::vector<gio_ctx *> ctx;
+	std::string dir;
+
+	Targets(uint32_t n, bool files, const char *query = "size=8M")
+	{
+		if (files) {
+			char tmpl[] = "/tmp/gio_kv_store_XXXXXX";
+			REQUIRE(mkdtemp(tmpl) != nullptr);
+			dir = tmpl;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			uris.push_back(files ? "file://" + dir + "/dev" + std::to_string(i) + ".img?" + query
+					     : std::string("mem://host?") + query);
+		open();
+	}
+	void open()
+	{
+		ctx.assign(uris.size(), nullptr);
+		for (size_t i = 0; i < uris.size(); i++) {
+			INFO(uris[i] << ": " << gio_last_error());
+			REQUIRE(gio_ctx_open(uris[i].c_str(), &ctx[i]) == 0);
+		}
+	}
+	void close()
+	{
+		for (auto *c : ctx)
+			CHECK(gio_ctx_close(c) == 0);
+		ctx.clear();
+	}
+	void reopen()
+	{
+		close();
+		open();
+	}
+	~Targets()
+	{
+		close();
+		if (!dir.empty()) {
+			for (size_t i = 0; i < uris.size(); i++)
+				std::remove((dir + "/dev" + std::to_string(i) + ".img").c_str());
+			rmdir(dir.c_str());
+		}
+	}
+};
+
+// Reads or writes blocks of a target directly, as another program (or a crash) would.
+void raw_rw(gio_ctx *ctx, bool write, uint64_t slba, void *data, uint32_t nblocks)
+{
+	gio_ns_info info;
+	gio_ctx_info(ctx, &info);
+	const size_t bytes = size_t(nblocks) * info.lba_bytes;
+	void *buf = aligned_alloc(4096, (bytes + 4095) / 4096 * 4096 + 4096);
+	REQUIRE(buf != nullptr);
+	uint64_t addr = 0;
+	REQUIRE(gio_ctx_register(ctx, buf, (bytes + 4095) / 4096 * 4096 + 4096, &addr) == 0);
+	gio_qp *qp = nullptr;
+	REQUIRE(gio_ctx_qp_create(ctx, 2, &qp) == 0);
+	if (write)
+		std::memcpy(buf, data, bytes);
+	gio_sqe sqe;
+	REQUIRE((write ? gio_prep_write(&sqe, info.nsid, slba, nblocks) : gio_prep_read(&sqe, info.nsid, slba, nblocks)) ==
+		0);
+	gio_range r{addr, static_cast<uint32_t>(bytes)};
+	const uint64_t list = (bytes + 4095) / 4096 * 4096;
+	REQUIRE(gio_dptr_build(&sqe, &r, 1, gio_ctx_dptr_caps(ctx), static_cast<char *>(buf) + list, addr + list, 4096) >= 0);
+	CHECK(gio_qp_submit_wait(qp, &sqe, 5 * kSecond, nullptr, nullptr) == 0);
+	if (!write)
+		std::memcpy(data, buf, bytes);
+	REQUIRE(gio_ctx_qp_destroy(ctx, qp, 5 * kSecond, nullptr, nullptr) >= 0);
+	REQUIRE(gio_ctx_unregister(ctx, buf) == 0);
+	free(buf);
+}
+
+// Where the index put a key (a scan by peek, which leaves LRU order and counters alone).
+bool where(gio_kv_store *s, gio_kv_u128 k, gio__kv_loc *loc)
+{
+	gio__kv_index *ix = gio__kv_store_index(s);
+	gio__kv_stats st;
+	gio__kv_index_stats(ix, &st);
+	for (uint32_t id = 0; id < st.capacity; id++) {
+		uint32_t state;
+		gio_kv_u128 got;
+		REQUIRE(gio__kv_index_peek(ix, id, loc, &state, nullptr, nullptr, &got, nullptr) == 0);
+		if (state == GIO__KV_VALID && gio_kv_u128_eq(got, k))
+			return true;
+	}
+	return false;
+}
+
+void put_ok(gio_kv_store *s, uint64_t i)
+{
+	auto v = chunk(i);
+	INFO("key " << i << ": " << gio_last_error());
+	REQUIRE(gio_kv_store_put(s, key(i), v.data(), v.size()) == 0);
+}
+
+// 1 and the exact bytes for a hit, 0 and the buffer untouched for a miss.
+int get_check(gio_kv_store *s, uint64_t i)
+{
+	std::vector<unsigned char> got(kChunk, 0xa5);
+	const int rc = gio_kv_store_get(s, key(i), got.data(), got.size());
+	INFO("key " << i << ": " << gio_last_error());
+	REQUIRE(rc >= 0);
+	if (rc == 1)
+		CHECK(got == chunk(i));
+	else
+		CHECK(got == std::vector<unsigned char>(kChunk, 0xa5));
+	return rc;
+}
+
+// A new store of 4 slots a device over t, holding keys 0 to n - 1.
+gio_kv_store *small_store(Targets &t, const gio_kv_store_params &p, uint64_t n)
+{
+	gio_kv_store *s = nullptr;
+	INFO(gio_last_error());
+	REQUIRE(gio_kv_store_create(t.ctx.data(), uint32_t(t.ctx.size()), &p, &s) == 0);
+	for (uint64_t i = 0; i < n; i++)
+		put_ok(s, i);
+	return s;
+}
+
+} // namespace
+
+TEST_CASE("store: create, round trip across 4 file devices, round-robin spread, reopen", "[kv][io_uring]")
+{
+	Targets t(4, true);
+	gio_kv_store *s = nullptr;
+	const auto p = params();
+	REQUIRE(gio_kv_store_create(t.ctx.data(), 4, &p, &s) == 0);
+	gio_kv_store_stats st;
+	gio_kv_store_info(s, &st);
+	CHECK(st.devices == 4);
+	CHECK(st.capacity > 100);
+	CHECK(st.valid == 0);
+	CHECK(st.next_seq == 1);
+	CHECK((st.store_id.lo | st.store_id.hi) != 0);
+
+	const uint64_t n = 40;
+	for (uint64_t i = 0; i < n; i++)
+		put_ok(s, i);
+	uint64_t per_dev[4] = {};
+	for (uint64_t i = 0; i < n; i++) {
+		gio__kv_loc loc;
+		REQUIRE(where(s, key(i), &loc));
+		REQUIRE(loc.device < 4);
+		CHECK(loc.device == i % 4); // round-robin: consecutive chunks on consecutive devices
+		per_dev[loc.device]++;
+	}
+	for (auto c : per_dev)
+		CHECK(c == n / 4);
+	for (uint64_t i = 0; i < n; i++)
+		CHECK(get_check(s, i) == 1);
+	CHECK(get_check(s, 1000) == 0); // unknown key: a miss, not an error
+	gio_kv_store_info(s, &st);
+	CHECK(st.valid == n);
+	CHECK(st.hits == n);
+	CHECK(st.misses == 1);
+	CHECK(st.bytes_written == n * kChunk);
+	CHECK(st.bytes_read == n * kChunk);
+	CHECK(st.next_seq == n + 1);
+	const gio_kv_u128 id = st.store_id;
+
+	// The bytes are on the devices: each slot's data where the format puts it.
+	{
+		gio__kv_loc loc;
+		REQUIRE(where(s, key(5), &loc));
+		gio_kv_store_info(s, &st);
+		REQUIRE(gio_kv_store_close(s) == 0);
+		std::vector<unsigned char> raw(3 * 4096);
+		gio_kv_layout lay;
+		REQUIRE(gio_kv_layout_compute(8u << 20, 4096, kLayers, kObject, &lay, nullptr) == 0);
+		raw_rw(t.ctx[loc.device], false, gio_kv_slot_lba(&lay, loc.slot), raw.data(), 3);
+		CHECK(std::vector<unsigned char>(raw.begin(), raw.begin() + kChunk) == chunk(5));
+		CHECK(std::vector<unsigned char>(raw.begin() + kChunk, raw.end()) ==
+		      std::vector<unsigned char>(raw.size() - kChunk, 0));
+	}
+
+	// Reopen from the files, contexts given in another order: every committed key is served.
+	t.reopen();
+	std::vector<gio_ctx *> shuffled{t.ctx[2], t.ctx[0], t.ctx[3], t.ctx[1]};
+	REQUIRE(gio_kv_store_open(shuffled.data(), 4, &p, &s) == 0);
+	gio_kv_store_info(s, &st);
+	CHECK(gio_kv_u128_eq(st.store_id, id));
+	CHECK(st.valid == n);
+	CHECK(st.refused == 0);
+	CHECK(st.next_seq == n + 1); // above every sequence on the devices
+	for (uint64_t i = 0; i < n; i++)
+		CHECK(get_check(s, i) == 1);
+	// New chunks after a reopen keep their places and beat nothing older.
+	put_ok(s, n);
+	CHECK(get_check(s, n) == 1);
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
+TEST_CASE("store: arguments, duplicates and lengths", "[kv]")
+{
+	Targets t(2, false, "size=4M");
+	gio_kv_store *s = nullptr;
+	auto p = params();
+	CHECK(gio_kv_store_create(nullptr, 2, &p, &s) == -EINVAL);
+	CHECK(gio_kv_store_create(t.ctx.data(), 0, &p, &s) == -EINVAL);
+	CHECK(gio_kv_store_create(t.ctx.data(), 17, &p, &s) == -EINVAL);
+	gio_ctx *twice[2] = {t.ctx[0], t.ctx[0]};
+	CHECK(gio_kv_store_create(twice, 2, &p, &s) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("ctxs[0] and ctxs[1]") != std::string::npos);
+	p.layers = 0;
+	CHECK(gio_kv_store_create(t.ctx.data(), 2, &p, &s) == -EINVAL);
+	p = params(64u << 20); // above the 4 MiB devices
+	CHECK(gio_kv_store_create(t.ctx.data(), 2, &p, &s) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("device 0") != std::string::npos);
+	p = params(32 * 1024); // no slot fits
+	CHECK(gio_kv_store_create(t.ctx.data(), 2, &p, &s) == -ENOSPC);
+	p = params();
+	p.reserved0 = 1;
+	CHECK(gio_kv_store_create(t.ctx.data(), 2, &p, &s) == -EINVAL);
+
+	p = params();
+	REQUIRE(gio_kv_store_create(t.ctx.data(), 2, &p, &s) == 0);
+	put_ok(s, 1);
+	auto v = chunk(1);
+	CHECK(gio_kv_store_put(s, key(1), v.data(), v.size()) == -EEXIST);
+	CHECK(gio_kv_store_put(s, key(2), v.data(), v.size() - 1) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("a chunk is 12000") != std::string::npos);
+	CHECK(gio_kv_store_get(s, key(1), v.data(), v.size() + 1) == -EINVAL);
+	CHECK(gio_kv_store_get(s, key(1), nullptr, v.size()) == -EINVAL);
+	CHECK(get_check(s, 1) == 1);
+	CHECK(gio_kv_store_close(s) == 0);
+	CHECK(gio_kv_store_close(nullptr) == 0);
+}
+
+TEST_CASE("store: mem targets, reopen over open contexts, transfers split by MDTS, PRP lists", "[kv]")
+{
+	// 512-byte blocks and a 32 KiB MDTS on one, 4096 and SGLs on the other: chunks of 12000 bytes
+	// go in pieces, and with PRPs (more than two pages) through a PRP list.
+	Targets a(1, false, "size=4M&lba=512&mdts=3&dptr=prp");
+	Targets b(1, false, "size=4M&mdts=1");
+	gio_ctx *ctx[2] = {a.ctx[0], b.ctx[0]};
+	gio_kv_store *s = nullptr;
+	const auto p = params();
+	REQUIRE(gio_kv_store_create(ctx, 2, &p, &s) == 0);
+	for (uint64_t i = 0; i < 20; i++)
+		put_ok(s, i);
+	for (uint64_t i = 0; i < 20; i++)
+		CHECK(get_check(s, i) == 1);
+	REQUIRE(gio_kv_store_close(s) == 0);
+	REQUIRE(gio_kv_store_open(ctx, 2, &p, &s) == 0);
+	gio_kv_store_stats st;
+	gio_kv_store_info(s, &st);
+	CHECK(st.valid == 20);
+	for (uint64_t i = 0; i < 20; i++)
+		CHECK(get_check(s, i) == 1);
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
+TEST_CASE("store: a crash at any step of a put leaves nothing served for it", "[kv][io_uring]")
+{
+	Targets t(4, true, "size=1M");
+	const auto p = params(kFourSlots); // 4 slots a device, 16 in all
+	gio_kv_store *s = small_store(t, p, 12);
+	gio_kv_store_stats st;
+	gio_kv_store_info(s, &st);
+	REQUIRE(st.capacity == 16);
+
+	// Free slots: a crash after the data, before the VALID entry.
+	gio__kv_store_crash_at(s, GIO__KV_CRASH_AFTER_DATA);
+	auto v = chunk(100);
+	CHECK(gio_kv_store_put(s, key(100), v.data(), v.size()) == -ECANCELED);
+	CHECK(get_check(s, 100) == 0);
+	gio__kv_store_crash_at(s, GIO__KV_CRASH_NONE);
+	for (uint64_t i = 12; i < 16; i++)
+		put_ok(s, i);
+
+	// Full: the next puts evict, so their slots' entries must be written FREE first. A crash
+	// after that step, and one after the data, each lose the evicted chunk and the new one.
+	gio__kv_store_crash_at(s, GIO__KV_CRASH_AFTER_FREE);
+	v = chunk(101);
+	CHECK(gio_kv_store_put(s, key(101), v.data(), v.size()) == -ECANCELED);
+	// The slot given back is free, so the next put takes it without evicting; the one after
+	// evicts again.
+	gio__kv_store_crash_at(s, GIO__KV_CRASH_NONE);
+	put_ok(s, 103);
+	gio__kv_store_crash_at(s, GIO__KV_CRASH_AFTER_DATA);
+	v = chunk(102);
+	CHECK(gio_kv_store_put(s, key(102), v.data(), v.size()) == -ECANCELED);
+	gio__kv_store_crash_at(s, GIO__KV_CRASH_NONE);
+	gio_kv_store_info(s, &st);
+	CHECK(st.evictions == 2);
+	CHECK(st.valid == 15);
+	CHECK(get_check(s, 103) == 1);
+	std::vector<uint64_t> lost;
+	for (uint64_t i = 0; i < 16; i++)
+		if (get_check(s, i) == 0)
+			lost.push_back(i);
+	REQUIRE(lost.size() == 2);
+	REQUIRE(gio_kv_store_close(s) == 0);
+
+	t.reopen();
+	REQUIRE(gio_kv_store_open(t.ctx.data(), 4, &p, &s) == 0);
+	gio_kv_store_info(s, &st);
+	CHECK(st.valid == 15);
+	CHECK(st.refused == 0);
+	CHECK(get_check(s, 103) == 1);
+	for (uint64_t i = 0; i < 16; i++)
+		CHECK(get_check(s, i) == (i == lost[0] || i == lost[1] ? 0 : 1));
+	for (uint64_t k : {100, 101, 102})
+		CHECK(get_check(s, k) == 0);
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
+TEST_CASE("store: a torn entry is a free slot after reopen, the others are served", "[kv][io_uring]")
+{
+	Targets t(4, true, "size=1M");
+	const auto p = params(kFourSlots);
+	gio_kv_store *s = small_store(t, p, 8);
+	gio__kv_loc loc;
+	REQUIRE(where(s, key(6), &loc));
+	REQUIRE(gio_kv_store_close(s) == 0);
+
+	// Damage the VALID entry of key 6 (one byte of its key), as a torn write would.
+	std::vector<unsigned char> blk(4096);
+	raw_rw(t.ctx[loc.device], false, 1 + loc.slot, blk.data(), 1);
+	gio_kv_entry e;
+	std::memcpy(&e, blk.data(), sizeof(e));
+	REQUIRE(e.magic == GIO_KV_ENTRY_MAGIC);
+	REQUIRE(e.state == GIO_KV_ENTRY_VALID);
+	REQUIRE(gio_kv_u128_eq(e.key, key(6)));
+	blk[40] ^= 0x10;
+	raw_rw(t.ctx[loc.device], true, 1 + loc.slot, blk.data(), 1);
+
+	t.reopen();
+	REQUIRE(gio_kv_store_open(t.ctx.data(), 4, &p, &s) == 0);
+	gio_kv_store_stats st;
+	gio_kv_store_info(s, &st);
+	CHECK(st.refused == 1);
+	CHECK(st.valid == 7);
+	for (uint64_t i = 0; i < 8; i++)
+		CHECK(get_check(s, i) == (i == 6 ? 0 : 1));
+	// Its slot is free again and takes a new chunk.
+	for (uint64_t i = 8; i < 17; i++)
+		put_ok(s, i);
+	gio_kv_store_info(s, &st);
+	CHECK(st.valid == 16);
+	CHECK(st.evictions == 0);
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
+TEST_CASE("store: superblocks and shapes refused with the device and the reason", "[kv][io_uring]")
+{
+	Targets t(4, true, "size=1M");
+	gio_kv_store *s = nullptr;
+	const auto p = params(kFourSlots);
+
+	// Never formatted.
+	CHECK(gio_kv_store_open(t.ctx.data(), 4, &p, &s) == -ENODATA);
+	CHECK(std::string(gio_last_error()).find("ctxs[0]") != std::string::npos);
+	CHECK(std::string(gio_last_error()).find("never written") != std::string::npos);
+
+	REQUIRE(gio_kv_store_create(t.ctx.data(), 4, &p, &s) == 0);
+	put_ok(s, 1);
+	REQUIRE(gio_kv_store_close(s) == 0);
+
+	auto refused = [&](const gio_kv_store_params &q, uint32_t n, int rc, const char *who, const char *why) {
+		gio_kv_store *x = nullptr;
+		CHECK(gio_kv_store_open(t.ctx.data(), n, &q, &x) == rc);
+		CHECK(x == nullptr);
+		const std::string msg = gio_last_error();
+		INFO(msg);
+		CHECK(msg.find(who) != std::string::npos);
+		CHECK(msg.find(why) != std::string::npos);
+	};
+	auto q = p;
+	q.layers = 5;
+	refused(q, 4, -EINVAL, "ctxs[0]", "geometry mismatch");
+	q = p;
+	q.object_bytes = 3001;
+	refused(q, 4, -EINVAL, "ctxs[0]", "geometry mismatch");
+	q = p;
+	q.pool_signature ^= 1;
+	refused(q, 4, -EINVAL, "ctxs[0]", "pool signature mismatch");
+	refused(p, 3, -EINVAL, "ctxs[0]", "device count mismatch");
+
+	// One byte of device 2's superblock flipped.
+	std::vector<unsigned char> blk(4096);
+	raw_rw(t.ctx[2], false, 0, blk.data(), 1);
+	const auto good = blk;
+	blk[72] ^= 1; // slots
+	raw_rw(t.ctx[2], true, 0, blk.data(), 1);
+	refused(p, 4, -EPROTO, "ctxs[2]", "CRC mismatch");
+	raw_rw(t.ctx[2], true, 0, const_cast<unsigned char *>(good.data()), 1);
+
+	// Device 3 of another store of the same shape, and one of a store of one device.
+	{
+		Targets other(4, false, "size=1M");
+		gio_kv_store *o = nullptr;
+		std::vector<unsigned char> mine(4096);
+		raw_rw(t.ctx[3], false, 0, mine.data(), 1);
+		REQUIRE(gio_kv_store_create(other.ctx.data(), 4, &p, &o) == 0);
+		REQUIRE(gio_kv_store_close(o) == 0);
+		raw_rw(other.ctx[3], false, 0, blk.data(), 1);
+		raw_rw(t.ctx[3], true, 0, blk.data(), 1);
+		refused(p, 4, -EINVAL, "ctxs[3]", "store id zero or foreign");
+		REQUIRE(gio_kv_store_create(other.ctx.data(), 1, &p, &o) == 0);
+		REQUIRE(gio_kv_store_close(o) == 0);
+		raw_rw(other.ctx[0], false, 0, blk.data(), 1);
+		raw_rw(t.ctx[3], true, 0, blk.data(), 1);
+		refused(p, 4, -EINVAL, "ctxs[3]", "device count mismatch");
+		raw_rw(t.ctx[3], true, 0, mine.data(), 1);
+	}
+
+	// Restored: the store opens and serves its chunk.
+	REQUIRE(gio_kv_store_open(t.ctx.data(), 4, &p, &s) == 0);
+	CHECK(get_check(s, 1) == 1);
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
+TEST_CASE("store: -ENOSPC when every chunk is pinned, LRU eviction when full", "[kv][io_uring]")
+{
+	Targets t(4, true, "size=1M");
+	const auto p = params(kFourSlots);
+	gio_kv_store *s = small_store(t, p, 16);
+	for (uint64_t i = 0; i < 16; i++) {
+		gio__kv_loc loc;
+		REQUIRE(where(s, key(i), &loc));
+		REQUIRE(loc.device == i % 4);
+	}
+
+	SECTION("all pinned: -ENOSPC; one unpinned: it is the one evicted")
+	{
+		gio__kv_index *ix = gio__kv_store_index(s);
+		std::vector<uint32_t> ids;
+		for (uint64_t i = 0; i < 16; i++) {
+			gio__kv_loc loc;
+			REQUIRE(where(s, key(i), &loc));
+			REQUIRE(gio__kv_index_pin(ix, loc.id) == 0);
+			ids.push_back(loc.id);
+		}
+		auto v = chunk(50);
+		CHECK(gio_kv_store_put(s, key(50), v.data(), v.size()) == -ENOSPC);
+		CHECK(std::string(gio_last_error()).find("pinned") != std::string::npos);
+		CHECK(gio__kv_index_unpin(ix, ids[9]) == 0);
+		put_ok(s, 50);
+		CHECK(get_check(s, 9) == 0);
+		CHECK(get_check(s, 50) == 1);
+		for (uint64_t i = 0; i < 16; i++)
+			if (i != 9)
+				CHECK(gio__kv_index_unpin(ix, ids[i]) == 0);
+	}
+	SECTION("the least recently used chunk of each device goes first")
+	{
+		for (uint64_t i = 4; i < 16; i++)
+			CHECK(get_check(s, i) == 1); // keys 0-3 are now the oldest of devices 0-3
+		for (uint64_t i = 16; i < 20; i++)
+			put_ok(s, i);
+		struct gio_kv_store_stats st;
+		gio_kv_store_info(s, &st);
+		CHECK(st.evictions == 4);
+		CHECK(st.valid == 16);
+		for (uint64_t i = 0; i < 20; i++)
+			CHECK(get_check(s, i) == (i < 4 ? 0 : 1));
+		// The evictions are on the devices: after a reopen the evicted keys stay gone.
+		REQUIRE(gio_kv_store_close(s) == 0);
+		t.reopen();
+		REQUIRE(gio_kv_store_open(t.ctx.data(), 4, &p, &s) == 0);
+		for (uint64_t i = 0; i < 20; i++)
+			CHECK(get_check(s, i) == (i < 4 ? 0 : 1));
+	}
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
+TEST_CASE("store: an NVMe error fails the put with its status, and the slot is reused safely", "[kv]")
+{
+	Targets t(1, false, "size=1M");
+	gio_kv_store *s = nullptr;
+	const auto p = params(kFourSlots);
+	REQUIRE(gio_kv_store_create(t.ctx.data(), 1, &p, &s) == 0);
+	put_ok(s, 0);
+	// The next put's commands: data write (1), flush (2), VALID entry write (3). Fail the entry.
+	gio_fault f{};
+	f.fail_nth = 3;
+	f.fail_status = GIO_SF(GIO_SCT_MEDIA, GIO_SC_WRITE_FAULT) | GIO_SF_DNR;
+	REQUIRE(gio_ctx_inject(t.ctx[0], &f) == 0);
+	auto v = chunk(1);
+	CHECK(gio_kv_store_put(s, key(1), v.data(), v.size()) == -EIO);
+	const std::string msg = gio_last_error();
+	INFO(msg);
+	CHECK(msg.find("device 0") != std::string::npos);
+	CHECK(msg.find("VALID entry") != std::string::npos);
+	CHECK(msg.find("Write Fault") != std::string::npos);
+	CHECK(get_check(s, 1) == 0);
+	REQUIRE(gio_ctx_inject(t.ctx[0], nullptr) == 0);
+	put_ok(s, 1);
+	CHECK(get_check(s, 1) == 1);
+	CHECK(get_check(s, 0) == 1);
+	REQUIRE(gio_kv_store_close(s) == 0);
+	REQUIRE(gio_kv_store_open(t.ctx.data(), 1, &p, &s) == 0);
+	CHECK(get_check(s, 0) == 1);
+	CHECK(get_check(s, 1) == 1);
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
