@@ -323,14 +323,14 @@ GIO_HD uint32_t *gio__tgt_doorbell(struct gio_tgt *t, uint16_t qid, int cq)
 	return (uint32_t *)((char *)t->bar + off);
 }
 
-/* The fetch after the SQ tail is known, for SQ qid and its CQ cqid (sq[qid].cqid: a caller that
- * knows it spares the dependent load, so that every field below is read at once). With
- * head_always the CQ head doorbell is read every time (the exact check); without, only when the
- * CQ may be full by the head read last time. */
-GIO_HD int gio__tgt_fetch_core(struct gio_tgt *t, uint16_t qid, uint16_t cqid, uint32_t max, uint32_t tail,
-				uint32_t *slot, int head_always)
+/* The fetch after the SQ tail is known, on the state of an SQ and of its CQ cqid: the target's
+ * own (gio__tgt_fetch_core()) or a copy its one serving thread keeps where it is cheaper to reach
+ * (a GPU executor warp's shared memory) and writes back. With head_always the CQ head doorbell is
+ * read every time (the exact check); without, only when the CQ may be full by the head read last
+ * time. */
+GIO_HD int gio__tgt_fetch_q(struct gio_tgt *t, struct gio_tgt_queue *sq, struct gio_tgt_queue *cq, uint16_t cqid,
+			     uint32_t max, uint32_t tail, uint32_t *slot, int head_always)
 {
-	struct gio_tgt_queue *sq = &t->sq[qid], *cq = &t->cq[cqid];
 	uint32_t head, used, avail, room;
 	if (tail >= sq->depth) {
 		gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
@@ -364,6 +364,13 @@ GIO_HD int gio__tgt_fetch_core(struct gio_tgt *t, uint16_t qid, uint16_t cqid, u
 	return (int)avail;
 }
 
+GIO_HD int gio__tgt_fetch_core(struct gio_tgt *t, uint16_t qid, uint32_t max, uint32_t tail, uint32_t *slot,
+				int head_always)
+{
+	const uint16_t cqid = t->sq[qid].cqid;
+	return gio__tgt_fetch_q(t, &t->sq[qid], &t->cq[cqid], cqid, max, tail, slot, head_always);
+}
+
 /**
  * @brief Fetches up to @p max commands of submission queue @p qid at once, as far as its CQ has
  * room for their results (the batch form of gio_tgt_fetch(), for a warp of a GPU executor).
@@ -386,8 +393,7 @@ GIO_HD int gio_tgt_fetch_batch(struct gio_tgt *t, uint16_t qid, uint32_t max, ui
 	if (!gio_load_acquire_in(t->scope, &t->sq[qid].live))
 		return -ENODEV;
 	/* Pairs with the host's release of the SQ tail: the entries before it are written. */
-	return gio__tgt_fetch_core(t, qid, t->sq[qid].cqid, max, gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, qid, 0)),
-				   slot, 1);
+	return gio__tgt_fetch_core(t, qid, max, gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, qid, 0)), slot, 1);
 }
 
 /**
@@ -410,7 +416,7 @@ GIO_HD int gio_tgt_fetch_batch(struct gio_tgt *t, uint16_t qid, uint32_t max, ui
  */
 GIO_HD int gio_tgt_fetch_batch_at(struct gio_tgt *t, uint16_t qid, uint32_t max, uint32_t tail, uint32_t *slot)
 {
-	return gio__tgt_fetch_core(t, qid, t->sq[qid].cqid, max, tail, slot, 0);
+	return gio__tgt_fetch_core(t, qid, max, tail, slot, 0);
 }
 
 /**
@@ -494,6 +500,20 @@ GIO_HD void gio_tgt_post_at(struct gio_tgt *t, uint16_t sqid, uint32_t k, uint16
 	gio_store_release_in(t->scope, gio_cqe_dw3(e), GIO_CQE_DW3(cid, (status << 1) | phase));
 }
 
+/* gio_tgt_post_done() on the state of an SQ and its CQ (see gio__tgt_fetch_q()). */
+GIO_HD void gio__tgt_post_done_q(struct gio_tgt_queue *sq, struct gio_tgt_queue *cq, uint32_t n, uint32_t nerr)
+{
+	cq->idx += n;
+	if (cq->idx >= cq->depth) {
+		cq->idx -= cq->depth;
+		cq->phase ^= 1u;
+	}
+	cq->inflight -= n;
+	gio_store_relaxed64(&sq->commands, sq->commands + n);
+	if (nerr)
+		gio_store_relaxed64(&sq->errors, sq->errors + nerr);
+}
+
 /**
  * @brief Advances the CQ over @p n completions written with gio_tgt_post_at().
  * @param t       the target.
@@ -505,16 +525,7 @@ GIO_HD void gio_tgt_post_at(struct gio_tgt *t, uint16_t sqid, uint32_t k, uint16
  */
 GIO_HD void gio_tgt_post_done(struct gio_tgt *t, uint16_t sqid, uint32_t n, uint32_t nerr)
 {
-	struct gio_tgt_queue *sq = &t->sq[sqid], *cq = &t->cq[sq->cqid];
-	cq->idx += n;
-	if (cq->idx >= cq->depth) {
-		cq->idx -= cq->depth;
-		cq->phase ^= 1u;
-	}
-	cq->inflight -= n;
-	gio_store_relaxed64(&sq->commands, sq->commands + n);
-	if (nerr)
-		gio_store_relaxed64(&sq->errors, sq->errors + nerr);
+	gio__tgt_post_done_q(&t->sq[sqid], &t->cq[t->sq[sqid].cqid], n, nerr);
 }
 
 /**

@@ -61,10 +61,19 @@ __device__ inline void gio__gpu_copy_warp(unsigned char *dst, const unsigned cha
  * memory, checking a command reads no global memory, where every acquire of a doorbell would
  * make each of those reads go to L2 again.
  */
+/** @brief Owned queues whose state an executor warp keeps in its gio_gpu_exec_env. */
+#define GIO_GPU_EXEC_ENV_QUEUES 32u
+
 struct gio_gpu_exec_env {
 	struct gio_tgt_io_rules rules;                      /**< `map` points at `map` below. */
 	struct gio_dma_map map;                             /**< `regions` points at `regions` below. */
 	struct gio_dma_region regions[GIO_GPU_MAX_REGIONS]; /**< The registered regions. */
+	/** The state of the warp's k-th owned SQ and of its CQ while the loop runs, written back to
+	 *  the target when it ends: this warp is their one user, and the fetch and post of every batch
+	 *  then read them from shared memory, where after each doorbell's acquire they came from L2.
+	 *  Used when the warp owns at most GIO_GPU_EXEC_ENV_QUEUES queues, each with a CQ of its own. */
+	struct gio_tgt_queue sq[GIO_GPU_EXEC_ENV_QUEUES];
+	struct gio_tgt_queue cq[GIO_GPU_EXEC_ENV_QUEUES]; /**< See `sq`. */
 };
 
 /** @brief Most commands an executor warp takes from one SQ at once: GIO_GPU_EXEC_ROUNDS per lane
@@ -75,7 +84,7 @@ struct gio_gpu_exec_env {
 
 /* Reads commands k = 32 r + lane (r < rounds) of a fetched batch of n at `slot` into sqe[r]: every
  * round's loads are issued before any is used, so that one memory latency serves them all. */
-__device__ inline void gio__gpu_read_sqes(const struct gio_tgt *t, uint16_t qid, uint32_t slot, uint32_t n,
+__device__ inline void gio__gpu_read_sqes(const struct gio_sqe *entries, uint32_t depth, uint32_t slot, uint32_t n,
 					  uint32_t flags, struct gio_sqe sqe[GIO_GPU_EXEC_ROUNDS])
 {
 	const unsigned lane = threadIdx.x & 31u;
@@ -94,7 +103,7 @@ __device__ inline void gio__gpu_read_sqes(const struct gio_tgt *t, uint16_t qid,
 				const uint32_t c = 32u * (uint32_t)j + lane, e = 32u * r + c / 4u;
 				piece[r][j] = make_uint4(0, 0, 0, 0);
 				if (e < n)
-					piece[r][j] = ((const uint4 *)gio_tgt_sqe(t, qid, slot + e))[c % 4u];
+					piece[r][j] = ((const uint4 *)&entries[(slot + e) % depth])[c % 4u];
 			}
 		/* Entry e of a round, piece p sits in piece[e / 8] of lane 4 (e % 8) + p. */
 #pragma unroll
@@ -119,7 +128,7 @@ __device__ inline void gio__gpu_read_sqes(const struct gio_tgt *t, uint16_t qid,
 #pragma unroll
 	for (uint32_t r = 0; r < GIO_GPU_EXEC_ROUNDS; r++)
 		if (32u * r + lane < n) {
-			const uint4 *src = (const uint4 *)gio_tgt_sqe(t, qid, slot + 32u * r + lane);
+			const uint4 *src = (const uint4 *)&entries[(slot + 32u * r + lane) % depth];
 			uint4 *dst = (uint4 *)&sqe[r];
 			dst[0] = src[0];
 			dst[1] = src[1];
@@ -194,7 +203,7 @@ __device__ inline void gio__gpu_model_wait(const struct gio_ssd_model *model, ui
  * batch (the fetch, a memory latency for the entries, one release fence for the completions) are
  * paid once for up to 128 commands, where a producer keeps several batches of 32 outstanding. */
 __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct gio_tgt_io_rules *rules, uint16_t qid,
-					       uint16_t cqid, uint32_t tail, unsigned char *backing, uint32_t flags,
+					       uint16_t cqid, struct gio_tgt_queue *sq, struct gio_tgt_queue *cq, uint32_t tail, unsigned char *backing, uint32_t flags,
 					       const struct gio_ssd_model *model, uint32_t nwarps, uint64_t *busy_until,
 					       uint64_t *prof)
 {
@@ -203,16 +212,16 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 	struct gio_xfer_seg segs[GIO_GPU_EXEC_MAX_SEGS];
 	struct gio_sqe sqe[GIO_GPU_EXEC_ROUNDS];
 	uint16_t st[GIO_GPU_EXEC_ROUNDS];
-	uint32_t slot = 0, cq_idx = 0, cq_depth = 0, cq_phase = 0, sqhd = 0;
-	uint64_t cq_entries = 0;
+	uint32_t slot = 0, cq_idx = 0, cq_depth = 0, cq_phase = 0, sqhd = 0, sq_depth = 0;
+	uint64_t cq_entries = 0, sq_entries = 0;
 	int n = 0;
 	if (lane == 0) {
-		/* As gio_tgt_fetch_batch_at(), with the CQ id known: every queue field it reads is
-		 * loaded at once, where finding the CQ first cost a round trip to L2 more. */
-		n = gio__tgt_fetch_core(t, qid, cqid, 32u * GIO_GPU_EXEC_ROUNDS, tail, &slot, 0);
-		/* Where the batch's completions go, read once while lane 0 has the queues at hand:
-		 * the lanes would each load them again, from L2, after the doorbell's acquire. */
-		const struct gio_tgt_queue *sq = &t->sq[qid], *cq = &t->cq[cqid];
+		/* As gio_tgt_fetch_batch_at(), on the warp's copy of the queues where it keeps one. */
+		n = gio__tgt_fetch_q(t, sq, cq, cqid, 32u * GIO_GPU_EXEC_ROUNDS, tail, &slot, 0);
+		/* Where the batch's entries and completions are, read once while lane 0 has the
+		 * queues at hand: the lanes would each load them again. */
+		sq_entries = (uint64_t)(uintptr_t)sq->entries;
+		sq_depth = sq->depth;
 		cq_idx = cq->idx;
 		cq_depth = cq->depth;
 		cq_phase = cq->phase;
@@ -228,13 +237,15 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 	cq_phase = __shfl_sync(0xffffffffu, cq_phase, 0);
 	cq_entries = __shfl_sync(0xffffffffu, cq_entries, 0);
 	sqhd = __shfl_sync(0xffffffffu, sqhd, 0);
+	sq_entries = __shfl_sync(0xffffffffu, sq_entries, 0);
+	sq_depth = __shfl_sync(0xffffffffu, sq_depth, 0);
 	if (prof && lane == 0) {
 		t1 = gio_now_ns();
 		prof[0] += t1 - t0;
 	}
 	/* The host wrote the entries before its release of the doorbell, which a lane of this warp
 	 * acquired, and the warp barrier passed that on. */
-	gio__gpu_read_sqes(t, qid, slot, (uint32_t)n, flags, sqe);
+	gio__gpu_read_sqes((const struct gio_sqe *)(uintptr_t)sq_entries, sq_depth, slot, (uint32_t)n, flags, sqe);
 	uint64_t rd = 0, wr = 0;
 	const uint32_t rounds = ((uint32_t)n + 31u) / 32u;
 #pragma unroll
@@ -313,7 +324,7 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 		nerr += __shfl_xor_sync(0xffffffffu, nerr, o);
 	__syncwarp();
 	if (lane == 0)
-		gio_tgt_post_done(t, qid, (uint32_t)n, nerr);
+		gio__tgt_post_done_q(sq, cq, (uint32_t)n, nerr);
 	__syncwarp();
 	if (prof && lane == 0)
 		prof[3] += gio_now_ns() - t0;
@@ -330,8 +341,10 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
  * @param model    the timing model.
  * @param warp     this warp's index among the executor's warps.
  * @param nwarps   the executor's warps.
- * @param env      this warp's own storage for a copy of the target's rules (shared memory for
- *                 speed), or NULL to read them from @p t every time.
+ * @param env      this warp's own storage for a copy of the target's rules and of its queues'
+ *                 state (shared memory for speed; the queues' state is written back to @p t when
+ *                 the loop ends, so the target's queue counters are current only then), or NULL
+ *                 to use them in @p t every time.
  *
  * All 32 lanes of the warp. gio_gpu_exec_kernel() runs it on every warp; a program may instead
  * call it from blocks of its own kernel (a fused launch: compute-sanitizer serializes separate
@@ -381,6 +394,20 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 				mine[owned / 32] = one;
 		}
 	}
+	/* The owned queues' state in the env while the loop runs (see gio_gpu_exec_env::sq): only
+	 * where each owned SQ has a CQ of its own, since a copy per SQ of a shared CQ would part. */
+	int local = 0;
+	if (env && owned <= GIO_GPU_EXEC_ENV_QUEUES) {
+		int alone = 1;
+		if (lane < owned)
+			alone = t->cq[mine[0] >> 16].nsq == 1u;
+		local = __all_sync(0xffffffffu, alone);
+		if (local && lane < owned) {
+			env->sq[lane] = t->sq[mine[0] & 0xffffu];
+			env->cq[lane] = t->cq[mine[0] >> 16];
+		}
+		__syncwarp(); /* the copies before any lane's use */
+	}
 	for (;;) {
 		uint32_t did = 0;
 		const uint64_t pass_start = pr && lane == 0 ? gio_now_ns() : 0;
@@ -394,14 +421,16 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 				/* The SQ head is this warp's own (lane 0 moved it, before a warp barrier):
 				 * loaded before the tail's acquire, both are one round trip. The queue
 				 * stays live while the executor runs: it was looked at once, above. */
-				const uint32_t head = t->sq[q & 0xffffu].idx;
+				const uint32_t head = local ? env->sq[lane].idx : t->sq[q & 0xffffu].idx;
 				tail = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, (uint16_t)q, 0));
 				pending = tail != head;
 			}
 			for (unsigned todo = __ballot_sync(0xffffffffu, pending); todo; todo &= todo - 1) {
 				const int k = __ffs(todo) - 1;
 				const uint32_t qk = __shfl_sync(0xffffffffu, q, k);
-				const uint32_t n = gio__gpu_serve_warp(t, rules, (uint16_t)qk, (uint16_t)(qk >> 16),
+				const uint16_t sqid = (uint16_t)qk, cqid = (uint16_t)(qk >> 16);
+				const uint32_t n = gio__gpu_serve_warp(t, rules, sqid, cqid, local ? &env->sq[k] : &t->sq[sqid],
+								       local ? &env->cq[k] : &t->cq[cqid],
 								       __shfl_sync(0xffffffffu, tail, k), backing, flags, model,
 								       nwarps, &busy_until, pr);
 				did += n;
@@ -427,6 +456,11 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 		}
 		__nanosleep(!owned ? 100000u : idle < 5 ? 64u << idle : 2048u);
 		idle++;
+	}
+	__syncwarp(); /* lane 0's last post before the lanes write the copies back */
+	if (local && lane < owned) {
+		t->sq[mine[0] & 0xffffu] = env->sq[lane];
+		t->cq[mine[0] >> 16] = env->cq[lane];
 	}
 	if (lane == 0 && batches)
 		atomicAdd(&ctl->batches, batches);
