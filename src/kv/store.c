@@ -13,41 +13,18 @@
 #include <giouring/host/ctx.h>
 #include <giouring/kv/format.h>
 #include <giouring/kv/store.h>
-#include <giouring/proto/dptr_build.h>
-#include <giouring/proto/prep.h>
 
 #include "../internal.h"
+#include "dev.h"
 #include "index.h"
 #include "store_internal.h"
 
 #define KV_DEFAULT_TIMEOUT_NS 5000000000ull
-/* Largest transfer of one command when the controller sets no MDTS below it, and the least room
- * the bounce offers a scan of the index. */
-#define KV_PIECE_MAX (1u << 20)
-#define KV_BOUNCE_MIN (256u << 10)
-#define KV_PAGE 4096u
-
-struct kv_dev {
-	struct gio_ctx *ctx;
-	struct gio_qp *qp;
-	struct gio_ns_info info;
-	const struct gio_dptr_caps *caps;
-	struct gio_kv_sb sb;
-	struct gio_kv_layout lay;
-	uint8_t *mem;         /* the registered bounce: buf_bytes of data, then list_bytes for PRP lists */
-	uint64_t mem_addr;
-	uint64_t buf_bytes;
-	uint64_t list_bytes;
-	uint64_t piece_bytes; /* largest transfer of one command, a multiple of the block size */
-	uint32_t pos;         /* the device's position in the caller's array */
-	int registered;
-	int abandoned;        /* a command missed its deadline: the target may still write mem */
-};
 
 struct gio_kv_store {
 	pthread_mutex_t lock;
 	uint32_t n;
-	struct kv_dev dev[GIO_KV_STORE_MAX_DEVICES];
+	struct gio__kv_dev dev[GIO_KV_STORE_MAX_DEVICES];
 	struct gio__kv_index *ix;
 	uint64_t timeout_ns;
 	uint64_t chunk_bytes; /* L x object_bytes */
@@ -57,66 +34,8 @@ struct gio_kv_store {
 	int crash_at;
 };
 
-static uint64_t align_up(uint64_t x, uint64_t a)
-{
-	return (x + a - 1) / a * a;
-}
-
-/* Runs one prepared command whose data (if any) is [off, off + bytes) of the device's bounce. */
-static int dev_cmd(struct gio_kv_store *s, struct kv_dev *dv, struct gio_sqe *sqe, uint64_t off, uint64_t bytes,
-		   const char *what, uint64_t slba, uint64_t nblocks)
-{
-	int rc;
-	if (bytes) {
-		const struct gio_range r = {dv->mem_addr + off, bytes};
-		rc = gio_dptr_build(sqe, &r, 1, dv->caps, dv->mem + dv->buf_bytes, dv->mem_addr + dv->buf_bytes,
-				    dv->list_bytes);
-		if (rc < 0)
-			return gio__fail(rc, "giouring: kv store: device %u: %s of LBA %llu (%llu blocks): data pointer refused (%d)",
-					 dv->sb.device_index, what, (unsigned long long)slba, (unsigned long long)nblocks, rc);
-	}
-	rc = gio_qp_submit_wait(dv->qp, sqe, s->timeout_ns, NULL, NULL);
-	if (rc == -ETIME)
-		dv->abandoned = 1;
-	if (rc)
-		return gio__fail(rc, "giouring: kv store: device %u: %s of LBA %llu (%llu blocks) failed: %s",
-				 dv->sb.device_index, what, (unsigned long long)slba, (unsigned long long)nblocks,
-				 gio_last_error());
-	return 0;
-}
-
-/* Moves blocks [slba, slba + nblocks) to or from the start of the bounce, in pieces MDTS allows. */
-static int dev_rw(struct gio_kv_store *s, struct kv_dev *dv, int write, uint64_t slba, uint64_t nblocks,
-		  const char *what)
-{
-	const uint64_t b = dv->info.lba_bytes, per = dv->piece_bytes / b;
-	uint64_t done = 0;
-	while (done < nblocks) {
-		const uint64_t nb = nblocks - done < per ? nblocks - done : per;
-		struct gio_sqe sqe;
-		int rc = write ? gio_prep_write(&sqe, dv->info.nsid, slba + done, (uint32_t)nb)
-			       : gio_prep_read(&sqe, dv->info.nsid, slba + done, (uint32_t)nb);
-		if (rc)
-			return gio__fail(rc, "giouring: kv store: device %u: %s: LBA %llu (%llu blocks) out of range",
-					 dv->sb.device_index, what, (unsigned long long)(slba + done),
-					 (unsigned long long)nb);
-		rc = dev_cmd(s, dv, &sqe, done * b, nb * b, what, slba + done, nb);
-		if (rc)
-			return rc;
-		done += nb;
-	}
-	return 0;
-}
-
-static int dev_flush(struct gio_kv_store *s, struct kv_dev *dv, const char *what)
-{
-	struct gio_sqe sqe;
-	gio_prep_flush(&sqe, dv->info.nsid);
-	return dev_cmd(s, dv, &sqe, 0, 0, what, 0, 0);
-}
-
 /* Writes the entry of one slot (the rest of its block zeros). */
-static int dev_write_entry(struct gio_kv_store *s, struct kv_dev *dv, uint64_t slot, uint32_t state,
+static int dev_write_entry(struct gio__kv_dev *dv, uint64_t slot, uint32_t state,
 			   struct gio_kv_u128 key, uint64_t seq, uint64_t data_len, const char *what)
 {
 	uint32_t reason = GIO_KV_R_OK;
@@ -124,14 +43,14 @@ static int dev_write_entry(struct gio_kv_store *s, struct kv_dev *dv, uint64_t s
 	if (gio_kv_entry_encode(dv->mem, &dv->sb, slot, state, key, seq, data_len, &reason))
 		return gio__fail(-EINVAL, "giouring: kv store: device %u: %s: entry of slot %llu refused: %s",
 				 dv->sb.device_index, what, (unsigned long long)slot, gio_kv_reason_str(reason));
-	return dev_rw(s, dv, 1, gio_kv_entry_lba(&dv->lay, slot), 1, what);
+	return gio__kv_dev_rw(dv, 1, gio_kv_entry_lba(&dv->lay, slot), 1, what);
 }
 
 /* Where layers [first, first + count) of the chunk at loc lie on its device. Every path that
  * moves chunk bytes takes its blocks from here, so that a per-layer path (one layer of a batch)
  * and the whole-chunk path cannot disagree on placement. */
 static int store_place(struct gio_kv_store *s, const struct gio__kv_loc *loc, uint32_t first, uint32_t count,
-		       struct kv_dev **dv, struct gio_kv_span *span)
+		       struct gio__kv_dev **dv, struct gio_kv_span *span)
 {
 	struct gio_kv_span a, z;
 	const struct gio_kv_layout *lay;
@@ -150,28 +69,6 @@ static int store_place(struct gio_kv_store *s, const struct gio__kv_loc *loc, ui
 	return 0;
 }
 
-static void dev_detach(struct gio_kv_store *s, struct kv_dev *dv, int *first_rc)
-{
-	int rc;
-	if (dv->qp) {
-		rc = gio_ctx_qp_destroy(dv->ctx, dv->qp, s->timeout_ns, NULL, NULL);
-		if (rc < 0) {
-			/* The queue may still hold a command naming the bounce. */
-			dv->abandoned = 1;
-			if (first_rc && !*first_rc)
-				*first_rc = gio__fail(rc, "giouring: kv store: device %u: queue pair destroy failed: %s",
-						      dv->sb.device_index, gio_last_error());
-		}
-		dv->qp = NULL;
-	}
-	if (dv->mem && !dv->abandoned) {
-		if (dv->registered)
-			gio_ctx_unregister(dv->ctx, dv->mem);
-		free(dv->mem);
-	}
-	dv->mem = NULL;
-}
-
 /* first_rc NULL: a failed create or open, whose message the teardown's calls must not clear. */
 static void store_free(struct gio_kv_store *s, int *first_rc)
 {
@@ -179,57 +76,12 @@ static void store_free(struct gio_kv_store *s, int *first_rc)
 	uint32_t d;
 	snprintf(msg, sizeof(msg), "%s", gio_last_error());
 	for (d = 0; d < s->n; d++)
-		dev_detach(s, &s->dev[d], first_rc);
+		gio__kv_dev_detach(&s->dev[d], first_rc);
 	gio__kv_index_destroy(s->ix);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	if (!first_rc || !*first_rc)
 		gio__fail(0, "%s", msg);
-}
-
-/* A queue pair and a registered bounce of one slot (at least KV_BOUNCE_MIN) on ctxs[pos]. */
-static int dev_attach(struct gio_kv_store *s, struct kv_dev *dv, struct gio_ctx *ctx, uint32_t pos)
-{
-	uint64_t b, piece;
-	int rc;
-	dv->ctx = ctx;
-	dv->pos = pos;
-	dv->sb.device_index = pos; /* for messages until the superblock is known */
-	gio_ctx_info(ctx, &dv->info);
-	dv->caps = gio_ctx_dptr_caps(ctx);
-	b = dv->info.lba_bytes;
-	if (b < GIO_KV_BLOCK_MIN || b > GIO_KV_BLOCK_MAX || (b & (b - 1)))
-		return gio__fail(-EINVAL, "giouring: kv store: ctxs[%u]: block size %llu not a power of two from %u to %u",
-				 pos, (unsigned long long)b, GIO_KV_BLOCK_MIN, GIO_KV_BLOCK_MAX);
-	piece = dv->info.max_xfer_bytes && dv->info.max_xfer_bytes < KV_PIECE_MAX ? dv->info.max_xfer_bytes
-										  : KV_PIECE_MAX;
-	piece = piece / b * b;
-	if (piece == 0)
-		piece = b;
-	dv->piece_bytes = piece;
-	dv->buf_bytes = align_up(s->chunk_bytes, b);
-	if (dv->buf_bytes < KV_BOUNCE_MIN)
-		dv->buf_bytes = KV_BOUNCE_MIN;
-	if (dv->buf_bytes < GIO_KV_SB_REGION_BYTES || dv->buf_bytes < b)
-		dv->buf_bytes = b > GIO_KV_SB_REGION_BYTES ? b : GIO_KV_SB_REGION_BYTES;
-	dv->buf_bytes = align_up(dv->buf_bytes, KV_PAGE);
-	/* A PRP list of one piece: an entry per page, plus one for a first page's offset. */
-	dv->list_bytes = align_up((piece / KV_PAGE + 2) * 8, KV_PAGE);
-	dv->mem = aligned_alloc(KV_PAGE, dv->buf_bytes + dv->list_bytes);
-	if (!dv->mem)
-		return gio__fail(-ENOMEM, "giouring: kv store: ctxs[%u]: no memory for a bounce of %llu bytes", pos,
-				 (unsigned long long)(dv->buf_bytes + dv->list_bytes));
-	memset(dv->mem, 0, dv->buf_bytes + dv->list_bytes);
-	rc = gio_ctx_register(ctx, dv->mem, dv->buf_bytes + dv->list_bytes, &dv->mem_addr);
-	if (rc)
-		return gio__fail(rc, "giouring: kv store: ctxs[%u]: registering the bounce failed: %s", pos,
-				 gio_last_error());
-	dv->registered = 1;
-	rc = gio_ctx_qp_create(ctx, dv->info.max_queue_entries >= 4 ? 4 : 2, &dv->qp);
-	if (rc)
-		return gio__fail(rc, "giouring: kv store: ctxs[%u]: queue pair creation failed: %s", pos,
-				 gio_last_error());
-	return 0;
 }
 
 /* Checks the arguments common to create and open, and attaches every device in the caller's order. */
@@ -265,7 +117,7 @@ static int store_alloc(struct gio_ctx *const *ctxs, uint32_t n, const struct gio
 	s->chunk_bytes = (uint64_t)p->layers * p->object_bytes;
 	s->next_seq = 1;
 	for (i = 0; i < n; i++) {
-		rc = dev_attach(s, &s->dev[i], ctxs[i], i);
+		rc = gio__kv_dev_attach(&s->dev[i], ctxs[i], i, s->chunk_bytes, s->timeout_ns);
 		if (rc) {
 			s->n = i + 1;
 			store_free(s, NULL);
@@ -286,7 +138,7 @@ static int store_index_create(struct gio_kv_store *s)
 }
 
 /* Writes device dv's format: old superblock gone, every entry FREE, Flush, superblock, Flush. */
-static int dev_format(struct gio_kv_store *s, struct kv_dev *dv)
+static int dev_format(struct gio__kv_dev *dv)
 {
 	const uint64_t b = dv->lay.block_bytes, batch = dv->buf_bytes / b;
 	const struct gio_kv_u128 zero = {0, 0};
@@ -295,9 +147,9 @@ static int dev_format(struct gio_kv_store *s, struct kv_dev *dv)
 	int rc;
 	/* A format cut short must not leave the old superblock over entries of the new store. */
 	memset(dv->mem, 0, dv->lay.index_lba * b);
-	rc = dev_rw(s, dv, 1, 0, dv->lay.index_lba, "format: clearing the superblock");
+	rc = gio__kv_dev_rw(dv, 1, 0, dv->lay.index_lba, "format: clearing the superblock");
 	if (!rc)
-		rc = dev_flush(s, dv, "format: flush");
+		rc = gio__kv_dev_flush(dv, "format: flush");
 	for (slot = 0; !rc && slot < dv->lay.slots; slot += batch) {
 		const uint64_t nb = dv->lay.slots - slot < batch ? dv->lay.slots - slot : batch;
 		memset(dv->mem, 0, nb * b);
@@ -306,19 +158,19 @@ static int dev_format(struct gio_kv_store *s, struct kv_dev *dv)
 				return gio__fail(-EINVAL, "giouring: kv store: device %u: format: entry of slot %llu: %s",
 						 dv->sb.device_index, (unsigned long long)(slot + k),
 						 gio_kv_reason_str(reason));
-		rc = dev_rw(s, dv, 1, gio_kv_entry_lba(&dv->lay, slot), nb, "format: writing FREE entries");
+		rc = gio__kv_dev_rw(dv, 1, gio_kv_entry_lba(&dv->lay, slot), nb, "format: writing FREE entries");
 	}
 	if (!rc)
-		rc = dev_flush(s, dv, "format: flush of the index");
+		rc = gio__kv_dev_flush(dv, "format: flush of the index");
 	if (rc)
 		return rc;
 	memset(dv->mem, 0, dv->lay.index_lba * b);
 	if (gio_kv_sb_encode(dv->mem, &dv->sb, &reason))
 		return gio__fail(-EINVAL, "giouring: kv store: device %u: format: superblock: %s", dv->sb.device_index,
 				 gio_kv_reason_str(reason));
-	rc = dev_rw(s, dv, 1, 0, dv->lay.index_lba, "format: writing the superblock");
+	rc = gio__kv_dev_rw(dv, 1, 0, dv->lay.index_lba, "format: writing the superblock");
 	if (!rc)
-		rc = dev_flush(s, dv, "format: flush of the superblock");
+		rc = gio__kv_dev_flush(dv, "format: flush of the superblock");
 	return rc;
 }
 
@@ -339,7 +191,7 @@ int gio_kv_store_create(struct gio_ctx *const *ctxs, uint32_t n, const struct gi
 		}
 	} while (s->id.lo == 0 && s->id.hi == 0);
 	for (d = 0; d < n; d++) {
-		struct kv_dev *dv = &s->dev[d];
+		struct gio__kv_dev *dv = &s->dev[d];
 		const uint64_t dev_bytes = dv->info.nblocks * dv->info.lba_bytes;
 		const uint64_t bytes = p->store_bytes ? p->store_bytes : dev_bytes;
 		if (bytes > dev_bytes) {
@@ -358,7 +210,7 @@ int gio_kv_store_create(struct gio_ctx *const *ctxs, uint32_t n, const struct gi
 	}
 	rc = store_index_create(s);
 	for (d = 0; !rc && d < n; d++)
-		rc = dev_format(s, &s->dev[d]);
+		rc = dev_format(&s->dev[d]);
 	if (rc)
 		goto fail;
 	*out = s;
@@ -373,12 +225,12 @@ fail:
 static int store_read_superblocks(struct gio_kv_store *s, const struct gio_kv_store_params *p)
 {
 	struct gio_kv_sb sbs[GIO_KV_STORE_MAX_DEVICES];
-	struct kv_dev tmp[GIO_KV_STORE_MAX_DEVICES];
+	struct gio__kv_dev tmp[GIO_KV_STORE_MAX_DEVICES];
 	uint32_t i, which = 0, reason = GIO_KV_R_OK;
 	int rc;
 	for (i = 0; i < s->n; i++) {
-		struct kv_dev *dv = &s->dev[i];
-		rc = dev_rw(s, dv, 0, 0, 1, "open: reading the superblock");
+		struct gio__kv_dev *dv = &s->dev[i];
+		rc = gio__kv_dev_rw(dv, 0, 0, 1, "open: reading the superblock");
 		if (rc)
 			return rc;
 		rc = gio_kv_sb_decode(dv->mem, &sbs[i], &reason);
@@ -395,7 +247,7 @@ static int store_read_superblocks(struct gio_kv_store *s, const struct gio_kv_st
 		return gio__fail(rc, "giouring: kv store: ctxs[%u]: superblock refused: %s (device %u of %u, against ctxs[0])",
 				 which, gio_kv_reason_str(reason), sbs[which].device_index, sbs[which].device_count);
 	for (i = 0; i < s->n; i++) {
-		struct kv_dev *dv = &tmp[sbs[i].device_index];
+		struct gio__kv_dev *dv = &tmp[sbs[i].device_index];
 		*dv = s->dev[i];
 		dv->sb = sbs[i];
 		gio_kv_sb_layout(&sbs[i], &dv->lay);
@@ -405,39 +257,37 @@ static int store_read_superblocks(struct gio_kv_store *s, const struct gio_kv_st
 	return 0;
 }
 
-/* Rebuilds the index from every entry of device d (docs/store-format.md, "Reopen", step 2). */
+struct scan_arg {
+	struct gio_kv_store *s;
+	uint32_t d;
+};
+
+/* One entry of the open's scan (docs/store-format.md, "Reopen", step 2). */
+static int scan_visit(void *arg, uint64_t slot, int rc, uint32_t reason, const struct gio_kv_entry *e)
+{
+	struct scan_arg *a = arg;
+	(void)reason;
+	if (rc == -EPROTO)
+		a->s->refused++;
+	else if (rc && rc != -ENODATA) {
+		/* An unread entry may read VALID later: its slot is written FREE before reuse. */
+		if (gio__kv_index_mark_stale(a->s->ix, a->d, slot) == 0)
+			a->s->unreadable++;
+	}
+	if (rc || e->state != GIO_KV_ENTRY_VALID)
+		return 0;
+	rc = gio__kv_index_rebuild_insert(a->s->ix, e->key, a->d, slot, e->seq, NULL);
+	if (rc < 0)
+		return gio__fail(rc, "giouring: kv store: device %u: slot %llu: %s", a->d, (unsigned long long)slot,
+				 gio_last_error());
+	return 0;
+}
+
+/* Rebuilds the index from every entry of device d. */
 static int dev_scan(struct gio_kv_store *s, uint32_t d)
 {
-	struct kv_dev *dv = &s->dev[d];
-	const uint64_t b = dv->lay.block_bytes, batch = dv->buf_bytes / b;
-	uint64_t slot, k;
-	int rc;
-	for (slot = 0; slot < dv->lay.slots; slot += batch) {
-		const uint64_t nb = dv->lay.slots - slot < batch ? dv->lay.slots - slot : batch;
-		rc = dev_rw(s, dv, 0, gio_kv_entry_lba(&dv->lay, slot), nb, "open: reading entries");
-		if (rc == -ETIME)
-			return rc; /* the bounce may still be written: nothing more can go through it */
-		if (rc) {
-			/* These entries may read VALID later: their slots are written FREE before reuse. */
-			for (k = 0; k < nb; k++)
-				if (gio__kv_index_mark_stale(s->ix, d, slot + k) == 0)
-					s->unreadable++;
-			continue;
-		}
-		for (k = 0; k < nb; k++) {
-			struct gio_kv_entry e;
-			rc = gio_kv_entry_decode(dv->mem + k * b, &dv->sb, slot + k, &e, NULL);
-			if (rc == -EPROTO)
-				s->refused++;
-			if (rc || e.state != GIO_KV_ENTRY_VALID)
-				continue;
-			rc = gio__kv_index_rebuild_insert(s->ix, e.key, d, slot + k, e.seq, NULL);
-			if (rc < 0)
-				return gio__fail(rc, "giouring: kv store: device %u: slot %llu: %s", d,
-						 (unsigned long long)(slot + k), gio_last_error());
-		}
-	}
-	return 0;
+	struct scan_arg a = {s, d};
+	return gio__kv_dev_scan(&s->dev[d], scan_visit, &a);
 }
 
 int gio_kv_store_open(struct gio_ctx *const *ctxs, uint32_t n, const struct gio_kv_store_params *p,
@@ -479,7 +329,7 @@ int gio_kv_store_close(struct gio_kv_store *s)
 	/* The last VALID entries are durable only after a Flush. */
 	for (d = 0; d < s->n; d++)
 		if (!s->dev[d].abandoned) {
-			const int f = dev_flush(s, &s->dev[d], "close: flush");
+			const int f = gio__kv_dev_flush(&s->dev[d], "close: flush");
 			if (f && !rc)
 				rc = f;
 		}
@@ -516,7 +366,7 @@ static int put_locked(struct gio_kv_store *s, struct gio_kv_u128 key, const void
 	static const struct gio_kv_u128 zero = {0, 0};
 	struct gio__kv_alloc a;
 	struct gio_kv_span span;
-	struct kv_dev *dv;
+	struct gio__kv_dev *dv;
 	uint64_t bytes;
 	int rc = gio__kv_index_alloc(s->ix, &key, 1, &a);
 	if (rc < 0)
@@ -533,10 +383,10 @@ static int put_locked(struct gio_kv_store *s, struct gio_kv_u128 key, const void
 				 (unsigned long long)a.loc.slot);
 	}
 	if (a.invalidate) {
-		rc = dev_write_entry(s, dv, a.loc.slot, GIO_KV_ENTRY_FREE, zero, s->next_seq - 1, 0,
+		rc = dev_write_entry(dv, a.loc.slot, GIO_KV_ENTRY_FREE, zero, s->next_seq - 1, 0,
 				     "put: writing the entry FREE");
 		if (!rc)
-			rc = dev_flush(s, dv, "put: flush of the FREE entry");
+			rc = gio__kv_dev_flush(dv, "put: flush of the FREE entry");
 	}
 	if (!rc && s->crash_at == GIO__KV_CRASH_AFTER_FREE)
 		rc = -ECANCELED;
@@ -544,14 +394,14 @@ static int put_locked(struct gio_kv_store *s, struct gio_kv_u128 key, const void
 		bytes = span.nblocks * dv->lay.block_bytes;
 		memcpy(dv->mem, src, s->chunk_bytes);
 		memset(dv->mem + s->chunk_bytes, 0, bytes - s->chunk_bytes);
-		rc = dev_rw(s, dv, 1, span.slba, span.nblocks, "put: writing the data");
+		rc = gio__kv_dev_rw(dv, 1, span.slba, span.nblocks, "put: writing the data");
 	}
 	if (!rc)
-		rc = dev_flush(s, dv, "put: flush of the data");
+		rc = gio__kv_dev_flush(dv, "put: flush of the data");
 	if (!rc && s->crash_at == GIO__KV_CRASH_AFTER_DATA)
 		rc = -ECANCELED;
 	if (!rc)
-		rc = dev_write_entry(s, dv, a.loc.slot, GIO_KV_ENTRY_VALID, key, s->next_seq, s->chunk_bytes,
+		rc = dev_write_entry(dv, a.loc.slot, GIO_KV_ENTRY_VALID, key, s->next_seq, s->chunk_bytes,
 				     "put: writing the VALID entry");
 	if (rc) {
 		if (rc == -ECANCELED)
@@ -581,7 +431,7 @@ static int get_locked(struct gio_kv_store *s, struct gio_kv_u128 key, void *dst)
 {
 	struct gio__kv_loc loc;
 	struct gio_kv_span span;
-	struct kv_dev *dv;
+	struct gio__kv_dev *dv;
 	int rc = gio__kv_index_lookup(s->ix, key, 1, &loc);
 	if (rc == -ENOENT)
 		return 0;
@@ -589,7 +439,7 @@ static int get_locked(struct gio_kv_store *s, struct gio_kv_u128 key, void *dst)
 		return gio__fail(rc, "giouring: kv store: get: lookup failed: %s", gio_last_error());
 	rc = store_place(s, &loc, 0, s->dev[loc.device].lay.layers, &dv, &span);
 	if (!rc)
-		rc = dev_rw(s, dv, 0, span.slba, span.nblocks, "get: reading the data");
+		rc = gio__kv_dev_rw(dv, 0, span.slba, span.nblocks, "get: reading the data");
 	if (!rc)
 		memcpy(dst, dv->mem, s->chunk_bytes);
 	gio__kv_index_unpin(s->ix, loc.id);
