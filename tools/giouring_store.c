@@ -43,7 +43,7 @@ struct target {
 struct tool {
 	int check;          /* the command is check (else show) */
 	int entries;        /* show --entries */
-	int progress;       /* progress lines on stderr */
+	int progress;       /* progress lines on stderr: 1 asked for, 2 a terminal's (once a scan is long) */
 	uint32_t n;
 	struct target t[MAX_TARGETS];
 	struct target *order[MAX_TARGETS]; /* usable targets in store order: what the open scans */
@@ -53,7 +53,7 @@ struct tool {
 	int trouble;        /* something could not be opened or read */
 	uint64_t *data_len; /* per index slot id: bytes of a VALID entry, for the loser of a duplicate */
 	uint64_t total_entries, done_entries, next_pct;
-	struct timespec last_progress;
+	struct timespec scan_start, last_progress;
 };
 
 static void usage(FILE *f)
@@ -82,7 +82,7 @@ static void usage(FILE *f)
 		"         slot inside its device's data region, no key VALID in two slots (both named,\n"
 		"         and which sequence an open keeps). Prints each problem with its device and slot,\n"
 		"         then the counts. --progress prints a line on stderr every second or 10%% of the\n"
-		"         entries (the default when stderr is a terminal).\n"
+		"         entries (on a terminal the default, once a scan has taken a second).\n"
 		"\n"
 		"Exit status: 0 shown, or checked clean; 1 check found problems; 2 usage error, or a\n"
 		"target that could not be opened or read.\n");
@@ -220,6 +220,9 @@ static void progress(struct tool *tl)
 		return;
 	pct = tl->done_entries * 100 / tl->total_entries;
 	clock_gettime(CLOCK_MONOTONIC, &now);
+	/* A terminal gets lines only from a scan that has taken a second: a small store's would be noise. */
+	if (tl->progress == 2 && since(&tl->scan_start, &now) < 1.0)
+		return;
 	if (pct < tl->next_pct && since(&tl->last_progress, &now) < 1.0)
 		return;
 	fprintf(stderr, "giouring-store: %" PRIu64 " of %" PRIu64 " entries read (%" PRIu64 "%%)\n", tl->done_entries,
@@ -421,7 +424,8 @@ static int scan_all(struct tool *tl)
 {
 	uint32_t j;
 	int rc;
-	clock_gettime(CLOCK_MONOTONIC, &tl->last_progress);
+	clock_gettime(CLOCK_MONOTONIC, &tl->scan_start);
+	tl->last_progress = tl->scan_start;
 	tl->next_pct = 10;
 	for (j = 0; j < tl->nusable; j++) {
 		struct visit_arg a = {tl, tl->order[j]};
@@ -436,9 +440,6 @@ static int scan_all(struct tool *tl)
 			return rc;
 		}
 	}
-	if (tl->progress && tl->total_entries && tl->next_pct <= 100)
-		fprintf(stderr, "giouring-store: %" PRIu64 " of %" PRIu64 " entries read (100%%)\n", tl->done_entries,
-			tl->total_entries);
 	return 0;
 }
 
@@ -483,7 +484,7 @@ int main(int argc, char **argv)
 	if (!tl)
 		return EXIT_TROUBLE;
 	tl->check = !strcmp(argv[1], "check");
-	tl->progress = tl->check && isatty(STDERR_FILENO);
+	tl->progress = tl->check && isatty(STDERR_FILENO) ? 2 : 0;
 	for (a = 2; a < argc; a++) {
 		if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) {
 			usage(stdout);
