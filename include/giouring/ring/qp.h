@@ -114,7 +114,8 @@ GIO_EXTERN_C_BEGIN
  * `-EINVAL`). Set it before the first use, as the queue pair's only user. */
 #define GIO_QP_OWNED 4u
 /* The ordering scope of a queue pair's operations. */
-#define GIO__QSC(qp) (((qp)->flags & GIO_QP_GPU_SCOPE) ? GIO_SCOPE_GPU : GIO_SCOPE_SYS)
+#define GIO__QSC_OF(flags) (((flags) & GIO_QP_GPU_SCOPE) ? GIO_SCOPE_GPU : GIO_SCOPE_SYS)
+#define GIO__QSC(qp) GIO__QSC_OF((qp)->flags)
 
 /** @brief Per-command state and result, one per SQ slot (the slot number is the CID). */
 struct gio_cmd_slot {
@@ -363,11 +364,6 @@ GIO_HD int gio__qp_claim(struct gio_qp *qp, uint32_t idx)
 	return -ETIME;
 }
 
-/* Writes claimed index `idx`: the command with its CID set to the slot, its user data and
- * flags, or the harmless command for unknown flags or a data pointer a checked queue pair refuses
- * (the entry must carry something, or the ring would stall at it). Returns the state its ready
- * mark is to give, INFLIGHT or CANCELLED, and in *rc the put's result: 0, -EINVAL (flags) or
- * -EFAULT (check). */
 /* gio__qp_write() with the queue pair's fields given (sq, slots, check, sq_depth - 1): a warp
  * that holds them in registers writes its entries without loading them again from global memory,
  * where every acquire of its polls made those loads go to L2. qp itself is read only to refuse. */
@@ -410,6 +406,11 @@ GIO_HD uint32_t gio__qp_write_at(struct gio_qp *qp, struct gio_sqe *sq, struct g
 	return GIO_CMD_INFLIGHT;
 }
 
+/* Writes claimed index `idx`: the command with its CID set to the slot, its user data and
+ * flags, or the harmless command for unknown flags or a data pointer a checked queue pair refuses
+ * (the entry must carry something, or the ring would stall at it). Returns the state its ready
+ * mark is to give, INFLIGHT or CANCELLED, and in *rc the put's result: 0, -EINVAL (flags) or
+ * -EFAULT (check). */
 GIO_HD uint32_t gio__qp_write(struct gio_qp *qp, uint32_t idx, const struct gio_sqe *sqe, uint64_t user_data,
 			      uint32_t flags, int *rc)
 {
@@ -459,17 +460,11 @@ GIO_HD void gio__qp_doorbell(struct gio_qp *qp, uint32_t c)
 	gio_store_release_in(GIO__QSC(qp), &qp->sq_rung, c);
 }
 
-/* Publishes committed tail `c` (the advance role only): sq_committed, the SQ tail doorbell and
- * sq_rung, each ordered after the entries before c (and any cancel's command). On the GPU one
- * release fence serves the three stores (a fence followed by strong stores is a release pattern
- * for each), where a release store apiece cost a fence each: measured on the H200 (bench_gpu_cmdrate
- * --stages), every fence or atomic of a warp batch costs about 1.1 us at GPU scope. The host keeps
- * release stores, which cost nothing on x86-64 and which ThreadSanitizer understands. */
 /* The GPU's gio__qp_publish_tail() with the queue pair's flags, SQ doorbell and sq_depth - 1
  * given (a warp that holds them in registers; the host keeps release stores, below). */
 GIO_HD void gio__qp_publish_tail_at(struct gio_qp *qp, uint16_t qflags, uint32_t *sq_db, uint32_t sq_mask, uint32_t c)
 {
-	gio_fence_release_in((qflags & GIO_QP_GPU_SCOPE) ? GIO_SCOPE_GPU : GIO_SCOPE_SYS);
+	gio_fence_release_in(GIO__QSC_OF(qflags));
 	gio_store_relaxed(&qp->sq_committed, c);
 	if (qflags & GIO_QP_MMIO_DOORBELLS)
 		gio_mmio_write32((volatile uint32_t *)sq_db, c & sq_mask);
@@ -478,6 +473,12 @@ GIO_HD void gio__qp_publish_tail_at(struct gio_qp *qp, uint16_t qflags, uint32_t
 	gio_store_relaxed(&qp->sq_rung, c);
 }
 
+/* Publishes committed tail `c` (the advance role only): sq_committed, the SQ tail doorbell and
+ * sq_rung, each ordered after the entries before c (and any cancel's command). On the GPU one
+ * release fence serves the three stores (a fence followed by strong stores is a release pattern
+ * for each), where a release store apiece cost a fence each: measured on the H200 (bench_gpu_cmdrate
+ * --stages), every fence or atomic of a warp batch costs about 1.1 us at GPU scope. The host keeps
+ * release stores, which cost nothing on x86-64 and which ThreadSanitizer understands. */
 GIO_HD void gio__qp_publish_tail(struct gio_qp *qp, uint32_t c)
 {
 #if defined(__CUDA_ARCH__)

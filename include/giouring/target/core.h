@@ -323,13 +323,13 @@ GIO_HD uint32_t *gio__tgt_doorbell(struct gio_tgt *t, uint16_t qid, int cq)
 	return (uint32_t *)((char *)t->bar + off);
 }
 
-/* The fetch after the SQ tail is known, on the state of an SQ and of its CQ cqid: the target's
+/* The fetch after the SQ tail is known, on the state of an SQ and of its CQ: the target's
  * own (gio__tgt_fetch_core()) or a copy its one serving thread keeps where it is cheaper to reach
  * (a GPU executor warp's shared memory) and writes back. With head_always the CQ head doorbell is
  * read every time (the exact check); without, only when the CQ may be full by the head read last
  * time. */
-GIO_HD int gio__tgt_fetch_q(struct gio_tgt *t, struct gio_tgt_queue *sq, struct gio_tgt_queue *cq, uint16_t cqid,
-			     uint32_t max, uint32_t tail, uint32_t *slot, int head_always)
+GIO_HD int gio__tgt_fetch_q(struct gio_tgt *t, struct gio_tgt_queue *sq, struct gio_tgt_queue *cq, uint32_t max,
+			     uint32_t tail, uint32_t *slot, int head_always)
 {
 	uint32_t head, used, avail, room;
 	if (tail >= sq->depth) {
@@ -342,7 +342,7 @@ GIO_HD int gio__tgt_fetch_q(struct gio_tgt *t, struct gio_tgt_queue *sq, struct 
 	if (head_always || used + cq->inflight + 1 >= cq->depth) {
 		/* Room check: consumed CQ head (pairs with the host's release of the CQ head doorbell:
 		 * the entries below it are consumed and may be overwritten). */
-		head = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, cqid, 1));
+		head = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, sq->cqid, 1));
 		if (head >= cq->depth) { /* a head doorbell outside the queue: treat the CQ as full */
 			gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
 			return 0;
@@ -367,8 +367,7 @@ GIO_HD int gio__tgt_fetch_q(struct gio_tgt *t, struct gio_tgt_queue *sq, struct 
 GIO_HD int gio__tgt_fetch_core(struct gio_tgt *t, uint16_t qid, uint32_t max, uint32_t tail, uint32_t *slot,
 				int head_always)
 {
-	const uint16_t cqid = t->sq[qid].cqid;
-	return gio__tgt_fetch_q(t, &t->sq[qid], &t->cq[cqid], cqid, max, tail, slot, head_always);
+	return gio__tgt_fetch_q(t, &t->sq[qid], &t->cq[t->sq[qid].cqid], max, tail, slot, head_always);
 }
 
 /**

@@ -55,15 +55,15 @@ __device__ inline void gio__gpu_copy_warp(unsigned char *dst, const unsigned cha
 	}
 }
 
+/** @brief Owned queues whose state an executor warp keeps in its gio_gpu_exec_env. */
+#define GIO_GPU_EXEC_ENV_QUEUES 32u
+
 /**
  * @brief An executor warp's copy of the target's fixed rules and region table (the target's
  * memory registrations and configuration do not change while the executor runs): in shared
  * memory, checking a command reads no global memory, where every acquire of a doorbell would
  * make each of those reads go to L2 again.
  */
-/** @brief Owned queues whose state an executor warp keeps in its gio_gpu_exec_env. */
-#define GIO_GPU_EXEC_ENV_QUEUES 32u
-
 struct gio_gpu_exec_env {
 	struct gio_tgt_io_rules rules;                      /**< `map` points at `map` below. */
 	struct gio_dma_map map;                             /**< `regions` points at `regions` below. */
@@ -199,13 +199,14 @@ __device__ inline void gio__gpu_model_wait(const struct gio_ssd_model *model, ui
 
 /* Serves up to 32 x GIO_GPU_EXEC_ROUNDS commands of SQ `qid` with the calling warp, its tail
  * doorbell read as `tail` (by a lane of this warp, with an acquire load); returns how many (on
- * every lane). Command k of the batch is lane k % 32's, in round k / 32: the fixed costs of a
- * batch (the fetch, a memory latency for the entries, one release fence for the completions) are
- * paid once for up to 128 commands, where a producer keeps several batches of 32 outstanding. */
+ * every lane). sq and cq: the state of the SQ and its CQ, the target's or the warp's copy.
+ * Command k of the batch is lane k % 32's, in round k / 32: the fixed costs of a batch (the
+ * fetch, a memory latency for the entries, one release fence for the completions) are paid once
+ * for all of them, where a producer keeps several batches of 32 outstanding. */
 __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct gio_tgt_io_rules *rules, uint16_t qid,
-					       uint16_t cqid, struct gio_tgt_queue *sq, struct gio_tgt_queue *cq, uint32_t tail, unsigned char *backing, uint32_t flags,
-					       const struct gio_ssd_model *model, uint32_t nwarps, uint64_t *busy_until,
-					       uint64_t *prof)
+					       struct gio_tgt_queue *sq, struct gio_tgt_queue *cq, uint32_t tail,
+					       unsigned char *backing, uint32_t flags, const struct gio_ssd_model *model,
+					       uint32_t nwarps, uint64_t *busy_until, uint64_t *prof)
 {
 	const unsigned lane = threadIdx.x & 31u;
 	uint64_t t0 = prof && lane == 0 ? gio_now_ns() : 0, t1 = 0, tdata = 0, data_ns = 0;
@@ -217,7 +218,7 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 	int n = 0;
 	if (lane == 0) {
 		/* As gio_tgt_fetch_batch_at(), on the warp's copy of the queues where it keeps one. */
-		n = gio__tgt_fetch_q(t, sq, cq, cqid, 32u * GIO_GPU_EXEC_ROUNDS, tail, &slot, 0);
+		n = gio__tgt_fetch_q(t, sq, cq, 32u * GIO_GPU_EXEC_ROUNDS, tail, &slot, 0);
 		/* Where the batch's entries and completions are, read once while lane 0 has the
 		 * queues at hand: the lanes would each load them again. */
 		sq_entries = (uint64_t)(uintptr_t)sq->entries;
@@ -429,7 +430,7 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 				const int k = __ffs(todo) - 1;
 				const uint32_t qk = __shfl_sync(0xffffffffu, q, k);
 				const uint16_t sqid = (uint16_t)qk, cqid = (uint16_t)(qk >> 16);
-				const uint32_t n = gio__gpu_serve_warp(t, rules, sqid, cqid, local ? &env->sq[k] : &t->sq[sqid],
+				const uint32_t n = gio__gpu_serve_warp(t, rules, sqid, local ? &env->sq[k] : &t->sq[sqid],
 								       local ? &env->cq[k] : &t->cq[cqid],
 								       __shfl_sync(0xffffffffu, tail, k), backing, flags, model,
 								       nwarps, &busy_until, pr);
