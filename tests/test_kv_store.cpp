@@ -21,6 +21,7 @@
 #include <giouring/proto/status.h>
 
 #include "../src/kv/index.h"
+#include "kv_targets.h"
 #include "../src/kv/store_internal.h"
 
 namespace {
@@ -59,54 +60,6 @@ std::vector<unsigned char> chunk(uint64_t i)
 		b = static_cast<unsigned char>(g());
 	return v;
 }
-
-// N targets; file:// ones in a fresh directory, reopened (the same files) by reopen().
-struct Targets {
-	std::vector<std::string> uris;
-	std::vector<gio_ctx *> ctx;
-	std::string dir;
-
-	Targets(uint32_t n, bool files, const char *query = "size=8M")
-	{
-		if (files) {
-			char tmpl[] = "/tmp/gio_kv_store_XXXXXX";
-			REQUIRE(mkdtemp(tmpl) != nullptr);
-			dir = tmpl;
-		}
-		for (uint32_t i = 0; i < n; i++)
-			uris.push_back(files ? "file://" + dir + "/dev" + std::to_string(i) + ".img?" + query
-					     : std::string("mem://host?") + query);
-		open();
-	}
-	void open()
-	{
-		ctx.assign(uris.size(), nullptr);
-		for (size_t i = 0; i < uris.size(); i++) {
-			INFO(uris[i] << ": " << gio_last_error());
-			REQUIRE(gio_ctx_open(uris[i].c_str(), &ctx[i]) == 0);
-		}
-	}
-	void close()
-	{
-		for (auto *c : ctx)
-			CHECK(gio_ctx_close(c) == 0);
-		ctx.clear();
-	}
-	void reopen()
-	{
-		close();
-		open();
-	}
-	~Targets()
-	{
-		close();
-		if (!dir.empty()) {
-			for (size_t i = 0; i < uris.size(); i++)
-				std::remove((dir + "/dev" + std::to_string(i) + ".img").c_str());
-			rmdir(dir.c_str());
-		}
-	}
-};
 
 // Reads or writes blocks of a target directly, as another program (or a crash) would.
 void raw_rw(gio_ctx *ctx, bool write, uint64_t slba, void *data, uint32_t nblocks)

@@ -10,6 +10,7 @@
 #include <giouring/host/ctx.h>
 #include <giouring/target/core.h>
 
+#include "../cuda/hbm.h"
 #include "../exec/exec.h"
 #include "../internal.h"
 
@@ -44,13 +45,7 @@ struct gio__qp_mem {
 	uint8_t db_taken; /* proxied doorbells taken back by a destroy: it rings them itself */
 	uint32_t qid;
 	void *pinned_base;         /* pinned: the one allocation holding sq, cq and slots */
-	void *hbm_base;            /* GIO_CTX_QP_HBM: the GPU allocation holding sq and cq */
-	/* GIO_CTX_QP_HBM: the queue pair's non-blocking stream, on the GPU current at its creation:
-	 * hbm_base is allocated, zeroed and (cudaFreeAsync) released on it, since cudaFree waits
-	 * for every kernel on the device. hbm_async 0: cudaMalloc'd (a runtime without
-	 * cudaMallocAsync), released with cudaFree. */
-	void *hbm_stream;
-	uint8_t hbm_async;
+	struct gio__hbm hbm_mem;   /* GIO_CTX_QP_HBM: the GPU allocation holding sq and cq */
 	/* GIO_CTX_QP_DB_PROXY: the ring writes these shadow words; the proxy thread mirrors them to
 	 * the controller's doorbells (hw_db), the SQ tail in [0], the CQ head in [1]. */
 	uint32_t *shadow; /* shadow_host, or after the slots in pinned memory (GPU producers) */

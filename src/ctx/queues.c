@@ -17,66 +17,20 @@
 #include "../cuda/cudart.h"
 #include "ctx.h"
 
-/* Polls stream until its work is done, within timeout_ns: 0, GIO__CUDA_ERR_NOT_READY at the
- * deadline, or the CUDA error of the work. */
-static int stream_wait(const struct gio__cudart *rt, void *stream, uint64_t timeout_ns)
-{
-	const uint64_t deadline = gio_deadline_in(timeout_ns);
-	int e;
-	while ((e = rt->stream_query(stream)) == GIO__CUDA_ERR_NOT_READY && !gio_deadline_passed(deadline))
-		gio_host_sleep_ns(100000);
-	return e;
-}
-
 /* GIO_CTX_QP_HBM: the SQ and CQ in one GPU allocation (on the calling thread's current GPU),
  * made and zeroed on a non-blocking stream of the queue pair (a persistent kernel already running
  * must not hold this up, nor the release at destroy: cudaFreeAsync on the same stream), and
  * mapped for the controller through the HBM provider; c->lock held. */
 static int hbm_queues(struct gio_ctx *c, struct gio__qp_mem *m, size_t sq_bytes, size_t cq_bytes)
 {
-	static int noticed;
 	const size_t len = sq_bytes + cq_bytes;
 	uint64_t addr;
-	const struct gio__cudart *rt = gio__cudart();
-	int e, fd, rc;
-	if (!rt)
-		return gio__fail(-ENODEV, "giouring: GIO_CTX_QP_HBM: %s", gio__cudart_why());
-	if (!rt->dev_malloc || !rt->dev_free || !rt->memset_async || !rt->stream_create ||
-	    !rt->stream_query || !rt->stream_destroy)
-		return gio__fail(-ENODEV, "giouring: GIO_CTX_QP_HBM: libcudart.so lacks cudaMalloc, cudaFree, cudaMemsetAsync "
-				 "or the stream calls");
-	if ((e = rt->stream_create(&m->hbm_stream, GIO__CUDA_STREAM_NON_BLOCKING))) {
-		m->hbm_stream = NULL;
-		return gio__cuda_fail(e, "GIO_CTX_QP_HBM: cudaStreamCreateWithFlags");
-	}
-	if (rt->malloc_async && rt->free_async) {
-		e = rt->malloc_async(&m->hbm_base, len + 4095, m->hbm_stream);
-		m->hbm_async = 1;
-	} else {
-		/* A runtime older than CUDA 11.2: cudaMalloc, and at destroy cudaFree, which waits while
-		 * any kernel runs on the device. Said once. */
-		if (!__atomic_exchange_n(&noticed, 1, __ATOMIC_RELAXED))
-			fprintf(stderr, "giouring: notice: libcudart.so has no cudaMallocAsync/cudaFreeAsync (CUDA < 11.2): "
-				"GIO_CTX_QP_HBM queues are released with cudaFree, which waits while any kernel runs\n");
-		e = rt->dev_malloc(&m->hbm_base, len + 4095);
-	}
-	if (e) {
-		m->hbm_base = NULL;
-		return gio__cuda_fail(e, "GIO_CTX_QP_HBM: %s of %zu bytes", m->hbm_async ? "cudaMallocAsync" : "cudaMalloc",
-				      len + 4095);
-	}
+	int fd, rc = gio__hbm_alloc(&m->hbm_mem, len + 4095, "GIO_CTX_QP_HBM");
+	if (rc)
+		return rc;
 	/* Queues start on 4 KiB (Create I/O SQ/CQ) and a dma-buf covers whole pages. */
-	m->sq = (void *)(((uintptr_t)m->hbm_base + 4095) & ~(uintptr_t)4095);
+	m->sq = (void *)(((uintptr_t)m->hbm_mem.base + 4095) & ~(uintptr_t)4095);
 	m->cq = (char *)m->sq + sq_bytes;
-	/* The allocation and the zeroing done before the controller (and the GPU producers, on
-	 * their own streams) see the memory. */
-	e = rt->memset_async(m->sq, 0, len, m->hbm_stream);
-	if (!e)
-		e = stream_wait(rt, m->hbm_stream, GIO__DEVCOPY_TIMEOUT_NS);
-	if (e == GIO__CUDA_ERR_NOT_READY)
-		return gio__fail(-ETIME, "giouring: GIO_CTX_QP_HBM: zeroing the queues did not finish within 10 s");
-	if (e)
-		return gio__cuda_fail(e, "GIO_CTX_QP_HBM: zeroing the queues (cudaMemsetAsync)");
 	if ((rc = gio__gpu_dmabuf(m->sq, len, &fd)))
 		return rc;
 	rc = gio__add_region_locked(c, m->sq, len, fd, 0, 1, &addr);
@@ -87,22 +41,6 @@ static int hbm_queues(struct gio_ctx *c, struct gio__qp_mem *m, size_t sq_bytes,
 	m->sq_addr = addr;
 	m->cq_addr = addr + sq_bytes;
 	return 0;
-}
-
-/* Releases a queue pair's GPU memory without waiting for kernels: cudaFreeAsync on its stream,
- * a bounded wait for it, then the stream (destroying a stream with work queued returns at once;
- * the runtime finishes the work). */
-static void hbm_free(struct gio__qp_mem *m)
-{
-	const struct gio__cudart *rt = gio__cudart(); /* loaded: it made the memory */
-	if (m->hbm_base && m->hbm_async)
-		(void)rt->free_async(m->hbm_base, m->hbm_stream);
-	else if (m->hbm_base)
-		(void)rt->dev_free(m->hbm_base);
-	if (m->hbm_stream) {
-		(void)stream_wait(rt, m->hbm_stream, 1000000000ull);
-		(void)rt->stream_destroy(m->hbm_stream);
-	}
 }
 
 /* Direct GPU doorbells on a real controller: BAR0 registered with the GPU as I/O memory
@@ -212,7 +150,7 @@ void gio__qp_free(struct gio__qp_mem *m)
 		 * pairs (giouring/host/ctx.h, gio_cuda_trim()). */
 		if (m->pinned_base)
 			(void)gio__pinned_put(m->pinned_base);
-		hbm_free(m);
+		gio__hbm_free(&m->hbm_mem);
 	} else {
 		free(m->sq);
 		free(m->cq);

@@ -359,59 +359,140 @@ static int check_len(const struct gio_kv_store *s, const void *p, uint64_t len, 
 	return 0;
 }
 
-/* The commit protocol (docs/store-format.md): entry FREE and Flush where it may read VALID, data
- * and Flush, VALID entry. */
-static int put_locked(struct gio_kv_store *s, struct gio_kv_u128 key, const void *src)
+/* Allocates slots to keys[0..n-1] (out[i] as gio__kv_index_alloc() says) and writes FREE and
+ * flushes the entries that may still read VALID: the first step of the commit protocol
+ * (docs/store-format.md). A key whose invalidation failed gets its slot back and the error in
+ * out[i].rc. Returns the keys allocated, or -errno of the index. Under the lock. */
+static int reserve_locked(struct gio_kv_store *s, const struct gio_kv_u128 *keys, uint32_t n, struct gio__kv_alloc *out)
 {
 	static const struct gio_kv_u128 zero = {0, 0};
+	uint8_t dirty[GIO_KV_STORE_MAX_DEVICES] = {0};
+	uint32_t i, d;
+	int rc = gio__kv_index_alloc(s->ix, keys, n, out), got = rc;
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < n; i++)
+		if (out[i].rc == 0 && out[i].invalidate) {
+			struct gio__kv_dev *dv = &s->dev[out[i].loc.device];
+			rc = dev_write_entry(dv, out[i].loc.slot, GIO_KV_ENTRY_FREE, zero, s->next_seq - 1, 0,
+					     "writing an entry FREE");
+			if (rc) {
+				gio__kv_index_abort(s->ix, out[i].loc.id);
+				out[i].rc = rc;
+				got--;
+			} else {
+				dirty[out[i].loc.device] = 1;
+			}
+		}
+	/* One Flush per device makes its FREE entries durable before any data lands on their slots. */
+	for (d = 0; d < s->n; d++)
+		if (dirty[d] && (rc = gio__kv_dev_flush(&s->dev[d], "flush of the FREE entries")) != 0)
+			for (i = 0; i < n; i++)
+				if (out[i].rc == 0 && out[i].loc.device == d) {
+					gio__kv_index_abort(s->ix, out[i].loc.id);
+					out[i].rc = rc;
+					got--;
+				}
+	return got;
+}
+
+/* The last steps of the commit protocol for the keys reserved in a[0..n-1] whose data is written
+ * (ok[i] non-zero; the others are given back): a Flush of the data on each device, the VALID
+ * entries, and a Flush that makes them durable. rc[i] receives each key's result (0: committed).
+ * Returns the first failure, or 0. Under the lock. */
+static int commit_locked(struct gio_kv_store *s, const struct gio_kv_u128 *keys, const struct gio__kv_alloc *a,
+			 const uint8_t *ok, uint32_t n, int32_t *rc)
+{
+	uint8_t used[GIO_KV_STORE_MAX_DEVICES] = {0}, committed[GIO_KV_STORE_MAX_DEVICES] = {0};
+	int drc[GIO_KV_STORE_MAX_DEVICES] = {0}, flush_rc = 0;
+	char msg[512];
+	uint64_t seq0 = s->next_seq;
+	uint32_t i, d;
+	int first = 0;
+	for (i = 0; i < n; i++)
+		if (a[i].rc == 0 && ok[i])
+			used[a[i].loc.device] = 1;
+	for (d = 0; d < s->n; d++)
+		if (used[d])
+			drc[d] = gio__kv_dev_flush(&s->dev[d], "flush of the data");
+	if (s->crash_at == GIO__KV_CRASH_AFTER_DATA)
+		for (d = 0; d < s->n; d++)
+			if (used[d] && !drc[d])
+				drc[d] = gio__fail(-ECANCELED, "giouring: kv store: stopped at crash point %d", s->crash_at);
+	for (i = 0; i < n; i++) {
+		int r;
+		if (a[i].rc) {
+			rc[i] = a[i].rc;
+			continue;
+		}
+		r = ok[i] ? drc[a[i].loc.device] : -ECANCELED;
+		if (!r)
+			r = dev_write_entry(&s->dev[a[i].loc.device], a[i].loc.slot, GIO_KV_ENTRY_VALID, keys[i],
+					    seq0 + i, s->chunk_bytes, "writing the VALID entry");
+		rc[i] = r;
+		if (r) {
+			gio__kv_index_abort(s->ix, a[i].loc.id);
+			if (ok[i] && !first)
+				first = r;
+			continue;
+		}
+		gio__kv_index_commit(s->ix, a[i].loc.id, seq0 + i);
+		gio__kv_index_add_bytes(s->ix, 0, s->chunk_bytes);
+		committed[a[i].loc.device] = 1;
+	}
+	s->next_seq = seq0 + n;
+	/* The VALID entries durable before the call returns: a committed chunk survives a power loss.
+	 * The Flushes' calls clear the message of an earlier failure: it is kept aside. */
+	if (first)
+		snprintf(msg, sizeof(msg), "%s", gio_last_error());
+	for (d = 0; d < s->n; d++)
+		if (committed[d]) {
+			const int f = gio__kv_dev_flush(&s->dev[d], "flush of the VALID entries");
+			if (f && !first && !flush_rc) {
+				flush_rc = first = f;
+				snprintf(msg, sizeof(msg), "%s", gio_last_error());
+			}
+		}
+	return first ? gio__fail(first, "%s", msg) : 0;
+}
+
+/* The commit protocol (docs/store-format.md) for one chunk through the bounce. */
+static int put_locked(struct gio_kv_store *s, struct gio_kv_u128 key, const void *src)
+{
 	struct gio__kv_alloc a;
 	struct gio_kv_span span;
 	struct gio__kv_dev *dv;
-	uint64_t bytes;
-	int rc = gio__kv_index_alloc(s->ix, &key, 1, &a);
+	uint8_t ok = 0;
+	int32_t res = 0;
+	int rc = reserve_locked(s, &key, 1, &a);
 	if (rc < 0)
 		return rc;
 	if (a.rc == -EEXIST)
 		return gio__fail(-EEXIST, "giouring: kv store: put: key %016llx%016llx is stored or being stored",
 				 (unsigned long long)key.hi, (unsigned long long)key.lo);
-	if (a.rc)
+	if (a.rc == -ENOSPC)
 		return gio__fail(a.rc, "giouring: kv store: put: no free slot and every chunk is pinned");
+	if (a.rc)
+		return a.rc; /* the invalidation's message */
 	rc = store_place(s, &a.loc, 0, s->dev[a.loc.device].lay.layers, &dv, &span);
 	if (rc) {
 		gio__kv_index_abort(s->ix, a.loc.id);
 		return gio__fail(rc, "giouring: kv store: put: device %u slot %llu has no place", a.loc.device,
 				 (unsigned long long)a.loc.slot);
 	}
-	if (a.invalidate) {
-		rc = dev_write_entry(dv, a.loc.slot, GIO_KV_ENTRY_FREE, zero, s->next_seq - 1, 0,
-				     "put: writing the entry FREE");
-		if (!rc)
-			rc = gio__kv_dev_flush(dv, "put: flush of the FREE entry");
-	}
-	if (!rc && s->crash_at == GIO__KV_CRASH_AFTER_FREE)
-		rc = -ECANCELED;
-	if (!rc) {
-		bytes = span.nblocks * dv->lay.block_bytes;
+	if (s->crash_at == GIO__KV_CRASH_AFTER_FREE) {
+		rc = gio__fail(-ECANCELED, "giouring: kv store: put: stopped at crash point %d", s->crash_at);
+	} else {
+		const uint64_t bytes = span.nblocks * dv->lay.block_bytes;
 		memcpy(dv->mem, src, s->chunk_bytes);
 		memset(dv->mem + s->chunk_bytes, 0, bytes - s->chunk_bytes);
 		rc = gio__kv_dev_rw(dv, 1, span.slba, span.nblocks, "put: writing the data");
+		ok = rc == 0;
 	}
-	if (!rc)
-		rc = gio__kv_dev_flush(dv, "put: flush of the data");
-	if (!rc && s->crash_at == GIO__KV_CRASH_AFTER_DATA)
-		rc = -ECANCELED;
-	if (!rc)
-		rc = dev_write_entry(dv, a.loc.slot, GIO_KV_ENTRY_VALID, key, s->next_seq, s->chunk_bytes,
-				     "put: writing the VALID entry");
-	if (rc) {
-		if (rc == -ECANCELED)
-			gio__fail(rc, "giouring: kv store: put: stopped at crash point %d", s->crash_at);
-		gio__kv_index_abort(s->ix, a.loc.id);
-		return rc;
+	{
+		const int c = commit_locked(s, &key, &a, &ok, 1, &res);
+		return rc ? rc : res ? res : c;
 	}
-	gio__kv_index_commit(s->ix, a.loc.id, s->next_seq++);
-	gio__kv_index_add_bytes(s->ix, 0, s->chunk_bytes);
-	return 0;
 }
 
 int gio_kv_store_put(struct gio_kv_store *s, struct gio_kv_u128 key, const void *src, uint64_t len)
@@ -488,4 +569,81 @@ void gio_kv_store_info(struct gio_kv_store *s, struct gio_kv_store_stats *st)
 	st->devices = s->n;
 	st->store_id = s->id;
 	pthread_mutex_unlock(&s->lock);
+}
+
+void gio__kv_store_shape(struct gio_kv_store *s, struct gio__kv_shape *shape)
+{
+	uint32_t d;
+	memset(shape, 0, sizeof(*shape));
+	shape->devices = s->n;
+	shape->layers = s->dev[0].lay.layers;
+	shape->object_bytes = s->dev[0].lay.object_bytes;
+	shape->timeout_ns = s->timeout_ns;
+	for (d = 0; d < s->n; d++)
+		shape->lba_bytes[d] = s->dev[d].info.lba_bytes;
+}
+
+int gio__kv_store_lookup_pin(struct gio_kv_store *s, const struct gio_kv_u128 *keys, uint32_t n,
+			     struct gio__kv_loc *locs, uint8_t *hit)
+{
+	uint32_t i;
+	int hits = 0, rc = 0;
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; i < n; i++) {
+		const int r = gio__kv_index_lookup(s->ix, keys[i], 1, &locs[i]);
+		hit[i] = r == 0;
+		if (r == 0) {
+			hits++;
+		} else if (r != -ENOENT) {
+			rc = gio__fail(r, "giouring: kv store: lookup of key %u failed: %s", i, gio_last_error());
+			break;
+		}
+	}
+	if (rc) /* nothing pinned on failure */
+		while (i-- > 0)
+			if (hit[i]) {
+				gio__kv_index_unpin(s->ix, locs[i].id);
+				hit[i] = 0;
+			}
+	pthread_mutex_unlock(&s->lock);
+	return rc ? rc : hits;
+}
+
+void gio__kv_store_unpin(struct gio_kv_store *s, const struct gio__kv_loc *locs, const uint8_t *hit,
+			 const uint8_t *read, uint32_t n)
+{
+	uint32_t i;
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; i < n; i++)
+		if (hit[i]) {
+			gio__kv_index_unpin(s->ix, locs[i].id);
+			if (read[i])
+				gio__kv_index_add_bytes(s->ix, s->chunk_bytes, 0);
+		}
+	pthread_mutex_unlock(&s->lock);
+}
+
+int gio__kv_store_reserve(struct gio_kv_store *s, const struct gio_kv_u128 *keys, uint32_t n,
+			  struct gio__kv_alloc *out)
+{
+	int rc;
+	pthread_mutex_lock(&s->lock);
+	rc = reserve_locked(s, keys, n, out);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int gio__kv_store_commit(struct gio_kv_store *s, const struct gio_kv_u128 *keys, const struct gio__kv_alloc *a,
+			 const uint8_t *ok, uint32_t n, int32_t *rc)
+{
+	int r;
+	pthread_mutex_lock(&s->lock);
+	r = commit_locked(s, keys, a, ok, n, rc);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+uint64_t gio__kv_store_chunk_lba(struct gio_kv_store *s, const struct gio__kv_loc *loc)
+{
+	return gio_kv_slot_lba(&s->dev[loc->device].lay, loc->slot);
 }

@@ -11,9 +11,8 @@
  *
  * gio_kv_store_put() follows the commit protocol (entry FREE and Flush where the slot's entry may
  * still read VALID, data and Flush, then the VALID entry), so that a reopen never serves a chunk
- * that was not completely written. The VALID entry is durable at the device's next Flush: the next
- * put to the device, or gio_kv_store_close(); a crash before that loses the chunk, which a cache
- * may. Data moves through one registered host buffer per device (a bounce of one slot), every
+ * that was not completely written, then a last Flush, so that a chunk whose put returned 0 survives
+ * a power loss. Data moves through one registered host buffer per device (a bounce of one slot), every
  * command with the deadline of gio_kv_store_params::timeout_ns.
  *
  * Thread safety: gio_kv_store_put(), gio_kv_store_get() and gio_kv_store_info() may be called
@@ -120,8 +119,7 @@ int gio_kv_store_open(struct gio_ctx *const *ctxs, uint32_t n, const struct gio_
  * @brief Flushes every device, destroys the store's queue pairs and frees the store.
  * @param store  the store, or NULL.
  * @return 0; or the first failure (`-EIO`, `-ETIME` of a Flush, or of a queue pair's destroy),
- *         with a message naming the device: the store is freed regardless, and chunks committed
- *         since that device's last Flush may not be durable.
+ *         with a message naming the device: the store is freed regardless.
  *
  * One thread, after every other call on @p store returned. Bounded: each Flush and each queue
  * pair's destroy has gio_kv_store_params::timeout_ns. The contexts stay open.
@@ -134,13 +132,14 @@ int gio_kv_store_close(struct gio_kv_store *store);
  * @param key    the chunk's key (the engine's: a hash of its tokens, say).
  * @param src    L x object_bytes bytes: layer l's object at byte l x object_bytes; any memory.
  * @param len    bytes at @p src: must be L x object_bytes.
- * @return 0 once the chunk is committed (durable at the device's next Flush); or
+ * @return 0 once the chunk is committed and durable; or
  *   - `-EINVAL`: NULL arguments or a wrong @p len (the message says what it must be);
  *   - `-EEXIST`: the key is stored or being stored already (a key names its bytes: nothing to do);
  *   - `-ENOSPC`: no free slot, and every chunk is pinned (being read or written);
  *   - `-EIO` / `-ETIME`: a command failed or missed its deadline; the message names the device,
  *     the command and the NVMe status. The chunk is not stored, and the slot is written FREE
- *     before its next use.
+ *     before its next use; except where only the last Flush failed (the message says "flush of
+ *     the VALID entries"): the chunk is then stored and served, but may not survive a power loss.
  *
  * Any thread (serialized with the store's other calls). When the store is full the least recently
  * used chunk of the device whose turn it is is evicted first (its entry written FREE).

@@ -1,0 +1,303 @@
+/**
+ * @file giouring/kv/io.h
+ * @brief One layer's transfers of a batch of KV chunks over N devices: the plan's device view,
+ *        the command each request becomes, how results and layer completion are recorded, and
+ *        the CPU engine that runs a layer.
+ *
+ * A batch moves the layer-l objects of its requests between a KV pool and a store's devices
+ * (giouring/kv/store.h): request i is one chunk, in one slot of one device, and one pool block.
+ * Its layer-l command reads or writes object_bytes at the chunk's first LBA plus l x object_bytes,
+ * with the data pointer of the pool's P2P table entry `l x blocks + block` (giouring/kv/pool.h),
+ * one command per object. The host plans a batch once (giouring/kv/batch.h); each layer is then
+ * one pass of an engine over the plan's **groups**: runs of at most 32 requests of one device,
+ * one reservation and one doorbell each, so that a warp submits a group with gio_submit_warp()
+ * (giouring/kv/layer.cuh) and the CPU engine below a group per doorbell.
+ *
+ * Completion: every request gets a result (the first failure of its layers: result, NVMe status
+ * and layer). Each layer has a completion word that holds the **epoch** of the last batch whose
+ * layer finished: whoever records the last result of a layer stores the batch's epoch there
+ * (release), and a waiter compares with its batch's epoch (acquire), so that words are never
+ * reset and a wait on another stream cannot see a stale reset. A per-layer count (reset before
+ * each pass, by the engine's own stream) says when the last result is in.
+ *
+ * Everything here is pure protocol logic over plain data (GIO_HD): the GPU engine and the CPU
+ * engine build the same commands and record results the same way.
+ */
+#ifndef GIOURING_KV_IO_H
+#define GIOURING_KV_IO_H
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "../config.h"
+#include "../nvme/sqe.h"
+#include "../proto/prep.h"
+#include "../ring/clock.h"
+#include "../ring/ordering.h"
+#include "../ring/qp.h"
+
+GIO_EXTERN_C_BEGIN
+
+/** @brief Most requests of one group: a warp's lanes. */
+#define GIO_KV_IO_GROUP_MAX 32u
+
+/** @brief One device of a plan: where its commands go, and the data pointers they take. */
+struct gio_kv_io_dev {
+	struct gio_qp *const *qps;  /**< Queue pairs, usable by the engine that runs the plan (GPU: device
+				         pointers in device memory); group g uses qps[g % nqps]. */
+	const union gio_dptr *table; /**< The P2P table for this device's bus addresses: entry
+				          `layer x blocks + block` is the data pointer of that object. */
+	uint32_t nqps;              /**< Queue pairs, at least 1. */
+	uint32_t nsid;              /**< Namespace. */
+	uint32_t lba_shift;         /**< log2 of its block size. */
+	uint32_t psdt;              /**< GIO_PSDT_SGL_MPTR (table of SGL descriptors) or GIO_PSDT_PRP (PRP pairs). */
+};
+
+/** @brief One request: a chunk on a device and the pool block it moves to or from. */
+struct gio_kv_io_req {
+	uint64_t slba;  /**< LBA of the chunk's layer-0 object. */
+	uint32_t block; /**< Pool block. */
+	uint16_t dev;   /**< Device index. */
+	uint16_t rsvd;  /**< Zero. */
+};
+
+/** @brief A run of requests of one device, issued with one reservation and one doorbell. */
+struct gio_kv_io_group {
+	uint32_t first; /**< First request. */
+	uint16_t count; /**< Requests, 1 to GIO_KV_IO_GROUP_MAX. */
+	uint16_t dev;   /**< Their device. */
+};
+
+/** @brief A request's result over the layers run so far: its first failure, or success. */
+struct gio_kv_io_result {
+	int32_t rc;      /**< 0, `-EIO` (see status), `-ETIME`, `-EFAULT` (a checked queue pair refused the
+			      data pointer), `-EINVAL` (a command the request could not form). */
+	uint16_t status; /**< The NVMe status field of that failure (0 unless -EIO). */
+	uint16_t layer;  /**< The layer that failed. */
+};
+
+/** @brief The plan of one batch as an engine reads it: plain data, passed to kernels by value. */
+struct gio_kv_io_plan {
+	const struct gio_kv_io_dev *devs;     /**< Devices, `ndevs`. */
+	const struct gio_kv_io_req *reqs;     /**< Requests, `nreqs`. */
+	const struct gio_kv_io_group *groups; /**< Groups, `ngroups`, covering every request once. */
+	struct gio_kv_io_result *results;     /**< One per request. */
+	uint32_t *layer_count;                /**< Per layer: results recorded in this pass. */
+	uint32_t *layer_done;                 /**< Per layer: the epoch of the last pass finished (where
+					           the engine's waiters poll: HBM for the GPU engine). */
+	uint32_t *layer_done_host;            /**< Per layer: the same for the host to poll (pinned memory,
+					           written at system scope), or NULL. */
+	uint64_t object_bytes;                /**< Bytes of one layer's object: whole blocks of every device. */
+	uint64_t timeout_ns;                  /**< Deadline of each group's commands, from its submission. */
+	uint32_t ndevs;                       /**< Devices. */
+	uint32_t nreqs;                       /**< Requests (may be 0: a layer pass then only signals). */
+	uint32_t ngroups;                     /**< Groups. */
+	uint32_t layers;                      /**< Layers of a chunk. */
+	uint32_t blocks;                      /**< Blocks of the pool (P2P table: layers x blocks entries). */
+	uint32_t epoch;                       /**< This batch's epoch (never 0). */
+	uint32_t write;                       /**< 1: the batch writes (save), 0: it reads (load). */
+	uint32_t scope;                       /**< GIO_SCOPE_GPU or GIO_SCOPE_SYS: of the completion words. */
+};
+
+/**
+ * @brief The command of request @p i for layer @p layer.
+ * @param p      the plan.
+ * @param layer  the layer, below p->layers.
+ * @param i      the request, below p->nreqs.
+ * @param sqe    receives the Read or Write (CID left to the ring).
+ * @return 0, or `-EINVAL` when the request names a device or block beyond the plan, or the
+ *         object is not whole blocks of its device or too long for one command.
+ *
+ * Pure; any thread, host or device.
+ */
+GIO_HD int gio_kv_io_sqe(const struct gio_kv_io_plan *p, uint32_t layer, uint32_t i, struct gio_sqe *sqe)
+{
+	const struct gio_kv_io_req *r = &p->reqs[i];
+	const struct gio_kv_io_dev *d;
+	uint64_t off, mask;
+	int rc;
+	if (layer >= p->layers || r->dev >= p->ndevs || r->block >= p->blocks)
+		return -EINVAL;
+	d = &p->devs[r->dev];
+	mask = ((uint64_t)1 << d->lba_shift) - 1;
+	if ((p->object_bytes & mask) || p->object_bytes == 0)
+		return -EINVAL;
+	off = (uint64_t)layer * p->object_bytes;
+	rc = gio_prep_rw(sqe, p->write ? GIO_NVM_OPC_WRITE : GIO_NVM_OPC_READ, d->nsid, r->slba + (off >> d->lba_shift),
+			 p->object_bytes >> d->lba_shift);
+	if (rc)
+		return rc;
+	sqe->dptr = d->table[(uint64_t)layer * p->blocks + r->block];
+	gio_sqe_set_psdt(sqe, (uint8_t)d->psdt);
+	return 0;
+}
+
+/**
+ * @brief Records request @p i's result for layer @p layer.
+ * @param p       the plan.
+ * @param layer   the layer.
+ * @param i       the request.
+ * @param rc      its result (0 or -errno).
+ * @param status  its NVMe status field.
+ *
+ * Any thread, host or device; one per request and layer. A failure is kept only where the request
+ * has none yet, so a request ends with its first failing layer's result. Count the result
+ * afterwards with gio_kv_io_count().
+ */
+GIO_HD void gio_kv_io_result_only(const struct gio_kv_io_plan *p, uint32_t layer, uint32_t i, int32_t rc,
+				  uint16_t status)
+{
+	struct gio_kv_io_result *x = &p->results[i];
+	if (rc == 0 || x->rc != 0)
+		return;
+	x->status = status;
+	x->layer = (uint16_t)layer;
+	x->rc = rc;
+}
+
+/**
+ * @brief Counts @p n results of layer @p layer as recorded.
+ * @return 1 when they were the layer's last: the caller then calls gio_kv_io_layer_signal().
+ *
+ * Any thread, host or device, after writing those results (the count's acq_rel orders them first).
+ */
+GIO_HD int gio_kv_io_count(const struct gio_kv_io_plan *p, uint32_t layer, uint32_t n)
+{
+	return gio_fetch_add_in(p->scope, &p->layer_count[layer], n) + n == p->nreqs;
+}
+
+/**
+ * @brief Marks layer @p layer of the plan's batch finished: its completion word takes the epoch.
+ *
+ * Any thread, host or device; the one whose gio_kv_io_count() returned 1, or any thread of a pass
+ * over a plan without requests.
+ */
+GIO_HD void gio_kv_io_layer_signal(const struct gio_kv_io_plan *p, uint32_t layer)
+{
+	/* The count's acquire made every result of the layer visible to this thread; the fences
+	 * pass them on (cumulatively) to whoever reads either word. */
+	gio_fence_release_in(p->scope);
+	gio_store_release_in(p->scope, &p->layer_done[layer], p->epoch);
+	if (p->layer_done_host) {
+		gio_fence_release_in(GIO_SCOPE_SYS);
+		gio_store_release_in(GIO_SCOPE_SYS, &p->layer_done_host[layer], p->epoch);
+	}
+}
+
+/**
+ * @brief Whether layer @p layer of the plan's batch has finished (every result recorded).
+ *
+ * Any thread, host or device; acquire: the layer's data and results may be read after a 1.
+ * Epochs compare modulo 2^32, so a word holding a later batch's epoch also reads finished.
+ */
+GIO_HD int gio_kv_io_layer_finished(const struct gio_kv_io_plan *p, uint32_t layer)
+{
+	return (int32_t)(gio_load_acquire_in(p->scope, &p->layer_done[layer]) - p->epoch) >= 0;
+}
+
+/**
+ * @brief Waits until layer @p layer of the plan's batch has finished, up to a deadline.
+ * @return 0, `-ETIME` at the deadline, or `-EINVAL` for a layer beyond the plan.
+ *
+ * Any thread, host or device (a compute kernel's one thread, say, then a barrier).
+ */
+GIO_HD int gio_kv_io_layer_wait(const struct gio_kv_io_plan *p, uint32_t layer, uint64_t deadline)
+{
+	uint32_t spins = 0;
+	if (layer >= p->layers)
+		return -EINVAL;
+	while (!gio_kv_io_layer_finished(p, layer)) {
+		if (gio_deadline_passed(deadline))
+			return -ETIME;
+		gio_backoff(&spins);
+	}
+	return 0;
+}
+
+/**
+ * @brief The CPU engine: runs layer @p layer of a plan to completion with the host's ring verbs.
+ * @param p      the plan; its layer count for @p layer reset to 0 by the caller.
+ * @param layer  the layer, below p->layers.
+ * @return 0 when every request succeeded, else the first failure's result by request order;
+ *         `-EINVAL` for a layer beyond the plan (nothing run, nothing signalled).
+ *
+ * One thread per plan and layer. Groups are issued in order, one doorbell each, while their
+ * queue pairs have room (one group in flight per queue pair at most: a full ring costs a wait,
+ * never a deadlock with our own outstanding commands); the oldest group is collected when nothing
+ * more can be issued. Every request gets its result, and the last signals the layer.
+ */
+GIO_HD int gio_kv_io_run_layer(const struct gio_kv_io_plan *p, uint32_t layer)
+{
+	uint32_t issued = 0, collected = 0, j;
+	uint32_t first[64]; /* first ticket of each group in flight, by group index modulo 64 */
+	int8_t sent[64 * GIO_KV_IO_GROUP_MAX]; /* per request in flight: 1 sent, 2 sent as a stand-in, else -errno */
+	int ret = 0;
+	if (layer >= p->layers)
+		return -EINVAL;
+	if (p->ngroups == 0) {
+		gio_kv_io_layer_signal(p, layer);
+		return 0;
+	}
+	while (collected < p->ngroups) {
+		while (issued < p->ngroups && issued - collected < 64) {
+			const struct gio_kv_io_group *g = &p->groups[issued];
+			const struct gio_kv_io_dev *d = &p->devs[g->dev];
+			struct gio_qp *qp = d->qps[issued % d->nqps];
+			uint32_t t0 = 0;
+			/* A group behind another on its queue pair waits for it to be collected, so that
+			 * our own reservations never fill a ring we then wait on. */
+			for (j = collected; j < issued; j++)
+				if (p->devs[p->groups[j].dev].qps[j % p->devs[p->groups[j].dev].nqps] == qp)
+					break;
+			if (j < issued)
+				break;
+			if (gio_qp_reserve_wait(qp, g->count, gio_deadline_in(p->timeout_ns), &t0) != 0) {
+				for (j = 0; j < g->count; j++)
+					sent[(issued % 64) * GIO_KV_IO_GROUP_MAX + j] = (int8_t)-ETIME;
+			} else {
+				for (j = 0; j < g->count; j++) {
+					struct gio_sqe sqe;
+					const int bad = gio_kv_io_sqe(p, layer, g->first + j, &sqe);
+					int s;
+					if (bad) /* a stand-in keeps the run whole; its request reports -EINVAL */
+						gio_prep_cmd(&sqe, GIO_NVM_OPC_FLUSH, d->nsid);
+					s = gio_qp_put(qp, t0 + j, &sqe, g->first + j, 0);
+					/* A refused put is cancelled by the ring (nothing to wait for). */
+					sent[(issued % 64) * GIO_KV_IO_GROUP_MAX + j] = (int8_t)(s ? s : bad ? 2 : 1);
+				}
+				gio_qp_publish(qp);
+			}
+			first[issued % 64] = t0;
+			issued++;
+		}
+		{
+			const struct gio_kv_io_group *g = &p->groups[collected];
+			const struct gio_kv_io_dev *d = &p->devs[g->dev];
+			struct gio_qp *qp = d->qps[collected % d->nqps];
+			const uint64_t deadline = gio_deadline_in(p->timeout_ns);
+			for (j = 0; j < g->count; j++) {
+				const int s = sent[(collected % 64) * GIO_KV_IO_GROUP_MAX + j];
+				uint16_t st = 0;
+				int rc = s;
+				if (s > 0) { /* submitted: every entry put is waited for, a stand-in too */
+					rc = gio_qp_wait(qp, first[collected % 64] + j, deadline, &st, (uint32_t *)0);
+					if (s == 2 && rc != -ETIME) {
+						rc = -EINVAL;
+						st = 0;
+					}
+				}
+				gio_kv_io_result_only(p, layer, g->first + j, rc, st);
+				if (rc && !ret)
+					ret = rc;
+			}
+			if (gio_kv_io_count(p, layer, g->count))
+				gio_kv_io_layer_signal(p, layer);
+			collected++;
+		}
+	}
+	return ret;
+}
+
+GIO_EXTERN_C_END
+
+#endif /* GIOURING_KV_IO_H */

@@ -1,0 +1,223 @@
+/**
+ * @file giouring/kv/plan.h
+ * @brief Per-layer load and save of a batch of KV chunks: plan once per batch (lookups, slots,
+ *        destinations), then one call per layer, on the GPU (one kernel launch) or a CPU thread.
+ *
+ * A plan is made once per store and engine (gio_kv_plan_create(): every allocation happens
+ * there, before the engine's persistent kernels start), then serves batch after batch:
+ *
+ * 1. gio_kv_plan_load() (restore) or gio_kv_plan_save() (offload) plans a batch: each request is
+ *    a chunk key and the pool block its layer objects go to or come from. Loads look the keys up
+ *    and pin the hits (a miss is no request); saves reserve a slot per key and write the slots'
+ *    stale entries FREE (the commit protocol's first step, docs/store-format.md). Lookups and
+ *    allocation happen here, on the host, off the per-layer path.
+ * 2. Each layer is then one call: gio_kv_load_layer() / gio_kv_save_layer() of
+ *    giouring/kv/layer.cuh (one launch of the library's I/O kernel on the caller's stream, O(1)
+ *    CPU, every device in that launch), or gio_kv_plan_run_layer() with the CPU engine (a thread
+ *    of the plan runs the layer with the same commands: CPU-executed targets, and tests without a
+ *    GPU). Compute kernels wait for a layer on the device (gio_kv_wait_layer() of layer.cuh), the
+ *    host with gio_kv_plan_wait_layer().
+ * 3. gio_kv_plan_finish() ends the batch: it waits for the layers run, reports each request's
+ *    result (the first failing layer's NVMe status), and for a save commits every chunk whose
+ *    layers all succeeded (Flush, VALID entries, Flush) and gives the others' slots back; for a
+ *    load it drops the pins.
+ *
+ * Each layer of a batch runs at most once; a save must run every layer before its chunks can
+ * commit (a chunk with a layer not run is given back). The P2P table (giouring/kv/pool.h,
+ * gio_kv_table_entry(); built on the GPU with gio_kv_table_build() of layer.cuh) gives each
+ * object's data pointer, per device.
+ *
+ * Thread safety: one thread drives a plan (plan, layer calls, finish); gio_kv_plan_wait_layer()
+ * from any thread. The store may serve other calls meanwhile (its lock orders them).
+ */
+#ifndef GIOURING_KV_PLAN_H
+#define GIOURING_KV_PLAN_H
+
+#include <stdint.h>
+
+#include "../config.h"
+#include "format.h"
+#include "io.h"
+
+GIO_EXTERN_C_BEGIN
+
+struct gio_kv_store;
+
+/** @brief A plan (opaque). */
+struct gio_kv_plan;
+
+/** @name gio_kv_plan_params::engine
+ * @{ */
+#define GIO_KV_ENGINE_CPU 0u /**< A thread of the plan runs each layer (gio_kv_plan_run_layer()). */
+#define GIO_KV_ENGINE_GPU 1u /**< The library's I/O kernel runs each layer (gio_kv_load_layer()). */
+/** @} */
+
+/** @brief How a plan runs its layers. */
+struct gio_kv_plan_params {
+	uint32_t engine;       /**< GIO_KV_ENGINE_CPU or GIO_KV_ENGINE_GPU. */
+	uint32_t max_requests; /**< Most requests of one batch, at least 1. */
+	uint32_t blocks;       /**< Blocks of the pool (the P2P tables' `layer x blocks + block` entries). */
+	uint32_t io_ctas;      /**< GPU: thread blocks of the I/O kernel, one per SM (0: 8). */
+	uint32_t io_warps;     /**< GPU: warps per thread block, 1 to 32 (0: 8). */
+	uint32_t scope;        /**< GPU: GIO_SCOPE_GPU (0) or GIO_SCOPE_SYS for the layer words (sys where a
+				    waiter runs on another device). */
+	uint64_t timeout_ns;   /**< Deadline of each command group (0: the store's). */
+	const struct gio_kv_io_dev *devs; /**< One per device of the store, in the store's device order:
+					       its queue pairs (usable by the engine: host pointers for the CPU
+					       engine, device pointers for the GPU engine), namespace, block size
+					       and P2P table (readable by the engine). Copied. */
+};
+
+/**
+ * @brief Makes a plan for a store.
+ * @param store  the store (kept; close it after the plan).
+ * @param p      the engine, the capacity and the devices' queue pairs.
+ * @param out    receives the plan.
+ * @return 0; `-EINVAL` (NULL arguments; an unknown engine; zero max_requests or blocks;
+ *         io_warps above 32; a device with no queue pair, a NULL table, a block size other than
+ *         the store's, or a psdt other than SGL or PRP; an object that is not whole blocks of
+ *         every device: the message names the device), `-ENOMEM`, `-ENODEV` (GPU engine without a
+ *         GPU), or the CUDA error's errno (the message names it). The message names the problem.
+ *
+ * Any host thread, before the engine's persistent kernels start (GPU engine: the device memory
+ * of the plan is allocated here, stream-ordered).
+ */
+int gio_kv_plan_create(struct gio_kv_store *store, const struct gio_kv_plan_params *p, struct gio_kv_plan **out);
+
+/**
+ * @brief Destroys a plan: ends a batch still open as gio_kv_plan_finish() would, stops its thread,
+ * frees its memory.
+ * @param plan  the plan, or NULL.
+ * @return 0, or the failure of the open batch's finish (the plan is destroyed regardless).
+ *
+ * The thread that drives the plan. Bounded by the plan's timeout. GPU engine: device memory is
+ * freed stream-ordered (it does not wait for kernels); pinned memory goes back to the library's
+ * cache.
+ */
+int gio_kv_plan_destroy(struct gio_kv_plan *plan);
+
+/**
+ * @brief Plans a restore: looks each key up and pins the hits.
+ * @param plan    the plan, with no batch open.
+ * @param keys    @p n chunk keys.
+ * @param blocks  @p n pool blocks: chunk i's layer-l object goes to object `l x blocks + blocks[i]`.
+ * @param n       requests, 0 to max_requests.
+ * @param hit     receives 1 for each hit, 0 for each miss (may be NULL).
+ * @return the hits (each becomes a request), or `-EINVAL` (NULL arguments with @p n > 0, @p n
+ *         above max_requests, a block beyond the pool: the message names the request; a batch
+ *         open), or `-errno` of the lookup. Nothing stays pinned on failure.
+ *
+ * The plan's thread. An unknown key is a miss, not an error.
+ */
+int gio_kv_plan_load(struct gio_kv_plan *plan, const struct gio_kv_u128 *keys, const uint32_t *blocks, uint32_t n,
+		     uint8_t *hit);
+
+/**
+ * @brief Plans an offload: reserves a slot for each key (evicting where the store is full) and
+ * writes the slots' stale entries FREE.
+ * @param plan    the plan, with no batch open.
+ * @param keys    @p n chunk keys, distinct.
+ * @param blocks  @p n pool blocks: chunk i's layer-l object comes from object `l x blocks + blocks[i]`.
+ * @param n       requests, 0 to max_requests.
+ * @param rc      receives each key's result (may be NULL): 0 (a request), `-EEXIST` (stored or being
+ *                stored: nothing to do), `-ENOSPC` (no free slot, everything pinned), or the
+ *                `-EIO` / `-ETIME` of writing its slot's entry FREE.
+ * @return the requests planned, or `-EINVAL` (as gio_kv_plan_load()), or `-errno` of the index.
+ *
+ * The plan's thread. Blocks for the FREE entries' writes and one Flush per device that had any.
+ */
+int gio_kv_plan_save(struct gio_kv_plan *plan, const struct gio_kv_u128 *keys, const uint32_t *blocks, uint32_t n,
+		     int32_t *rc);
+
+/**
+ * @brief The plan's view for kernels: what the GPU engine's I/O kernel and gio_kv_wait_layer() read.
+ * @param plan  the plan, with a batch open.
+ * @param view  receives it (device pointers for the GPU engine, host pointers for the CPU engine).
+ * @return 0, or `-EINVAL` (NULL, or no batch open).
+ *
+ * Any thread. Valid until the batch's gio_kv_plan_finish(). Kernels take it by value.
+ */
+int gio_kv_plan_view(const struct gio_kv_plan *plan, struct gio_kv_io_plan *view);
+
+/** @brief What gio_kv_plan_layer_begin() gives the launcher of a layer's I/O kernel. */
+struct gio_kv_plan_launch {
+	struct gio_kv_io_plan view; /**< The kernel's argument. */
+	uint32_t ctas;              /**< Thread blocks to launch. */
+	uint32_t threads;           /**< Threads per block (a multiple of 32). */
+};
+
+/**
+ * @brief Starts layer @p layer of the batch (the launcher's half of gio_kv_load_layer() and
+ * gio_kv_save_layer()): checks it, and for the GPU engine enqueues on @p stream the upload of
+ * the batch's requests (the first layer of a batch) and the reset of the layer's count.
+ * @param plan    the plan, with a batch open.
+ * @param layer   the layer, below the store's layers.
+ * @param write   1 for a save's layer, 0 for a load's: must match the batch.
+ * @param stream  GPU engine: the cudaStream_t the kernel will be launched on (NULL: the legacy
+ *                stream); ignored by the CPU engine.
+ * @param l       receives the launch (GPU engine).
+ * @return 1 (GPU engine: launch the kernel now, on @p stream), 0 (CPU engine: the plan's thread
+ *         runs the layer; nothing to launch), `-EINVAL` (layer out of range, direction other than
+ *         the batch's, no batch open: the message says which), `-EALREADY` (the layer ran in this
+ *         batch), or the CUDA error's errno of an enqueue.
+ *
+ * The plan's thread. O(1): a few enqueues on the first layer of a batch, none after.
+ */
+int gio_kv_plan_layer_begin(struct gio_kv_plan *plan, uint32_t layer, int write, void *stream,
+			    struct gio_kv_plan_launch *l);
+
+/**
+ * @brief Runs layer @p layer of the batch with the plan's engine, the CPU engine's form of
+ * gio_kv_load_layer() / gio_kv_save_layer(): the plan's thread runs it; returns at once.
+ * @return 0, or as gio_kv_plan_layer_begin(); `-EOPNOTSUPP` for a GPU-engine plan (launch with
+ *         giouring/kv/layer.cuh).
+ *
+ * The plan's thread.
+ */
+int gio_kv_plan_run_layer(struct gio_kv_plan *plan, uint32_t layer, int write);
+
+/**
+ * @brief Waits on the host until layer @p layer of the batch has finished.
+ * @param plan        the plan, with a batch open.
+ * @param layer       the layer.
+ * @param timeout_ns  how long to wait.
+ * @return 0; `-ETIME` (not finished in time: still running, or never started); `-EINVAL`.
+ *
+ * Any thread. After 0, the layer's data is in place (load) or on the devices (save) and its
+ * results are final.
+ */
+int gio_kv_plan_wait_layer(const struct gio_kv_plan *plan, uint32_t layer, uint64_t timeout_ns);
+
+/**
+ * @brief Ends the batch: waits for the layers run, reports results, commits a save's chunks or
+ * drops a load's pins.
+ * @param plan     the plan.
+ * @param results  receives each of the batch's @p n keys' result in the order given to
+ *                 gio_kv_plan_load() / _save() (may be NULL): for a load's miss and a save's key
+ *                 that was not a request, rc is that key's outcome (0 for a miss, -EEXIST...) and
+ *                 layer 0xffff; for a request the first failing layer's rc and NVMe status, or
+ *                 (save) the commit's failure, or `-ECANCELED` (save) when a layer was not run.
+ * @param timeout_ns  how long to wait for layers still running (0: the plan's timeout).
+ * @return 0 when every request succeeded (and, for a save, committed durably); else the first
+ *         failure by request order; `-ETIME` when a layer run did not finish in time (its
+ *         requests are then not committed, and their slots or pins are kept until the plan's
+ *         destroy, since the engine may still write them); `-EINVAL` with no batch open.
+ *
+ * The plan's thread. Blocks for a save's Flushes and entry writes.
+ */
+int gio_kv_plan_finish(struct gio_kv_plan *plan, struct gio_kv_io_result *results, uint64_t timeout_ns);
+
+/**
+ * @brief The errno of a CUDA error a launcher of giouring/kv/layer.cuh met, with a message
+ * naming the error and @p what (gio_last_error()).
+ * @param cuda_error  the cudaError_t, not cudaSuccess.
+ * @param what        the call that met it.
+ * @return gio_cuda_errno() of @p cuda_error.
+ *
+ * Any host thread.
+ */
+int gio_kv_launch_error(int cuda_error, const char *what);
+
+GIO_EXTERN_C_END
+
+#endif /* GIOURING_KV_PLAN_H */

@@ -1,0 +1,652 @@
+/* Per-layer load and save of a batch of KV chunks (giouring/kv/plan.h): the host half. Plans
+ * requests into device-ordered groups (giouring/kv/io.h), runs layers on a thread of the plan for
+ * the CPU engine, stages and uploads them for the GPU engine's kernel (giouring/kv/layer.cuh),
+ * and ends batches through the store's commit protocol. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <giouring/kv/plan.h>
+#include <giouring/kv/store.h>
+#include <giouring/ring/clock.h>
+
+#include "../cuda/cudart.h"
+#include "../cuda/hbm.h"
+#include "../internal.h"
+#include "index.h"
+#include "store_internal.h"
+
+enum { BATCH_NONE = 0, BATCH_LOAD = 1, BATCH_SAVE = 2 };
+
+#define NO_REQUEST UINT32_MAX
+
+/* The arrays engines read, in one image: the CPU engine's in host memory; the GPU engine's
+ * staged in pinned memory and uploaded to one GPU allocation at the first layer of a batch. */
+struct image {
+	struct gio_kv_io_dev *devs;
+	struct gio_qp **qps;
+	struct gio_kv_io_req *reqs;
+	struct gio_kv_io_group *groups;
+	uint32_t *count; /* per layer */
+	uint32_t *done;  /* per layer */
+};
+
+struct gio_kv_plan {
+	struct gio_kv_store *store;
+	struct gio__kv_shape shape;
+	struct gio_kv_plan_params p; /* devs: see img */
+	uint32_t nqps;               /* queue pairs of all devices */
+	size_t img_bytes, upload_bytes;
+	struct image img;            /* host (CPU engine) or staging (GPU engine) */
+	struct image dimg;           /* GPU engine: the same in GPU memory */
+	struct gio_kv_io_result *results; /* host (CPU) or pinned, written by the GPU */
+	uint32_t *done_host;         /* GPU engine: the host's copy of the layer words (pinned) */
+	void *host_mem;              /* CPU engine: the image and results */
+	void *pinned;                /* GPU engine: the staging, results and done_host */
+	struct gio__hbm hbm;         /* GPU engine */
+	int abandoned;               /* a batch never finished: the GPU may still write pinned memory */
+
+	/* The open batch. */
+	int batch;
+	uint32_t n, nreq, ngroups, epoch;
+	int uploaded;
+	uint8_t *ran;                /* per layer: run in this batch */
+	struct gio_kv_u128 *keys;    /* n */
+	struct gio__kv_loc *locs;    /* load: n */
+	struct gio__kv_alloc *allocs; /* save: n */
+	uint8_t *hit, *ok;           /* n */
+	int32_t *pre_rc;             /* n: the outcome of planning each key */
+	uint32_t *req_of;            /* n: its request, or NO_REQUEST */
+	uint32_t *key_of;            /* max_requests: the key of each request */
+
+	/* The CPU engine's thread and its queue of layers. */
+	pthread_t thr;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint32_t *jobs; /* layers, a ring of `layers` entries */
+	uint32_t jhead, jtail;
+	int stop, have_thread;
+};
+
+static size_t align16(size_t x)
+{
+	return (x + 15) & ~(size_t)15;
+}
+
+/* Lays the image out at base (NULL: just sizes it); returns its bytes. The part up to `count` is
+ * what a batch uploads. */
+static size_t image_layout(const struct gio_kv_plan *pl, char *base, struct image *im, size_t *upload)
+{
+	const uint32_t L = pl->shape.layers, cap = pl->p.max_requests;
+	const size_t groups = (size_t)cap + pl->shape.devices; /* each device's last group may be short */
+	size_t o = 0;
+	im->devs = (struct gio_kv_io_dev *)(base ? base + o : NULL);
+	o = align16(o + sizeof(struct gio_kv_io_dev) * pl->shape.devices);
+	im->qps = (struct gio_qp **)(base ? base + o : NULL);
+	o = align16(o + sizeof(struct gio_qp *) * pl->nqps);
+	im->reqs = (struct gio_kv_io_req *)(base ? base + o : NULL);
+	o = align16(o + sizeof(struct gio_kv_io_req) * cap);
+	im->groups = (struct gio_kv_io_group *)(base ? base + o : NULL);
+	o = align16(o + sizeof(struct gio_kv_io_group) * groups);
+	if (upload)
+		*upload = o;
+	im->count = (uint32_t *)(base ? base + o : NULL);
+	o = align16(o + sizeof(uint32_t) * L);
+	im->done = (uint32_t *)(base ? base + o : NULL);
+	o = align16(o + sizeof(uint32_t) * L);
+	return o;
+}
+
+/* The devices as the engine reads them: each one's queue pairs in the image's qps (the GPU's
+ * copy where the GPU reads them). */
+static void image_devs(struct gio_kv_plan *pl, const struct gio_kv_io_dev *devs)
+{
+	struct gio_qp **target = pl->p.engine == GIO_KV_ENGINE_GPU ? pl->dimg.qps : pl->img.qps;
+	uint32_t d, k = 0;
+	for (d = 0; d < pl->shape.devices; d++) {
+		pl->img.devs[d] = devs[d];
+		memcpy(pl->img.qps + k, devs[d].qps, sizeof(struct gio_qp *) * devs[d].nqps);
+		pl->img.devs[d].qps = target + k;
+		k += devs[d].nqps;
+	}
+}
+
+static int check_params(struct gio_kv_store *store, const struct gio_kv_plan_params *p, const struct gio__kv_shape *sh)
+{
+	uint32_t d;
+	if (p->engine > GIO_KV_ENGINE_GPU)
+		return gio__fail(-EINVAL, "giouring: kv plan: engine %u unknown (GIO_KV_ENGINE_CPU or _GPU)", p->engine);
+	if (p->max_requests == 0 || p->blocks == 0)
+		return gio__fail(-EINVAL, "giouring: kv plan: max_requests %u and blocks %u must be at least 1",
+				 p->max_requests, p->blocks);
+	if (p->io_warps > 32)
+		return gio__fail(-EINVAL, "giouring: kv plan: io_warps %u above 32", p->io_warps);
+	if (p->scope != GIO_SCOPE_GPU && p->scope != GIO_SCOPE_SYS)
+		return gio__fail(-EINVAL, "giouring: kv plan: scope %u unknown", p->scope);
+	if (!p->devs)
+		return gio__fail(-EINVAL, "giouring: kv plan: devs is NULL");
+	if (sh->layers > 0xffffu)
+		return gio__fail(-EINVAL, "giouring: kv plan: %u layers (results name at most 65535)", sh->layers);
+	for (d = 0; d < sh->devices; d++) {
+		const struct gio_kv_io_dev *v = &p->devs[d];
+		if (v->nqps == 0 || !v->qps || !v->table)
+			return gio__fail(-EINVAL, "giouring: kv plan: device %u: %s", d,
+					 !v->table ? "no P2P table" : "no queue pair");
+		if (v->lba_shift >= 32 || (1u << v->lba_shift) != sh->lba_bytes[d])
+			return gio__fail(-EINVAL, "giouring: kv plan: device %u: lba_shift %u, the store's blocks are %u bytes",
+					 d, v->lba_shift, sh->lba_bytes[d]);
+		if (sh->object_bytes % sh->lba_bytes[d])
+			return gio__fail(-EINVAL, "giouring: kv plan: device %u: its %u-byte blocks do not divide the %llu-byte "
+					 "object (one command per layer object needs whole blocks)",
+					 d, sh->lba_bytes[d], (unsigned long long)sh->object_bytes);
+		if (v->psdt != GIO_PSDT_SGL_MPTR && v->psdt != GIO_PSDT_PRP)
+			return gio__fail(-EINVAL, "giouring: kv plan: device %u: psdt %u (GIO_PSDT_SGL_MPTR or GIO_PSDT_PRP)",
+					 d, v->psdt);
+	}
+	(void)store;
+	return 0;
+}
+
+/* The CPU engine's thread: runs the layers queued by gio_kv_plan_run_layer(), in order. */
+static void *cpu_engine(void *arg)
+{
+	struct gio_kv_plan *pl = arg;
+	pthread_mutex_lock(&pl->mu);
+	for (;;) {
+		struct gio_kv_io_plan v;
+		uint32_t layer;
+		while (pl->jhead == pl->jtail && !pl->stop)
+			pthread_cond_wait(&pl->cv, &pl->mu);
+		if (pl->jhead == pl->jtail)
+			break;
+		layer = pl->jobs[pl->jhead % pl->shape.layers];
+		(void)gio_kv_plan_view(pl, &v);
+		pthread_mutex_unlock(&pl->mu);
+		(void)gio_kv_io_run_layer(&v, layer); /* results and the layer word say how it went */
+		pthread_mutex_lock(&pl->mu);
+		pl->jhead++;
+		pthread_cond_broadcast(&pl->cv);
+	}
+	pthread_mutex_unlock(&pl->mu);
+	return NULL;
+}
+
+static void plan_free(struct gio_kv_plan *pl)
+{
+	if (pl->have_thread) {
+		pthread_mutex_lock(&pl->mu);
+		pl->stop = 1;
+		pthread_cond_broadcast(&pl->cv);
+		pthread_mutex_unlock(&pl->mu);
+		pthread_join(pl->thr, NULL);
+	}
+	pthread_mutex_destroy(&pl->mu);
+	pthread_cond_destroy(&pl->cv);
+	free(pl->host_mem);
+	/* A batch the GPU may still write keeps its pinned memory out of the cache for good. */
+	if (pl->pinned && !pl->abandoned)
+		(void)gio__pinned_put(pl->pinned);
+	gio__hbm_free(&pl->hbm);
+	free(pl->ran);
+	free(pl->keys);
+	free(pl->locs);
+	free(pl->allocs);
+	free(pl->hit);
+	free(pl->ok);
+	free(pl->pre_rc);
+	free(pl->req_of);
+	free(pl->key_of);
+	free(pl->jobs);
+	free(pl);
+}
+
+int gio_kv_plan_create(struct gio_kv_store *store, const struct gio_kv_plan_params *p, struct gio_kv_plan **out)
+{
+	struct gio_kv_plan *pl;
+	size_t res_bytes, done_off;
+	uint32_t d, cap;
+	int rc;
+	gio__clear_error();
+	if (!store || !p || !out)
+		return gio__fail(-EINVAL, "giouring: kv plan: NULL argument");
+	*out = NULL;
+	pl = calloc(1, sizeof(*pl));
+	if (!pl)
+		return gio__fail(-ENOMEM, "giouring: kv plan: no memory");
+	pthread_mutex_init(&pl->mu, NULL);
+	pthread_cond_init(&pl->cv, NULL);
+	pl->store = store;
+	gio__kv_store_shape(store, &pl->shape);
+	rc = check_params(store, p, &pl->shape);
+	if (rc) {
+		plan_free(pl);
+		return rc;
+	}
+	pl->p = *p;
+	pl->p.devs = NULL;
+	if (!pl->p.io_ctas)
+		pl->p.io_ctas = 8;
+	if (!pl->p.io_warps)
+		pl->p.io_warps = 8;
+	if (!pl->p.timeout_ns)
+		pl->p.timeout_ns = pl->shape.timeout_ns;
+	for (d = 0; d < pl->shape.devices; d++)
+		pl->nqps += p->devs[d].nqps;
+	cap = p->max_requests;
+	pl->img_bytes = image_layout(pl, NULL, &pl->img, &pl->upload_bytes);
+	res_bytes = align16(sizeof(struct gio_kv_io_result) * cap);
+	done_off = pl->img_bytes + res_bytes;
+	pl->ran = calloc(pl->shape.layers, 1);
+	pl->keys = calloc(cap, sizeof(*pl->keys));
+	pl->locs = calloc(cap, sizeof(*pl->locs));
+	pl->allocs = calloc(cap, sizeof(*pl->allocs));
+	pl->hit = calloc(cap, 1);
+	pl->ok = calloc(cap, 1);
+	pl->pre_rc = calloc(cap, sizeof(*pl->pre_rc));
+	pl->req_of = calloc(cap, sizeof(*pl->req_of));
+	pl->key_of = calloc(cap, sizeof(*pl->key_of));
+	pl->jobs = calloc(pl->shape.layers, sizeof(*pl->jobs));
+	if (!pl->ran || !pl->keys || !pl->locs || !pl->allocs || !pl->hit || !pl->ok || !pl->pre_rc || !pl->req_of ||
+	    !pl->key_of || !pl->jobs) {
+		plan_free(pl);
+		return gio__fail(-ENOMEM, "giouring: kv plan: no memory for %u requests", cap);
+	}
+	if (p->engine == GIO_KV_ENGINE_CPU) {
+		pl->host_mem = aligned_alloc(16, done_off);
+		if (!pl->host_mem) {
+			plan_free(pl);
+			return gio__fail(-ENOMEM, "giouring: kv plan: no memory for %u requests", cap);
+		}
+		memset(pl->host_mem, 0, done_off);
+		image_layout(pl, pl->host_mem, &pl->img, NULL);
+		pl->results = (struct gio_kv_io_result *)((char *)pl->host_mem + pl->img_bytes);
+		image_devs(pl, p->devs);
+		if (pthread_create(&pl->thr, NULL, cpu_engine, pl)) {
+			plan_free(pl);
+			return gio__fail(-EAGAIN, "giouring: kv plan: cannot start the CPU engine's thread");
+		}
+		pl->have_thread = 1;
+	} else {
+		/* Pinned: the staging image, the results the GPU writes, the host's layer words. */
+		rc = gio__pinned_alloc(done_off + align16(sizeof(uint32_t) * pl->shape.layers), "kv plan", &pl->pinned);
+		if (!rc)
+			rc = gio__hbm_alloc(&pl->hbm, pl->img_bytes, "kv plan");
+		if (rc) {
+			plan_free(pl);
+			return rc;
+		}
+		image_layout(pl, pl->pinned, &pl->img, NULL);
+		image_layout(pl, pl->hbm.base, &pl->dimg, NULL);
+		pl->results = (struct gio_kv_io_result *)((char *)pl->pinned + pl->img_bytes);
+		pl->done_host = (uint32_t *)((char *)pl->pinned + done_off);
+		image_devs(pl, p->devs);
+	}
+	*out = pl;
+	return 0;
+}
+
+static int check_batch(struct gio_kv_plan *pl, const struct gio_kv_u128 *keys, const uint32_t *blocks, uint32_t n,
+		       const char *what)
+{
+	uint32_t i;
+	if (!pl)
+		return gio__fail(-EINVAL, "giouring: kv plan: %s: NULL plan", what);
+	if (pl->batch != BATCH_NONE)
+		return gio__fail(-EINVAL, "giouring: kv plan: %s: a batch is open (gio_kv_plan_finish() first)", what);
+	if (n > pl->p.max_requests)
+		return gio__fail(-EINVAL, "giouring: kv plan: %s: %u requests, the plan holds %u", what, n, pl->p.max_requests);
+	if (n && (!keys || !blocks))
+		return gio__fail(-EINVAL, "giouring: kv plan: %s: NULL keys or blocks", what);
+	for (i = 0; i < n; i++)
+		if (blocks[i] >= pl->p.blocks)
+			return gio__fail(-EINVAL, "giouring: kv plan: %s: request %u: block %u beyond the pool's %u", what, i,
+					 blocks[i], pl->p.blocks);
+	return 0;
+}
+
+/* Orders the batch's requests into groups: a device's requests in runs of at most 32, the
+ * devices' runs interleaved, so that consecutive groups (consecutive warps) go to different
+ * devices and a layer's commands spread over all of them from the start. */
+static void build_groups(struct gio_kv_plan *pl, const uint32_t *blocks, const uint32_t *dev_of, const uint64_t *slba_of)
+{
+	uint32_t next[GIO_KV_STORE_MAX_DEVICES] = {0}; /* the next key of each device, by scan position */
+	uint32_t left[GIO_KV_STORE_MAX_DEVICES] = {0};
+	uint32_t i, d, r = 0, g = 0, pending = 0;
+	for (i = 0; i < pl->n; i++)
+		if (pl->req_of[i] != NO_REQUEST) {
+			left[dev_of[i]]++;
+			pending++;
+		}
+	while (pending) {
+		for (d = 0; d < pl->shape.devices; d++) {
+			uint32_t k = 0;
+			if (!left[d])
+				continue;
+			pl->img.groups[g].first = r;
+			pl->img.groups[g].dev = (uint16_t)d;
+			for (i = next[d]; i < pl->n && k < GIO_KV_IO_GROUP_MAX; i++) {
+				if (pl->req_of[i] == NO_REQUEST || dev_of[i] != d)
+					continue;
+				pl->req_of[i] = r;
+				pl->key_of[r] = i;
+				pl->img.reqs[r].slba = slba_of[i];
+				pl->img.reqs[r].block = blocks[i];
+				pl->img.reqs[r].dev = (uint16_t)d;
+				pl->img.reqs[r].rsvd = 0;
+				r++;
+				k++;
+			}
+			next[d] = i;
+			left[d] -= k;
+			pending -= k;
+			pl->img.groups[g].count = (uint16_t)k;
+			g++;
+		}
+	}
+	pl->nreq = r;
+	pl->ngroups = g;
+}
+
+/* Starts a batch: results cleared, a new epoch, nothing run yet. */
+static void open_batch(struct gio_kv_plan *pl, int kind, uint32_t n)
+{
+	pl->batch = kind;
+	pl->n = n;
+	pl->uploaded = 0;
+	memset(pl->ran, 0, pl->shape.layers);
+	memset(pl->results, 0, sizeof(*pl->results) * (n ? n : 1));
+	if (++pl->epoch == 0)
+		pl->epoch = 1;
+	if (pl->p.engine == GIO_KV_ENGINE_CPU)
+		memset(pl->img.count, 0, sizeof(uint32_t) * pl->shape.layers);
+}
+
+/* Where request-to-be i is: device and first LBA, for build_groups(). */
+struct where {
+	uint32_t *dev;
+	uint64_t *slba;
+};
+
+static int where_alloc(struct where *w, uint32_t n)
+{
+	w->dev = malloc(sizeof(*w->dev) * (n ? n : 1));
+	w->slba = malloc(sizeof(*w->slba) * (n ? n : 1));
+	if (!w->dev || !w->slba) {
+		free(w->dev);
+		free(w->slba);
+		return gio__fail(-ENOMEM, "giouring: kv plan: no memory for %u requests", n);
+	}
+	return 0;
+}
+
+static void where_free(struct where *w)
+{
+	free(w->dev);
+	free(w->slba);
+}
+
+int gio_kv_plan_load(struct gio_kv_plan *pl, const struct gio_kv_u128 *keys, const uint32_t *blocks, uint32_t n,
+		     uint8_t *hit)
+{
+	struct where w;
+	uint32_t i;
+	int rc;
+	gio__clear_error();
+	rc = check_batch(pl, keys, blocks, n, "load");
+	if (rc || (rc = where_alloc(&w, n)))
+		return rc;
+	rc = n ? gio__kv_store_lookup_pin(pl->store, keys, n, pl->locs, pl->hit) : 0;
+	if (rc < 0) {
+		where_free(&w);
+		return rc;
+	}
+	open_batch(pl, BATCH_LOAD, n);
+	for (i = 0; i < n; i++) {
+		pl->keys[i] = keys[i];
+		pl->pre_rc[i] = 0;
+		pl->req_of[i] = pl->hit[i] ? 0 : NO_REQUEST;
+		if (pl->hit[i]) {
+			w.dev[i] = pl->locs[i].device;
+			w.slba[i] = gio__kv_store_chunk_lba(pl->store, &pl->locs[i]);
+		}
+		if (hit)
+			hit[i] = pl->hit[i];
+	}
+	build_groups(pl, blocks, w.dev, w.slba);
+	where_free(&w);
+	return rc;
+}
+
+int gio_kv_plan_save(struct gio_kv_plan *pl, const struct gio_kv_u128 *keys, const uint32_t *blocks, uint32_t n,
+		     int32_t *rcs)
+{
+	struct where w;
+	uint32_t i;
+	int rc;
+	gio__clear_error();
+	rc = check_batch(pl, keys, blocks, n, "save");
+	if (rc || (rc = where_alloc(&w, n)))
+		return rc;
+	rc = n ? gio__kv_store_reserve(pl->store, keys, n, pl->allocs) : 0;
+	if (rc < 0) {
+		where_free(&w);
+		return rc;
+	}
+	open_batch(pl, BATCH_SAVE, n);
+	for (i = 0; i < n; i++) {
+		const struct gio__kv_alloc *a = &pl->allocs[i];
+		pl->keys[i] = keys[i];
+		pl->pre_rc[i] = a->rc;
+		pl->req_of[i] = a->rc ? NO_REQUEST : 0;
+		if (!a->rc) {
+			w.dev[i] = a->loc.device;
+			w.slba[i] = gio__kv_store_chunk_lba(pl->store, &a->loc);
+		}
+		if (rcs)
+			rcs[i] = a->rc;
+	}
+	build_groups(pl, blocks, w.dev, w.slba);
+	where_free(&w);
+	return rc;
+}
+
+int gio_kv_plan_view(const struct gio_kv_plan *pl, struct gio_kv_io_plan *v)
+{
+	const struct image *im;
+	if (!pl || !v || pl->batch == BATCH_NONE)
+		return -EINVAL;
+	im = pl->p.engine == GIO_KV_ENGINE_GPU ? &pl->dimg : &pl->img;
+	memset(v, 0, sizeof(*v));
+	v->devs = im->devs;
+	v->reqs = im->reqs;
+	v->groups = im->groups;
+	v->results = pl->results;
+	v->layer_count = im->count;
+	v->layer_done = im->done;
+	v->layer_done_host = pl->done_host;
+	v->object_bytes = pl->shape.object_bytes;
+	v->timeout_ns = pl->p.timeout_ns;
+	v->ndevs = pl->shape.devices;
+	v->nreqs = pl->nreq;
+	v->ngroups = pl->ngroups;
+	v->layers = pl->shape.layers;
+	v->blocks = pl->p.blocks;
+	v->epoch = pl->epoch;
+	v->write = pl->batch == BATCH_SAVE;
+	v->scope = pl->p.engine == GIO_KV_ENGINE_GPU ? pl->p.scope : GIO_SCOPE_SYS;
+	return 0;
+}
+
+/* The GPU engine's upload of a batch, on the caller's stream: the image up to the counts, and
+ * the counts zeroed. Stream-ordered before the batch's kernels; no host wait. */
+static int upload(struct gio_kv_plan *pl, void *stream)
+{
+	const struct gio__cudart *rt = gio__cudart();
+	int e;
+	if (!rt || !rt->memcpy_async || !rt->memset_async)
+		return gio__fail(-ENODEV, "giouring: kv plan: no CUDA runtime with cudaMemcpyAsync");
+	e = rt->memcpy_async(pl->dimg.devs, pl->img.devs, pl->upload_bytes, GIO__CUDA_MEMCPY_DEFAULT, stream);
+	if (!e)
+		e = rt->memset_async(pl->dimg.count, 0, sizeof(uint32_t) * pl->shape.layers, stream);
+	if (e)
+		return gio__cuda_fail(e, "kv plan: uploading the batch's %u requests", pl->nreq);
+	pl->uploaded = 1;
+	return 0;
+}
+
+int gio_kv_plan_layer_begin(struct gio_kv_plan *pl, uint32_t layer, int write, void *stream,
+			    struct gio_kv_plan_launch *l)
+{
+	int rc;
+	gio__clear_error();
+	if (!pl || pl->batch == BATCH_NONE)
+		return gio__fail(-EINVAL, "giouring: kv plan: layer %u: no batch open", layer);
+	if (layer >= pl->shape.layers)
+		return gio__fail(-EINVAL, "giouring: kv plan: layer %u beyond the store's %u", layer, pl->shape.layers);
+	if ((write != 0) != (pl->batch == BATCH_SAVE))
+		return gio__fail(-EINVAL, "giouring: kv plan: layer %u: a %s call on a %s batch", layer,
+				 write ? "save" : "load", pl->batch == BATCH_SAVE ? "save" : "load");
+	if (pl->ran[layer])
+		return gio__fail(-EALREADY, "giouring: kv plan: layer %u ran already in this batch", layer);
+	if (pl->p.engine == GIO_KV_ENGINE_CPU) {
+		pthread_mutex_lock(&pl->mu);
+		pl->jobs[pl->jtail++ % pl->shape.layers] = layer;
+		pthread_cond_broadcast(&pl->cv);
+		pthread_mutex_unlock(&pl->mu);
+		pl->ran[layer] = 1;
+		return 0;
+	}
+	if (!l)
+		return gio__fail(-EINVAL, "giouring: kv plan: layer %u: NULL launch", layer);
+	if (!pl->uploaded && (rc = upload(pl, stream)) != 0)
+		return rc;
+	gio_kv_plan_view(pl, &l->view);
+	/* No more warps than groups: a warp per group, at most io_ctas x io_warps. */
+	{
+		const uint32_t per = pl->p.io_warps, most = pl->p.io_ctas * per;
+		const uint32_t warps = pl->ngroups < most ? (pl->ngroups ? pl->ngroups : 1) : most;
+		l->ctas = (warps + per - 1) / per;
+		l->threads = 32 * per;
+	}
+	pl->ran[layer] = 1;
+	return 1;
+}
+
+int gio_kv_plan_run_layer(struct gio_kv_plan *pl, uint32_t layer, int write)
+{
+	if (pl && pl->p.engine == GIO_KV_ENGINE_GPU)
+		return gio__fail(-EOPNOTSUPP, "giouring: kv plan: a GPU-engine plan runs its layers with gio_kv_load_layer() "
+				 "or gio_kv_save_layer() (giouring/kv/layer.cuh)");
+	return gio_kv_plan_layer_begin(pl, layer, write, NULL, NULL);
+}
+
+/* The layer's word as the host reads it. */
+static int layer_finished(const struct gio_kv_plan *pl, uint32_t layer)
+{
+	const uint32_t *w = pl->done_host ? pl->done_host : pl->img.done;
+	return (int32_t)(gio_load_acquire(&w[layer]) - pl->epoch) >= 0;
+}
+
+int gio_kv_plan_wait_layer(const struct gio_kv_plan *pl, uint32_t layer, uint64_t timeout_ns)
+{
+	const uint64_t deadline = gio_deadline_in(timeout_ns);
+	uint32_t spins = 0;
+	if (!pl || pl->batch == BATCH_NONE || layer >= pl->shape.layers)
+		return -EINVAL;
+	while (!layer_finished(pl, layer)) {
+		if (gio_deadline_passed(deadline))
+			return -ETIME;
+		gio_backoff(&spins);
+	}
+	return 0;
+}
+
+static void result_of(const struct gio_kv_plan *pl, uint32_t i, struct gio_kv_io_result *r)
+{
+	if (pl->req_of[i] == NO_REQUEST) {
+		r->rc = pl->pre_rc[i];
+		r->status = 0;
+		r->layer = 0xffff;
+		return;
+	}
+	*r = pl->results[pl->req_of[i]];
+	if (!r->rc && pl->batch == BATCH_SAVE && !pl->ok[i]) {
+		r->rc = -ECANCELED; /* a layer not run */
+		r->layer = 0xffff;
+	}
+}
+
+int gio_kv_plan_finish(struct gio_kv_plan *pl, struct gio_kv_io_result *results, uint64_t timeout_ns)
+{
+	const uint64_t deadline = gio_deadline_in(timeout_ns ? timeout_ns : (pl ? pl->p.timeout_ns : 0));
+	uint32_t i, l;
+	int first = 0;
+	gio__clear_error();
+	if (!pl || pl->batch == BATCH_NONE)
+		return gio__fail(-EINVAL, "giouring: kv plan: finish: no batch open");
+	/* Every layer run must be over before pins drop or slots commit: the engine may still move
+	 * their data. */
+	for (l = 0; l < pl->shape.layers; l++) {
+		uint32_t spins = 0;
+		if (!pl->ran[l])
+			continue;
+		while (!layer_finished(pl, l)) {
+			if (gio_deadline_passed(deadline))
+				return gio__fail(-ETIME, "giouring: kv plan: finish: layer %u of the batch has not finished "
+						 "(the batch stays open: finish again later)", l);
+			gio_backoff(&spins);
+		}
+	}
+	for (i = 0; i < pl->n; i++) {
+		const uint32_t r = pl->req_of[i];
+		pl->ok[i] = r != NO_REQUEST && pl->results[r].rc == 0;
+		for (l = 0; pl->ok[i] && l < pl->shape.layers; l++)
+			pl->ok[i] = pl->ran[l];
+	}
+	if (pl->batch == BATCH_LOAD) {
+		gio__kv_store_unpin(pl->store, pl->locs, pl->hit, pl->ok, pl->n);
+	} else if (pl->n) {
+		/* pre_rc is reused for the commit's results: for a key that was no request the commit
+		 * gives back its planning outcome, which pre_rc held. */
+		int32_t *crc = pl->pre_rc;
+		first = gio__kv_store_commit(pl->store, pl->keys, pl->allocs, pl->ok, pl->n, crc);
+		for (i = 0; i < pl->n; i++)
+			if (pl->req_of[i] != NO_REQUEST && pl->ok[i] && crc[i]) {
+				pl->results[pl->req_of[i]].rc = crc[i];
+				pl->results[pl->req_of[i]].layer = 0xffff; /* the commit, not a layer */
+				pl->ok[i] = 0;
+			}
+	}
+	for (i = 0; i < pl->n; i++) {
+		struct gio_kv_io_result r;
+		result_of(pl, i, &r);
+		if (results)
+			results[i] = r;
+		if (r.rc && pl->req_of[i] != NO_REQUEST && !first)
+			first = r.rc;
+	}
+	pl->batch = BATCH_NONE;
+	return first;
+}
+
+int gio_kv_plan_destroy(struct gio_kv_plan *pl)
+{
+	int rc = 0;
+	if (!pl)
+		return 0;
+	if (pl->batch != BATCH_NONE) {
+		rc = gio_kv_plan_finish(pl, NULL, 0);
+		if (rc == -ETIME && pl->batch != BATCH_NONE)
+			pl->abandoned = 1;
+	}
+	plan_free(pl);
+	return rc;
+}
+
+int gio_kv_launch_error(int cuda_error, const char *what)
+{
+	return gio__cuda_fail(cuda_error, "%s: kernel launch", what ? what : "kv layer");
+}

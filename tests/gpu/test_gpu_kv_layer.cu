@@ -1,0 +1,384 @@
+// Per-layer save and load through the library's I/O kernel (giouring/kv/layer.cuh) over a store
+// of 4 CPU-executed memory targets driven from the GPU (GIO_CTX_QP_PINNED queue pairs), a pool in
+// HBM described by strides, its P2P tables built on the GPU. A compute kernel per layer waits on
+// the device for its layer and checks every byte; a stream-ordered wait gates another stream; a
+// device failing mid-layer fails only its request, with the NVMe status; the host's time per
+// layer call is printed. Both layouts: K and V together (one run an object) and apart (two runs,
+// one command with an SGL segment list in pinned host memory).
+#include <cuda_runtime.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include <giouring/host/ctx.h>
+#include <giouring/kv/layer.cuh>
+#include <giouring/kv/plan.h>
+#include <giouring/kv/pool.h>
+#include <giouring/kv/store.h>
+#include <giouring/proto/status.h>
+
+#include "gpu_test.cuh"
+
+namespace {
+
+const uint64_t kSecond = 1000000000ull;
+const uint32_t kDevs = 4, kQps = 4, kDepth = 256;
+const uint32_t kLayers = 8, kBlocks = 256, kTokens = 16, kHeads = 2, kChannels = 64, kElem = 2;
+const uint64_t kObject = 2ull * kTokens * kHeads * kChannels * kElem; // 8 KiB
+const uint32_t kChunks = 200;                                         // stored; the other 56 blocks are misses
+
+__host__ __device__ uint32_t want_word(uint32_t chunk, uint32_t layer, uint32_t k)
+{
+	uint32_t x = (chunk + 1) * 2654435761u ^ (layer << 24) ^ (k * 0x9e3779b9u);
+	x ^= x >> 15;
+	return x * 0x2c1b3c6du;
+}
+
+// Pool block of chunk i on the load, and the chunk a block holds (or -1: a miss's block).
+__host__ __device__ uint32_t load_block(uint32_t i)
+{
+	return (i * 77u + 13u) % kBlocks;
+}
+
+struct Layout {
+	gio_kv_pool pool; // base: the HBM pool
+	gio_kv_runs runs;
+};
+
+// Byte offset in object order k (4-byte words) -> address, through the runs.
+__device__ uint32_t *word_at(const Layout &lay, uint32_t layer, uint32_t block, uint64_t k)
+{
+	const uint64_t byte = k * 4, r = byte / lay.runs.run_bytes;
+	return (uint32_t *)(gio_kv_run_addr(&lay.pool, &lay.runs, layer, block, (uint32_t)r) + byte % lay.runs.run_bytes);
+}
+
+__global__ void fill_pool(Layout lay, uint32_t layer)
+{
+	const uint64_t words = kObject / 4;
+	for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < (uint64_t)kChunks * words;
+	     i += (uint64_t)gridDim.x * blockDim.x) {
+		const uint32_t c = (uint32_t)(i / words), k = (uint32_t)(i % words);
+		*word_at(lay, layer, c, k) = want_word(c, layer, k); // saved from block c
+	}
+}
+
+struct Check {
+	unsigned long long wrong, poisoned_wrong;
+	int timed_out, gated_ok;
+};
+
+// The compute kernel of a layer: waits on the device for the layer, then checks every object
+// the load planned (and that a miss's block stayed poisoned).
+__global__ void consume(gio_kv_io_plan v, Layout lay, uint32_t layer, const int *chunk_of_block, Check *c)
+{
+	__shared__ int ready;
+	if (threadIdx.x == 0)
+		ready = gio_kv_wait_layer(&v, layer, gio_deadline_in(30 * kSecond)) == 0;
+	__syncthreads();
+	if (!ready) {
+		if (threadIdx.x == 0)
+			atomicExch(&c->timed_out, 1);
+		return;
+	}
+	const uint64_t words = kObject / 4;
+	unsigned long long bad = 0, pbad = 0;
+	for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < (uint64_t)kBlocks * words;
+	     i += (uint64_t)gridDim.x * blockDim.x) {
+		const uint32_t b = (uint32_t)(i / words), k = (uint32_t)(i % words);
+		const uint32_t got = *word_at(lay, layer, b, k);
+		const int chunk = chunk_of_block[b];
+		if (chunk < 0)
+			pbad += got != 0xa5a5a5a5u;
+		else
+			bad += got != want_word((uint32_t)chunk, layer, k);
+	}
+	if (bad)
+		atomicAdd(&c->wrong, bad);
+	if (pbad)
+		atomicAdd(&c->poisoned_wrong, pbad);
+}
+
+// Runs after gio_kv_wait_layer_on() on its stream: the layer must be finished by then.
+__global__ void gated(gio_kv_io_plan v, uint32_t layer, Check *c)
+{
+	c->gated_ok = gio_kv_io_layer_finished(&v, layer);
+}
+
+struct Rig {
+	std::vector<gio_ctx *> ctx;
+	gio_kv_store *store = nullptr;
+	gio_kv_plan *plan = nullptr;
+	unsigned char *pool = nullptr;
+	gio_sgl_desc *segs = nullptr; // pinned, mapped: the segment lists of two-run objects
+	gio_qp *d_qps = nullptr;
+	union gio_dptr *d_tables = nullptr;
+	std::vector<gio_qp *> dev_qp_ptrs;
+	std::vector<gio_qp *> host_qps;
+	Layout lay{};
+	bool ok = false;
+};
+
+bool setup(Rig &r, bool kv_apart, cudaStream_t s)
+{
+	const uint64_t pool_bytes = (uint64_t)kLayers * kBlocks * kObject;
+	CK(cudaMalloc(&r.pool, pool_bytes));
+	// The pool: (L, B, part, T, H, C) or (L, part, B, T, H, C).
+	gio_kv_pool &p = r.lay.pool;
+	std::memset(&p, 0, sizeof(p));
+	p.base = (uint64_t)(uintptr_t)r.pool;
+	p.base_mode = GIO_KV_BASE_ONE;
+	p.elem_bytes = kElem;
+	const uint32_t ext[GIO_KV_DIMS] = {kLayers, kBlocks, 2, kTokens, kHeads, kChannels};
+	for (int d = 0; d < GIO_KV_DIMS; d++)
+		p.extent[d] = ext[d];
+	const uint64_t h = kChannels, t = h * kHeads, inner = t * kTokens;
+	p.stride[GIO_KV_CHANNEL] = 1;
+	p.stride[GIO_KV_HEAD] = h;
+	p.stride[GIO_KV_TOKEN] = t;
+	p.stride[GIO_KV_PART] = kv_apart ? inner * kBlocks : inner;
+	p.stride[GIO_KV_BLOCK] = kv_apart ? inner : 2 * inner;
+	p.stride[GIO_KV_LAYER] = 2 * inner * kBlocks;
+	EXPECT(gio_kv_pool_check(&p, nullptr) == 0 && gio_kv_pool_runs(&p, &r.lay.runs) == 0, "pool refused");
+	EXPECT(r.lay.runs.nruns == (kv_apart ? 2u : 1u), "runs %u", r.lay.runs.nruns);
+
+	for (uint32_t d = 0; d < kDevs; d++) {
+		gio_ctx *c = nullptr;
+		int rc = gio_ctx_open("mem://host?size=32M&threads=2&idle_us=20", &c);
+		EXPECT(rc == 0, "open: %s", gio_last_error());
+		if (rc)
+			return false;
+		r.ctx.push_back(c);
+		uint64_t addr = 0;
+		rc = gio_ctx_register_device(c, r.pool, pool_bytes, &addr);
+		EXPECT(rc == 0 && addr == (uint64_t)(uintptr_t)r.pool, "register_device: %s", gio_last_error());
+	}
+	gio_kv_store_params sp{};
+	sp.layers = kLayers;
+	sp.object_bytes = kObject;
+	sp.pool_signature = gio_kv_pool_signature(&p, &r.lay.runs);
+	sp.timeout_ns = 10 * kSecond;
+	int rc = gio_kv_store_create(r.ctx.data(), kDevs, &sp, &r.store);
+	EXPECT(rc == 0, "store: %s", gio_last_error());
+	if (rc)
+		return false;
+
+	// Queue pairs for the GPU: pinned, their structs copied to device memory.
+	std::vector<gio_qp> qps;
+	for (uint32_t d = 0; d < kDevs; d++)
+		for (uint32_t q = 0; q < kQps; q++) {
+			gio_qp *qp = nullptr;
+			rc = gio_ctx_qp_create_ex(r.ctx[d], kDepth, GIO_CTX_QP_PINNED, &qp);
+			EXPECT(rc == 0, "pinned qp: %s", gio_last_error());
+			if (rc)
+				return false;
+			r.host_qps.push_back(qp);
+			qps.push_back(*qp);
+		}
+	CK(cudaMalloc(&r.d_qps, qps.size() * sizeof(gio_qp)));
+	CK(cudaMemcpy(r.d_qps, qps.data(), qps.size() * sizeof(gio_qp), cudaMemcpyHostToDevice));
+	for (size_t i = 0; i < qps.size(); i++)
+		r.dev_qp_ptrs.push_back(&r.d_qps[i]);
+
+	// The P2P tables, one per device (their bus addresses are the same here), built on the GPU.
+	const uint64_t objects = (uint64_t)kLayers * kBlocks;
+	CK(cudaMalloc(&r.d_tables, kDevs * objects * sizeof(gio_dptr)));
+	if (kv_apart) {
+		CK(cudaHostAlloc(&r.segs, kDevs * objects * 2 * sizeof(gio_sgl_desc), cudaHostAllocMapped));
+		for (uint32_t d = 0; d < kDevs; d++) {
+			rc = gio_ctx_register(r.ctx[d], r.segs + d * objects * 2, objects * 2 * sizeof(gio_sgl_desc), nullptr);
+			EXPECT(rc == 0, "register segs: %s", gio_last_error());
+		}
+	}
+	int *d_rc;
+	CK(cudaMallocManaged(&d_rc, sizeof(int)));
+	*d_rc = 0;
+	std::vector<gio_kv_io_dev> devs(kDevs);
+	for (uint32_t d = 0; d < kDevs; d++) {
+		gio_sgl_desc *seg = kv_apart ? r.segs + d * objects * 2 : nullptr;
+		rc = gio_kv_table_build(&p, &r.lay.runs, gio_ctx_dptr_caps(r.ctx[d]), r.d_tables + d * objects, seg,
+					(uint64_t)(uintptr_t)seg, d_rc, s);
+		EXPECT(rc == 0, "table build: %s", gio_last_error());
+		gio_ns_info info;
+		gio_ctx_info(r.ctx[d], &info);
+		devs[d].qps = &r.dev_qp_ptrs[d * kQps];
+		devs[d].table = r.d_tables + d * objects;
+		devs[d].nqps = kQps;
+		devs[d].nsid = info.nsid;
+		devs[d].lba_shift = (uint32_t)__builtin_ctz(info.lba_bytes);
+		devs[d].psdt = GIO_PSDT_SGL_MPTR;
+	}
+	EXPECT(sync_within(s, 30), "table build hung");
+	EXPECT(*d_rc == 0, "table build: object refused %d", *d_rc);
+	CK(cudaFree(d_rc));
+	gio_kv_plan_params pp{};
+	pp.engine = GIO_KV_ENGINE_GPU;
+	pp.max_requests = kBlocks;
+	pp.blocks = kBlocks;
+	pp.io_ctas = 4;
+	pp.io_warps = 8;
+	pp.devs = devs.data();
+	rc = gio_kv_plan_create(r.store, &pp, &r.plan);
+	EXPECT(rc == 0, "plan: %s", gio_last_error());
+	r.ok = rc == 0;
+	return r.ok;
+}
+
+void teardown(Rig &r)
+{
+	EXPECT(gio_kv_plan_destroy(r.plan) == 0, "plan destroy: %s", gio_last_error());
+	EXPECT(gio_kv_store_close(r.store) == 0, "store close: %s", gio_last_error());
+	for (size_t i = 0; i < r.host_qps.size(); i++)
+		EXPECT(gio_ctx_qp_destroy(r.ctx[i / kQps], r.host_qps[i], 5 * kSecond, nullptr, nullptr) >= 0, "qp destroy: %s",
+		       gio_last_error());
+	for (auto *c : r.ctx)
+		EXPECT(gio_ctx_close(c) == 0, "close: %s", gio_last_error());
+	CK(cudaFree(r.d_qps));
+	CK(cudaFree(r.d_tables));
+	CK(cudaFree(r.pool));
+	if (r.segs)
+		CK(cudaFreeHost(r.segs));
+}
+
+void run(bool kv_apart)
+{
+	std::printf("== K and V %s\n", kv_apart ? "apart (two runs: an SGL segment list per object)" : "together (one run)");
+	cudaStream_t io, compute, other;
+	CK(cudaStreamCreateWithFlags(&io, cudaStreamNonBlocking));
+	CK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+	CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+	Rig r;
+	if (!setup(r, kv_apart, io)) {
+		std::printf("   setup failed\n");
+		return;
+	}
+	const uint64_t pool_bytes = (uint64_t)kLayers * kBlocks * kObject;
+
+	// Save: chunk c from block c, one save_layer per layer.
+	std::vector<gio_kv_u128> keys(kBlocks);
+	std::vector<uint32_t> blocks(kBlocks);
+	for (uint32_t i = 0; i < kBlocks; i++)
+		keys[i] = gio_kv_u128{0x51ed270b27d6b3c5ull * (i + 1), i < kChunks ? i : 100000u + i};
+	for (uint32_t i = 0; i < kChunks; i++)
+		blocks[i] = i;
+	for (uint32_t l = 0; l < kLayers; l++)
+		fill_pool<<<64, 256, 0, io>>>(r.lay, l);
+	int n = gio_kv_plan_save(r.plan, keys.data(), blocks.data(), kChunks, nullptr);
+	EXPECT(n == (int)kChunks, "plan save: %d %s", n, gio_last_error());
+	double call_ns = 0;
+	for (uint32_t l = 0; l < kLayers; l++) {
+		const uint64_t t0 = gio_host_now_ns();
+		const int rc = gio_kv_save_layer(r.plan, l, io);
+		call_ns += (double)(gio_host_now_ns() - t0);
+		EXPECT(rc == 0, "save layer %u: %d %s", l, rc, gio_last_error());
+	}
+	std::vector<gio_kv_io_result> res(kBlocks);
+	int rc = gio_kv_plan_finish(r.plan, res.data(), 30 * kSecond);
+	EXPECT(rc == 0, "save finish: %d %s (first request rc %d status 0x%x)", rc, gio_last_error(), res[0].rc, res[0].status);
+	std::printf("   save: %u chunks x %u layers, host time per gio_kv_save_layer() %.1f us (mean of %u)\n", kChunks,
+		    kLayers, call_ns / kLayers / 1e3, kLayers);
+	gio_kv_store_stats st;
+	gio_kv_store_info(r.store, &st);
+	EXPECT(st.valid == kChunks, "valid %" PRIu64, st.valid);
+
+	// Load: chunk i into block load_block(i), keys beyond kChunks miss; compute kernels wait.
+	std::vector<int> chunk_of_block(kBlocks, -1);
+	for (uint32_t i = 0; i < kBlocks; i++) {
+		blocks[i] = load_block(i);
+		if (i < kChunks)
+			chunk_of_block[blocks[i]] = (int)i;
+	}
+	int *d_chunk_of_block;
+	Check *chk;
+	CK(cudaMalloc(&d_chunk_of_block, kBlocks * sizeof(int)));
+	CK(cudaMemcpy(d_chunk_of_block, chunk_of_block.data(), kBlocks * sizeof(int), cudaMemcpyHostToDevice));
+	CK(cudaMallocManaged(&chk, sizeof(Check)));
+	std::memset(chk, 0, sizeof(*chk));
+	CK(cudaMemsetAsync(r.pool, 0xa5, pool_bytes, io));
+	std::vector<uint8_t> hit(kBlocks);
+	n = gio_kv_plan_load(r.plan, keys.data(), blocks.data(), kBlocks, hit.data());
+	EXPECT(n == (int)kChunks, "plan load: %d hits %s", n, gio_last_error());
+	gio_kv_io_plan v;
+	EXPECT(gio_kv_plan_view(r.plan, &v) == 0, "view");
+	// Compute kernels queued first: they wait on the device, not on the stream.
+	for (uint32_t l = 0; l < kLayers; l++)
+		consume<<<8, 256, 0, compute>>>(v, r.lay, l, d_chunk_of_block, chk);
+	EXPECT(gio_kv_wait_layer_on(r.plan, kLayers - 1, other, 30 * kSecond, nullptr) == 0, "wait_layer_on: %s",
+	       gio_last_error());
+	gated<<<1, 1, 0, other>>>(v, kLayers - 1, chk);
+	call_ns = 0;
+	for (uint32_t l = 0; l < kLayers; l++) {
+		const uint64_t t0 = gio_host_now_ns();
+		rc = gio_kv_load_layer(r.plan, l, io);
+		call_ns += (double)(gio_host_now_ns() - t0);
+		EXPECT(rc == 0, "load layer %u: %d %s", l, rc, gio_last_error());
+	}
+	EXPECT(gio_kv_load_layer(r.plan, 0, io) == -EALREADY, "a second load of layer 0 must be refused");
+	EXPECT(sync_within(io, 60) && sync_within(compute, 60) && sync_within(other, 60), "a stream hung");
+	rc = gio_kv_plan_finish(r.plan, res.data(), 30 * kSecond);
+	EXPECT(rc == 0, "load finish: %d %s", rc, gio_last_error());
+	unsigned failed = 0;
+	for (uint32_t i = 0; i < kBlocks; i++)
+		failed += res[i].rc != 0;
+	EXPECT(failed == 0, "%u requests failed", failed);
+	EXPECT(chk->wrong == 0 && chk->poisoned_wrong == 0 && !chk->timed_out,
+	       "compute kernels: %llu wrong words, %llu changed in misses' blocks, timed out %d", chk->wrong,
+	       chk->poisoned_wrong, chk->timed_out);
+	EXPECT(chk->gated_ok == 1, "the stream gated by gio_kv_wait_layer_on ran before its layer finished");
+	std::printf("   load: %d hits of %u keys into shuffled blocks, every byte checked by the compute kernels: %s; host "
+		    "time per gio_kv_load_layer() %.1f us (mean of %u)\n",
+		    n, kBlocks, chk->wrong == 0 && chk->poisoned_wrong == 0 ? "match" : "MISMATCH", call_ns / kLayers / 1e3,
+		    kLayers);
+
+	// A device failing mid-layer: one request fails with its status, the rest complete.
+	gio_fault f{};
+	f.fail_nth = 5;
+	f.fail_status = GIO_SF(GIO_SCT_MEDIA, GIO_SC_UNRECOVERED_READ);
+	n = gio_kv_plan_load(r.plan, keys.data(), blocks.data(), kChunks, nullptr);
+	EXPECT(n == (int)kChunks, "plan load 2: %d", n);
+	EXPECT(gio_ctx_inject(r.ctx[1], &f) == 0, "inject: %s", gio_last_error());
+	for (uint32_t l = 0; l < kLayers; l++)
+		EXPECT(gio_kv_load_layer(r.plan, l, io) == 0, "load layer %u: %s", l, gio_last_error());
+	EXPECT(sync_within(io, 60), "the io stream hung");
+	rc = gio_kv_plan_finish(r.plan, res.data(), 30 * kSecond);
+	EXPECT(rc == -EIO, "finish with a failed read: %d", rc);
+	failed = 0;
+	for (uint32_t i = 0; i < kChunks; i++)
+		if (res[i].rc) {
+			failed++;
+			EXPECT(res[i].rc == -EIO && res[i].status == GIO_SF(GIO_SCT_MEDIA, GIO_SC_UNRECOVERED_READ),
+			       "request %u: rc %d status 0x%x", i, res[i].rc, res[i].status);
+		}
+	EXPECT(failed == 1, "%u requests failed, want 1", failed);
+	gio_kv_store_info(r.store, &st);
+	EXPECT(st.pinned == 0, "%" PRIu64 " slots still pinned", st.pinned);
+	std::printf("   a read failing on device 1: %u request failed with its NVMe status, %u completed\n", failed,
+		    kChunks - failed);
+
+	CK(cudaFree(d_chunk_of_block));
+	CK(cudaFree(chk));
+	teardown(r);
+	CK(cudaStreamDestroy(io));
+	CK(cudaStreamDestroy(compute));
+	CK(cudaStreamDestroy(other));
+}
+
+} // namespace
+
+int main()
+{
+	std::setvbuf(stdout, nullptr, _IOLBF, 0);
+	skip_without_gpu();
+	CK(cudaSetDevice(0));
+	if (gio_kv_layer_preload() != 0 || gio_gpu_preload((const void *)fill_pool) || gio_gpu_preload((const void *)consume) ||
+	    gio_gpu_preload((const void *)gated)) {
+		std::printf("FAIL: preload: %s\n", gio_last_error());
+		return 1;
+	}
+	run(false);
+	run(true);
+	std::printf(failures ? "FAILED: %d\n" : "PASSED\n", failures);
+	return failures ? 1 : 0;
+}

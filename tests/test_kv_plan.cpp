@@ -1,0 +1,532 @@
+// Per-layer save and load of planned batches (giouring/kv/plan.h) with the CPU engine, over 4
+// file:// targets: the same commands (giouring/kv/io.h) the GPU engine's kernel sends, through
+// the P2P table of a pool described by strides. Round trips through a reopen into shuffled pool
+// blocks, K and V apart (two runs: one command with an SGL segment), misses, a device failing
+// mid-layer, a save whose layer fails, and bad input. Test cases with file:// targets carry
+// [io_uring] (cmake/GiouringTesting.cmake).
+#include <catch2/catch.hpp>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <giouring/host/ctx.h>
+#include <giouring/kv/io.h>
+#include <giouring/kv/plan.h>
+#include <giouring/kv/pool.h>
+#include <giouring/kv/store.h>
+#include <giouring/proto/status.h>
+
+#include "kv_targets.h"
+
+namespace {
+
+const uint64_t kSecond = 1000000000ull;
+// The pool: 4 layers x 48 blocks, K and V, 16 tokens x 2 heads x 64 channels of 2 bytes:
+// 8192-byte objects (two 4096-byte blocks).
+const uint32_t kLayers = 4, kBlocks = 48, kTokens = 16, kHeads = 2, kChannels = 64, kElem = 2;
+const uint64_t kObject = 2ull * kTokens * kHeads * kChannels * kElem;
+const uint64_t kPoolBytes = kLayers * kBlocks * kObject;
+
+gio_kv_u128 key(uint64_t i)
+{
+	return gio_kv_u128{0x9e3779b97f4a7c15ull * (i + 1), i ^ 0xabcdefull};
+}
+
+// Byte k of chunk i's layer-l object, in the device order of the object (its runs concatenated).
+unsigned char want(uint64_t i, uint32_t l, uint64_t k)
+{
+	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t(l) << 40) ^ (k * 0xbf58476d1ce4e5b9ull);
+	x ^= x >> 29;
+	return static_cast<unsigned char>(x * 0x94d049bb133111ebull >> 56);
+}
+
+// A pool in host memory: blocks-second (L, B, part, token, head, channel) contiguous, or K and V
+// apart (L, part, B, ...), whose objects are two runs.
+struct Pool {
+	std::vector<unsigned char> mem;
+	gio_kv_pool pool{};
+	gio_kv_runs runs{};
+	bool split;
+
+	explicit Pool(bool kv_apart) : mem(kPoolBytes, 0xa5), split(kv_apart)
+	{
+		const uint64_t c = 1, h = kChannels, t = h * kHeads, p_inner = t * kTokens;
+		pool.base_mode = GIO_KV_BASE_ONE;
+		pool.elem_bytes = kElem;
+		const uint32_t ext[GIO_KV_DIMS] = {kLayers, kBlocks, 2, kTokens, kHeads, kChannels};
+		for (int d = 0; d < GIO_KV_DIMS; d++)
+			pool.extent[d] = ext[d];
+		pool.stride[GIO_KV_CHANNEL] = c;
+		pool.stride[GIO_KV_HEAD] = h;
+		pool.stride[GIO_KV_TOKEN] = t;
+		if (!kv_apart) {
+			pool.stride[GIO_KV_PART] = p_inner;
+			pool.stride[GIO_KV_BLOCK] = 2 * p_inner;
+			pool.stride[GIO_KV_LAYER] = 2 * p_inner * kBlocks;
+		} else {
+			pool.stride[GIO_KV_BLOCK] = p_inner;
+			pool.stride[GIO_KV_PART] = p_inner * kBlocks;
+			pool.stride[GIO_KV_LAYER] = 2 * p_inner * kBlocks;
+		}
+		pool.base = reinterpret_cast<uint64_t>(mem.data());
+		REQUIRE(gio_kv_pool_check(&pool, nullptr) == 0);
+		REQUIRE(gio_kv_pool_runs(&pool, &runs) == 0);
+		REQUIRE(runs.object_bytes == kObject);
+		REQUIRE(runs.nruns == (kv_apart ? 2u : 1u));
+	}
+	// The bytes of object (l, b) in device order.
+	std::vector<unsigned char> object(uint32_t l, uint32_t b) const
+	{
+		std::vector<unsigned char> v;
+		for (uint32_t r = 0; r < runs.nruns; r++) {
+			const auto *p = reinterpret_cast<const unsigned char *>(gio_kv_run_addr(&pool, &runs, l, b, r));
+			v.insert(v.end(), p, p + runs.run_bytes);
+		}
+		return v;
+	}
+	void fill(uint32_t l, uint32_t b, uint64_t chunk)
+	{
+		uint64_t k = 0;
+		for (uint32_t r = 0; r < runs.nruns; r++) {
+			auto *p = reinterpret_cast<unsigned char *>(gio_kv_run_addr(&pool, &runs, l, b, r));
+			for (uint64_t j = 0; j < runs.run_bytes; j++)
+				p[j] = want(chunk, l, k++);
+		}
+	}
+	bool holds(uint32_t l, uint32_t b, uint64_t chunk) const
+	{
+		const auto v = object(l, b);
+		for (uint64_t k = 0; k < v.size(); k++)
+			if (v[k] != want(chunk, l, k))
+				return false;
+		return true;
+	}
+	bool poisoned(uint32_t l, uint32_t b) const
+	{
+		const auto v = object(l, b);
+		for (auto x : v)
+			if (x != 0xa5)
+				return false;
+		return true;
+	}
+};
+
+// Everything a CPU-engine plan over N targets needs: the store, the pool registered on each
+// context, each device's P2P table and segment lists, and two queue pairs per device.
+struct Rig {
+	Targets t;
+	Pool pool;
+	gio_kv_store *store = nullptr;
+	std::vector<std::vector<gio_qp *>> qps;
+	std::vector<std::vector<gio_dptr>> tables;
+	std::vector<std::vector<gio_sgl_desc>> segs;
+	std::vector<gio_kv_io_dev> devs;
+	gio_kv_plan *plan = nullptr;
+
+	Rig(uint32_t n, bool kv_apart) : t(n, true, "size=4M"), pool(kv_apart) { open(true); }
+
+	gio_kv_store_params params() const
+	{
+		gio_kv_store_params p{};
+		p.layers = kLayers;
+		p.object_bytes = kObject;
+		p.pool_signature = gio_kv_pool_signature(&pool.pool, &pool.runs);
+		p.store_bytes = 2 << 20; // 2 MiB each: (2 MiB - 64 KiB) / 32 KiB = 62 slots a device
+		p.timeout_ns = 5 * kSecond;
+		return p;
+	}
+	void open(bool create)
+	{
+		const auto p = params();
+		INFO(gio_last_error());
+		REQUIRE((create ? gio_kv_store_create(t.ctx.data(), uint32_t(t.ctx.size()), &p, &store)
+				: gio_kv_store_open(t.ctx.data(), uint32_t(t.ctx.size()), &p, &store)) == 0);
+		const size_t n = t.ctx.size();
+		qps.assign(n, {});
+		tables.assign(n, {});
+		segs.assign(n, {});
+		devs.assign(n, gio_kv_io_dev{});
+		for (size_t d = 0; d < n; d++) {
+			uint64_t addr = 0;
+			REQUIRE(gio_ctx_register(t.ctx[d], pool.mem.data(), pool.mem.size(), &addr) == 0);
+			gio_kv_pool bus = pool.pool;
+			bus.base = addr; // the context's bus address of the pool
+			const uint64_t objects = uint64_t(kLayers) * kBlocks;
+			tables[d].resize(objects);
+			segs[d].resize(objects * pool.runs.nruns);
+			uint64_t seg_addr = 0;
+			if (pool.runs.nruns > 1)
+				REQUIRE(gio_ctx_register(t.ctx[d], segs[d].data(), segs[d].size() * sizeof(gio_sgl_desc),
+							 &seg_addr) == 0);
+			for (uint64_t o = 0; o < objects; o++)
+				REQUIRE(gio_kv_table_entry(&bus, &pool.runs, gio_ctx_dptr_caps(t.ctx[d]), o, seg_addr,
+							   &tables[d][o].sgl, segs[d].data()) == 0);
+			for (int q = 0; q < 2; q++) {
+				gio_qp *qp = nullptr;
+				REQUIRE(gio_ctx_qp_create(t.ctx[d], 64, &qp) == 0);
+				qps[d].push_back(qp);
+			}
+			gio_ns_info info;
+			gio_ctx_info(t.ctx[d], &info);
+			devs[d].qps = qps[d].data();
+			devs[d].table = tables[d].data();
+			devs[d].nqps = 2;
+			devs[d].nsid = info.nsid;
+			devs[d].lba_shift = __builtin_ctz(info.lba_bytes);
+			devs[d].psdt = GIO_PSDT_SGL_MPTR;
+		}
+		gio_kv_plan_params pp{};
+		pp.engine = GIO_KV_ENGINE_CPU;
+		pp.max_requests = kBlocks;
+		pp.blocks = kBlocks;
+		pp.devs = devs.data();
+		REQUIRE(gio_kv_plan_create(store, &pp, &plan) == 0);
+	}
+	void close()
+	{
+		CHECK(gio_kv_plan_destroy(plan) == 0);
+		plan = nullptr;
+		for (size_t d = 0; d < t.ctx.size(); d++) {
+			for (auto *qp : qps[d])
+				CHECK(gio_ctx_qp_destroy(t.ctx[d], qp, 5 * kSecond, nullptr, nullptr) >= 0);
+			CHECK(gio_ctx_unregister(t.ctx[d], pool.mem.data()) == 0);
+			if (pool.runs.nruns > 1)
+				CHECK(gio_ctx_unregister(t.ctx[d], segs[d].data()) == 0);
+		}
+		CHECK(gio_kv_store_close(store) == 0);
+		store = nullptr;
+	}
+	void reopen()
+	{
+		close();
+		t.reopen();
+		open(false);
+	}
+	~Rig()
+	{
+		if (store)
+			close();
+	}
+	// Runs every layer of the open batch and waits for each.
+	void run_all(bool write)
+	{
+		for (uint32_t l = 0; l < kLayers; l++) {
+			INFO(gio_last_error());
+			REQUIRE(gio_kv_plan_run_layer(plan, l, write) == 0);
+		}
+		for (uint32_t l = 0; l < kLayers; l++)
+			REQUIRE(gio_kv_plan_wait_layer(plan, l, 10 * kSecond) == 0);
+	}
+};
+
+// Saves chunks first..first+n-1 from pool blocks src_block(i).
+void save(Rig &r, uint64_t first, uint32_t n, uint32_t (*src_block)(uint32_t))
+{
+	std::vector<gio_kv_u128> keys;
+	std::vector<uint32_t> blocks;
+	for (uint32_t i = 0; i < n; i++) {
+		keys.push_back(key(first + i));
+		blocks.push_back(src_block(i));
+		for (uint32_t l = 0; l < kLayers; l++)
+			r.pool.fill(l, src_block(i), first + i);
+	}
+	std::vector<int32_t> rc(n, 1);
+	INFO(gio_last_error());
+	REQUIRE(gio_kv_plan_save(r.plan, keys.data(), blocks.data(), n, rc.data()) == int(n));
+	for (auto x : rc)
+		REQUIRE(x == 0);
+	r.run_all(true);
+	std::vector<gio_kv_io_result> res(n);
+	REQUIRE(gio_kv_plan_finish(r.plan, res.data(), 0) == 0);
+	for (auto &x : res)
+		CHECK(x.rc == 0);
+}
+
+uint32_t identity(uint32_t i)
+{
+	return i;
+}
+
+uint32_t shuffled(uint32_t i)
+{
+	return (i * 29 + 7) % kBlocks;
+}
+
+void round_trip(bool kv_apart)
+{
+	Rig r(4, kv_apart);
+	const uint32_t n = 40;
+	save(r, 0, n, identity);
+	gio_kv_store_stats st;
+	gio_kv_store_info(r.store, &st);
+	CHECK(st.valid == n);
+	CHECK(st.bytes_written == n * kLayers * kObject);
+
+	r.reopen();
+	std::fill(r.pool.mem.begin(), r.pool.mem.end(), 0xa5);
+	// The 40 chunks into shuffled blocks, and 8 keys never stored.
+	std::vector<gio_kv_u128> keys;
+	std::vector<uint32_t> blocks;
+	for (uint32_t i = 0; i < kBlocks; i++) {
+		keys.push_back(key(i < n ? i : 1000 + i));
+		blocks.push_back(shuffled(i));
+	}
+	std::vector<uint8_t> hit(kBlocks, 7);
+	REQUIRE(gio_kv_plan_load(r.plan, keys.data(), blocks.data(), kBlocks, hit.data()) == int(n));
+	for (uint32_t i = 0; i < kBlocks; i++)
+		CHECK(hit[i] == (i < n ? 1 : 0));
+	gio_kv_io_plan v;
+	REQUIRE(gio_kv_plan_view(r.plan, &v) == 0);
+	CHECK(v.nreqs == n);
+	// Round-robin placement: each of the 4 devices holds a quarter, and groups alternate devices.
+	std::vector<uint32_t> per_dev(4, 0);
+	for (uint32_t i = 0; i < v.nreqs; i++)
+		per_dev[v.reqs[i].dev]++;
+	for (auto c : per_dev)
+		CHECK(c == n / 4);
+	REQUIRE(v.ngroups == 4);
+	for (uint32_t g = 0; g < v.ngroups; g++)
+		CHECK(v.groups[g].dev == g);
+	r.run_all(false);
+	std::vector<gio_kv_io_result> res(kBlocks);
+	REQUIRE(gio_kv_plan_finish(r.plan, res.data(), 0) == 0);
+	for (uint32_t i = 0; i < kBlocks; i++) {
+		INFO("request " << i);
+		CHECK(res[i].rc == 0);
+		CHECK(res[i].layer == (i < n ? 0 : 0xffff));
+		for (uint32_t l = 0; l < kLayers; l++) {
+			if (i < n)
+				CHECK(r.pool.holds(l, shuffled(i), i));
+			else
+				CHECK(r.pool.poisoned(l, shuffled(i)));
+		}
+	}
+	gio_kv_store_info(r.store, &st);
+	CHECK(st.pinned == 0);
+	CHECK(st.hits == n);
+	CHECK(st.misses == kBlocks - n);
+	CHECK(st.bytes_read == n * kLayers * kObject);
+}
+
+} // namespace
+
+TEST_CASE("plan: chunks saved layer by layer come back into shuffled pool blocks after a reopen", "[kv][io_uring]")
+{
+	SECTION("K and V together: one run an object")
+	{
+		round_trip(false);
+	}
+	SECTION("K and V apart: two runs, one command with an SGL segment")
+	{
+		round_trip(true);
+	}
+}
+
+TEST_CASE("plan: a device failing mid-layer fails only its request, with the NVMe status", "[kv][io_uring]")
+{
+	Rig r(4, false);
+	save(r, 0, 16, identity);
+	std::fill(r.pool.mem.begin(), r.pool.mem.end(), 0xa5);
+	std::vector<gio_kv_u128> keys;
+	std::vector<uint32_t> blocks;
+	for (uint32_t i = 0; i < 16; i++) {
+		keys.push_back(key(i));
+		blocks.push_back(i);
+	}
+	REQUIRE(gio_kv_plan_load(r.plan, keys.data(), blocks.data(), 16, nullptr) == 16);
+	gio_kv_io_plan v;
+	REQUIRE(gio_kv_plan_view(r.plan, &v) == 0);
+	// Layers 0 and 1 run clean; then device 2's second command of layer 2 fails.
+	for (uint32_t l = 0; l < 2; l++) {
+		REQUIRE(gio_kv_plan_run_layer(r.plan, l, 0) == 0);
+		REQUIRE(gio_kv_plan_wait_layer(r.plan, l, 10 * kSecond) == 0);
+	}
+	gio_fault f{};
+	f.fail_nth = 2;
+	f.fail_status = GIO_SF(GIO_SCT_MEDIA, GIO_SC_UNRECOVERED_READ);
+	REQUIRE(gio_ctx_inject(r.t.ctx[2], &f) == 0);
+	for (uint32_t l = 2; l < kLayers; l++)
+		REQUIRE(gio_kv_plan_run_layer(r.plan, l, 0) == 0);
+	for (uint32_t l = 2; l < kLayers; l++)
+		REQUIRE(gio_kv_plan_wait_layer(r.plan, l, 10 * kSecond) == 0);
+	std::vector<gio_kv_io_result> res(16);
+	CHECK(gio_kv_plan_finish(r.plan, res.data(), 0) == -EIO);
+	uint32_t failed = 0;
+	for (uint32_t i = 0; i < 16; i++) {
+		INFO("request " << i << " rc " << res[i].rc);
+		if (res[i].rc) {
+			failed++;
+			CHECK(res[i].rc == -EIO);
+			CHECK(res[i].status == GIO_SF(GIO_SCT_MEDIA, GIO_SC_UNRECOVERED_READ));
+			CHECK(res[i].layer == 2);
+		} else {
+			for (uint32_t l = 0; l < kLayers; l++)
+				CHECK(r.pool.holds(l, i, i));
+		}
+	}
+	CHECK(failed == 1);
+	// The failed chunk stays stored (a read failed, not the data): a second load serves it all.
+	REQUIRE(gio_ctx_inject(r.t.ctx[2], nullptr) == 0);
+	std::fill(r.pool.mem.begin(), r.pool.mem.end(), 0xa5);
+	REQUIRE(gio_kv_plan_load(r.plan, keys.data(), blocks.data(), 16, nullptr) == 16);
+	r.run_all(false);
+	REQUIRE(gio_kv_plan_finish(r.plan, res.data(), 0) == 0);
+	for (uint32_t i = 0; i < 16; i++)
+		for (uint32_t l = 0; l < kLayers; l++)
+			CHECK(r.pool.holds(l, i, i));
+	gio_kv_store_stats st;
+	gio_kv_store_info(r.store, &st);
+	CHECK(st.pinned == 0);
+}
+
+TEST_CASE("plan: a save whose layer fails commits the other chunks only", "[kv][io_uring]")
+{
+	Rig r(2, false);
+	std::vector<gio_kv_u128> keys;
+	std::vector<uint32_t> blocks;
+	for (uint32_t i = 0; i < 8; i++) {
+		keys.push_back(key(i));
+		blocks.push_back(i);
+		for (uint32_t l = 0; l < kLayers; l++)
+			r.pool.fill(l, i, i);
+	}
+	REQUIRE(gio_kv_plan_save(r.plan, keys.data(), blocks.data(), 8, nullptr) == 8);
+	gio_fault f{};
+	f.fail_nth = 3;
+	f.fail_status = GIO_SF(GIO_SCT_MEDIA, GIO_SC_WRITE_FAULT) | GIO_SF_DNR;
+	REQUIRE(gio_ctx_inject(r.t.ctx[1], &f) == 0);
+	r.run_all(true);
+	std::vector<gio_kv_io_result> res(8);
+	CHECK(gio_kv_plan_finish(r.plan, res.data(), 0) == -EIO);
+	uint32_t failed = 0;
+	for (auto &x : res)
+		if (x.rc) {
+			failed++;
+			CHECK(x.rc == -EIO);
+			CHECK(x.status == (GIO_SF(GIO_SCT_MEDIA, GIO_SC_WRITE_FAULT) | GIO_SF_DNR));
+		}
+	CHECK(failed == 1);
+	gio_kv_store_stats st;
+	gio_kv_store_info(r.store, &st);
+	CHECK(st.valid == 7);
+	CHECK(st.pinned == 0);
+	// What committed is what a get serves, byte for byte; the failed key is a miss.
+	r.reopen();
+	std::vector<unsigned char> buf(kLayers * kObject);
+	for (uint32_t i = 0; i < 8; i++) {
+		const int hit = gio_kv_store_get(r.store, key(i), buf.data(), buf.size());
+		CHECK(hit == (res[i].rc ? 0 : 1));
+		if (hit == 1)
+			for (uint32_t l = 0; l < kLayers; l++)
+				for (uint64_t k = 0; k < kObject; k += 511)
+					CHECK(buf[l * kObject + k] == want(i, l, k));
+	}
+}
+
+TEST_CASE("plan: a batch of misses runs its layers and finishes", "[kv][io_uring]")
+{
+	Rig r(4, false);
+	const gio_kv_u128 keys[3] = {key(1), key(2), key(3)};
+	const uint32_t blocks[3] = {0, 1, 2};
+	REQUIRE(gio_kv_plan_load(r.plan, keys, blocks, 3, nullptr) == 0);
+	r.run_all(false);
+	gio_kv_io_result res[3];
+	CHECK(gio_kv_plan_finish(r.plan, res, 0) == 0);
+	for (auto &x : res) {
+		CHECK(x.rc == 0);
+		CHECK(x.layer == 0xffff);
+	}
+	REQUIRE(gio_kv_plan_load(r.plan, nullptr, nullptr, 0, nullptr) == 0);
+	r.run_all(false);
+	CHECK(gio_kv_plan_finish(r.plan, nullptr, 0) == 0);
+}
+
+TEST_CASE("plan: bad input gets -EINVAL naming the problem", "[kv][io_uring]")
+{
+	Rig r(2, false);
+	const gio_kv_u128 keys[2] = {key(1), key(2)};
+	const uint32_t bad_blocks[2] = {0, kBlocks};
+	CHECK(gio_kv_plan_load(r.plan, keys, bad_blocks, 2, nullptr) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("request 1: block 48") != std::string::npos);
+	CHECK(gio_kv_plan_load(r.plan, keys, bad_blocks, kBlocks + 1, nullptr) == -EINVAL);
+	CHECK(gio_kv_plan_run_layer(r.plan, 0, 0) == -EINVAL); // no batch
+	CHECK(gio_kv_plan_finish(r.plan, nullptr, 0) == -EINVAL);
+
+	const uint32_t blocks[2] = {0, 1};
+	REQUIRE(gio_kv_plan_save(r.plan, keys, blocks, 2, nullptr) == 2);
+	CHECK(gio_kv_plan_load(r.plan, keys, blocks, 2, nullptr) == -EINVAL); // a batch open
+	CHECK(gio_kv_plan_run_layer(r.plan, kLayers, 1) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("layer 4 beyond") != std::string::npos);
+	CHECK(gio_kv_plan_run_layer(r.plan, 0, 0) == -EINVAL); // a load call on a save batch
+	REQUIRE(gio_kv_plan_run_layer(r.plan, 0, 1) == 0);
+	CHECK(gio_kv_plan_run_layer(r.plan, 0, 1) == -EALREADY);
+	// Layers 1..3 never ran: nothing commits, the slots go back.
+	std::vector<gio_kv_io_result> res(2);
+	CHECK(gio_kv_plan_finish(r.plan, res.data(), 0) == -ECANCELED);
+	for (auto &x : res)
+		CHECK(x.rc == -ECANCELED);
+	gio_kv_store_stats st;
+	gio_kv_store_info(r.store, &st);
+	CHECK(st.valid == 0);
+	CHECK(st.pinned == 0);
+	CHECK(st.free == st.capacity);
+
+	// A plan whose devices do not match the store's blocks, or lack tables.
+	gio_kv_plan *p2 = nullptr;
+	gio_kv_plan_params pp{};
+	pp.engine = GIO_KV_ENGINE_CPU;
+	pp.max_requests = 4;
+	pp.blocks = kBlocks;
+	std::vector<gio_kv_io_dev> devs = r.devs;
+	pp.devs = devs.data();
+	devs[1].lba_shift = 9;
+	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("device 1: lba_shift 9") != std::string::npos);
+	devs[1] = r.devs[1];
+	devs[0].table = nullptr;
+	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("device 0: no P2P table") != std::string::npos);
+	devs[0] = r.devs[0];
+	pp.engine = 7;
+	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
+	pp.engine = GIO_KV_ENGINE_CPU;
+	pp.max_requests = 0;
+	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
+	CHECK(p2 == nullptr);
+}
+
+TEST_CASE("plan: an object that is not whole blocks is refused at creation", "[kv]")
+{
+	Targets t(1, false, "size=4M");
+	gio_kv_store *s = nullptr;
+	gio_kv_store_params p{};
+	p.layers = 2;
+	p.object_bytes = 3000;
+	p.pool_signature = 1;
+	p.timeout_ns = 5 * kSecond;
+	REQUIRE(gio_kv_store_create(t.ctx.data(), 1, &p, &s) == 0);
+	gio_qp *qp = nullptr;
+	REQUIRE(gio_ctx_qp_create(t.ctx[0], 8, &qp) == 0);
+	gio_dptr table[4]{};
+	gio_kv_io_dev dev{};
+	dev.qps = &qp;
+	dev.table = table;
+	dev.nqps = 1;
+	dev.nsid = 1;
+	dev.lba_shift = 12;
+	dev.psdt = GIO_PSDT_SGL_MPTR;
+	gio_kv_plan_params pp{};
+	pp.max_requests = 2;
+	pp.blocks = 2;
+	pp.devs = &dev;
+	gio_kv_plan *plan = nullptr;
+	CHECK(gio_kv_plan_create(s, &pp, &plan) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("do not divide the 3000-byte object") != std::string::npos);
+	CHECK(gio_ctx_qp_destroy(t.ctx[0], qp, 5 * kSecond, nullptr, nullptr) >= 0);
+	CHECK(gio_kv_store_close(s) == 0);
+}
