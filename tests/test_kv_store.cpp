@@ -515,3 +515,69 @@ TEST_CASE("store: an NVMe error fails the put with its status, and the slot is r
 	CHECK(get_check(s, 1) == 1);
 	REQUIRE(gio_kv_store_close(s) == 0);
 }
+
+namespace {
+
+// A block device in host memory, for the store's caller-supplied device path; fail_rw makes the
+// next rw call fail (as a device's error would).
+struct MemDev {
+	std::vector<unsigned char> bytes;
+	int fail_rw = 0;
+	static int rw(void *arg, int write, uint64_t slba, uint64_t nblocks, void *buf, uint64_t)
+	{
+		auto *m = static_cast<MemDev *>(arg);
+		if (m->fail_rw) {
+			m->fail_rw = 0;
+			return -EIO;
+		}
+		unsigned char *at = m->bytes.data() + slba * 4096;
+		if (write)
+			std::memcpy(at, buf, nblocks * 4096);
+		else
+			std::memcpy(buf, at, nblocks * 4096);
+		return 0;
+	}
+	gio_kv_blockdev dev()
+	{
+		gio_kv_blockdev bd{};
+		bd.lba_bytes = 4096;
+		bd.nblocks = bytes.size() / 4096;
+		bd.rw = rw;
+		bd.arg = this;
+		return bd;
+	}
+};
+
+} // namespace
+
+TEST_CASE("store: over the caller's block devices, persistent across a reopen", "[kv]")
+{
+	std::vector<MemDev> mem(3);
+	for (auto &m : mem)
+		m.bytes.assign(1 << 20, 0);
+	std::vector<gio_kv_blockdev> bds;
+	for (auto &m : mem)
+		bds.push_back(m.dev());
+	const auto p = params();
+	gio_kv_store *s = nullptr;
+	REQUIRE(gio_kv_store_create_blockdevs(bds.data(), 3, &p, &s) == 0);
+	for (uint64_t i = 0; i < 12; i++)
+		put_ok(s, i);
+	mem[0].fail_rw = 1; // round-robin: the 13th chunk's turn is device 0's
+	auto v = chunk(50);
+	CHECK(gio_kv_store_put(s, key(50), v.data(), v.size()) == -EIO);
+	CHECK(std::string(gio_last_error()).find("device 0") != std::string::npos);
+	REQUIRE(gio_kv_store_close(s) == 0);
+	// The devices in another order: each superblock says which it is.
+	std::vector<gio_kv_blockdev> rev(bds.rbegin(), bds.rend());
+	REQUIRE(gio_kv_store_open_blockdevs(rev.data(), 3, &p, &s) == 0);
+	for (uint64_t i = 0; i < 12; i++)
+		CHECK(get_check(s, i) == 1);
+	CHECK(get_check(s, 50) == 0);
+	gio_kv_store_stats st;
+	gio_kv_store_info(s, &st);
+	CHECK(st.valid == 12);
+	REQUIRE(gio_kv_store_close(s) == 0);
+	gio_kv_blockdev none{};
+	CHECK(gio_kv_store_create_blockdevs(&none, 1, &p, &s) == -EINVAL);
+}

@@ -7,6 +7,7 @@
 
 #include <giouring/host/ctx.h>
 #include <giouring/kv/format.h>
+#include <giouring/kv/store.h>
 #include <giouring/proto/dptr_build.h>
 #include <giouring/proto/prep.h>
 
@@ -54,6 +55,19 @@ int gio__kv_dev_rw(struct gio__kv_dev *dv, int write, uint64_t slba, uint64_t nb
 	if (nblocks > dv->buf_bytes / b)
 		return gio__fail(-EINVAL, "giouring: kv store: device %u: %s: %llu blocks exceed the bounce",
 				 dv->sb.device_index, what, (unsigned long long)nblocks);
+	if (dv->bd) {
+		int rc;
+		if (slba > dv->info.nblocks || nblocks > dv->info.nblocks - slba)
+			return gio__fail(-EINVAL, "giouring: kv store: device %u: %s: LBA %llu (%llu blocks) out of range",
+					 dv->sb.device_index, what, (unsigned long long)slba, (unsigned long long)nblocks);
+		rc = dv->bd->rw(dv->bd->arg, write, slba, nblocks, dv->mem, dv->timeout_ns);
+		if (rc == -ETIME)
+			dv->abandoned = 1;
+		return rc ? gio__fail(rc, "giouring: kv store: device %u: %s of LBA %llu (%llu blocks) failed: %s",
+				      dv->sb.device_index, what, (unsigned long long)slba, (unsigned long long)nblocks,
+				      gio_last_error())
+			  : 0;
+	}
 	while (done < nblocks) {
 		const uint64_t nb = nblocks - done < per ? nblocks - done : per;
 		struct gio_sqe sqe;
@@ -74,6 +88,12 @@ int gio__kv_dev_rw(struct gio__kv_dev *dv, int write, uint64_t slba, uint64_t nb
 int gio__kv_dev_flush(struct gio__kv_dev *dv, const char *what)
 {
 	struct gio_sqe sqe;
+	if (dv->bd) {
+		const int rc = dv->bd->flush ? dv->bd->flush(dv->bd->arg, dv->timeout_ns) : 0;
+		return rc ? gio__fail(rc, "giouring: kv store: device %u: %s failed: %s", dv->sb.device_index, what,
+				      gio_last_error())
+			  : 0;
+	}
 	gio_prep_flush(&sqe, dv->info.nsid);
 	return dev_cmd(dv, &sqe, 0, 0, what, 0, 0);
 }
@@ -93,25 +113,18 @@ void gio__kv_dev_detach(struct gio__kv_dev *dv, int *first_rc)
 		dv->qp = NULL;
 	}
 	if (dv->mem && !dv->abandoned) {
-		if (dv->registered)
+		if (dv->registered && dv->ctx)
 			gio_ctx_unregister(dv->ctx, dv->mem);
 		free(dv->mem);
 	}
 	dv->mem = NULL;
 }
 
-int gio__kv_dev_attach(struct gio__kv_dev *dv, struct gio_ctx *ctx, uint32_t pos, uint64_t buf_min,
-		       uint64_t timeout_ns)
+/* The bounce and piece sizes of a device whose dv->info is set; the bounce allocated. */
+static int dev_bounce(struct gio__kv_dev *dv, uint32_t pos, uint64_t buf_min)
 {
-	uint64_t b, piece;
-	int rc;
-	dv->ctx = ctx;
-	dv->pos = pos;
-	dv->timeout_ns = timeout_ns;
-	dv->sb.device_index = pos;
-	gio_ctx_info(ctx, &dv->info);
-	dv->caps = gio_ctx_dptr_caps(ctx);
-	b = dv->info.lba_bytes;
+	const uint64_t b = dv->info.lba_bytes;
+	uint64_t piece;
 	if (b < GIO_KV_BLOCK_MIN || b > GIO_KV_BLOCK_MAX || (b & (b - 1)))
 		return gio__fail(-EINVAL, "giouring: kv store: ctxs[%u]: block size %llu not a power of two from %u to %u",
 				 pos, (unsigned long long)b, GIO_KV_BLOCK_MIN, GIO_KV_BLOCK_MAX);
@@ -134,6 +147,21 @@ int gio__kv_dev_attach(struct gio__kv_dev *dv, struct gio_ctx *ctx, uint32_t pos
 		return gio__fail(-ENOMEM, "giouring: kv store: ctxs[%u]: no memory for a bounce of %llu bytes", pos,
 				 (unsigned long long)(dv->buf_bytes + dv->list_bytes));
 	memset(dv->mem, 0, dv->buf_bytes + dv->list_bytes);
+	return 0;
+}
+
+int gio__kv_dev_attach(struct gio__kv_dev *dv, struct gio_ctx *ctx, uint32_t pos, uint64_t buf_min,
+		       uint64_t timeout_ns)
+{
+	int rc;
+	dv->ctx = ctx;
+	dv->pos = pos;
+	dv->timeout_ns = timeout_ns;
+	dv->sb.device_index = pos;
+	gio_ctx_info(ctx, &dv->info);
+	dv->caps = gio_ctx_dptr_caps(ctx);
+	if ((rc = dev_bounce(dv, pos, buf_min)) != 0)
+		return rc;
 	rc = gio_ctx_register(ctx, dv->mem, dv->buf_bytes + dv->list_bytes, &dv->mem_addr);
 	if (rc)
 		return gio__fail(rc, "giouring: kv store: ctxs[%u]: registering the bounce failed: %s", pos,
@@ -144,6 +172,22 @@ int gio__kv_dev_attach(struct gio__kv_dev *dv, struct gio_ctx *ctx, uint32_t pos
 		return gio__fail(rc, "giouring: kv store: ctxs[%u]: queue pair creation failed: %s", pos,
 				 gio_last_error());
 	return 0;
+}
+
+int gio__kv_dev_attach_bd(struct gio__kv_dev *dv, const struct gio_kv_blockdev *bd, uint32_t pos, uint64_t buf_min,
+			  uint64_t timeout_ns)
+{
+	dv->bd = bd;
+	dv->pos = pos;
+	dv->timeout_ns = timeout_ns;
+	dv->sb.device_index = pos;
+	if (!bd->rw)
+		return gio__fail(-EINVAL, "giouring: kv store: devs[%u]: no rw function", pos);
+	dv->info.nblocks = bd->nblocks;
+	dv->info.lba_bytes = bd->lba_bytes;
+	dv->info.max_xfer_bytes = bd->max_xfer_bytes;
+	dv->info.nsid = 1;
+	return dev_bounce(dv, pos, buf_min);
 }
 
 int gio__kv_dev_scan(struct gio__kv_dev *dv, gio__kv_entry_visit visit, void *arg)

@@ -15,9 +15,11 @@
 GIO_EXTERN_C_BEGIN
 
 struct gio_dptr_caps;
+struct gio_kv_blockdev;
 
 struct gio__kv_dev {
-	struct gio_ctx *ctx;
+	struct gio_ctx *ctx;           /* NULL where the device is a block device of the caller's: */
+	const struct gio_kv_blockdev *bd;
 	struct gio_qp *qp;
 	struct gio_ns_info info;
 	const struct gio_dptr_caps *caps;
@@ -39,6 +41,10 @@ struct gio__kv_dev {
  * then. */
 int gio__kv_dev_attach(struct gio__kv_dev *dv, struct gio_ctx *ctx, uint32_t pos, uint64_t buf_min,
 		       uint64_t timeout_ns);
+
+/* The same for a block device of the caller's: a plain bounce, no queue pair. */
+int gio__kv_dev_attach_bd(struct gio__kv_dev *dv, const struct gio_kv_blockdev *bd, uint32_t pos, uint64_t buf_min,
+			  uint64_t timeout_ns);
 
 /* Destroys the queue pair and frees the bounce (kept when a command may still write it). A
  * failure is stored in *first_rc (with a message) when first_rc is not NULL and holds 0. */

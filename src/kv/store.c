@@ -84,14 +84,15 @@ static void store_free(struct gio_kv_store *s, int *first_rc)
 		gio__fail(0, "%s", msg);
 }
 
-/* Checks the arguments common to create and open, and attaches every device in the caller's order. */
-static int store_alloc(struct gio_ctx *const *ctxs, uint32_t n, const struct gio_kv_store_params *p,
-		       struct gio_kv_store **out)
+/* Checks the arguments common to create and open, and attaches every device in the caller's
+ * order: contexts (ctxs) or the caller's block devices (bds). */
+static int store_alloc(struct gio_ctx *const *ctxs, const struct gio_kv_blockdev *bds, uint32_t n,
+		       const struct gio_kv_store_params *p, struct gio_kv_store **out)
 {
 	struct gio_kv_store *s;
 	uint32_t i, j;
 	int rc;
-	if (!ctxs || !p || !out)
+	if ((!ctxs && !bds) || !p || !out)
 		return gio__fail(-EINVAL, "giouring: kv store: NULL argument");
 	*out = NULL;
 	if (n == 0 || n > GIO_KV_STORE_MAX_DEVICES)
@@ -101,7 +102,7 @@ static int store_alloc(struct gio_ctx *const *ctxs, uint32_t n, const struct gio
 	if (p->layers == 0 || p->object_bytes == 0 || p->object_bytes > (UINT64_MAX / 2) / p->layers)
 		return gio__fail(-EINVAL, "giouring: kv store: %u layers of %llu bytes: not a chunk shape", p->layers,
 				 (unsigned long long)p->object_bytes);
-	for (i = 0; i < n; i++) {
+	for (i = 0; ctxs && i < n; i++) {
 		if (!ctxs[i])
 			return gio__fail(-EINVAL, "giouring: kv store: ctxs[%u] is NULL", i);
 		for (j = 0; j < i; j++)
@@ -117,7 +118,8 @@ static int store_alloc(struct gio_ctx *const *ctxs, uint32_t n, const struct gio
 	s->chunk_bytes = (uint64_t)p->layers * p->object_bytes;
 	s->next_seq = 1;
 	for (i = 0; i < n; i++) {
-		rc = gio__kv_dev_attach(&s->dev[i], ctxs[i], i, s->chunk_bytes, s->timeout_ns);
+		rc = ctxs ? gio__kv_dev_attach(&s->dev[i], ctxs[i], i, s->chunk_bytes, s->timeout_ns)
+			  : gio__kv_dev_attach_bd(&s->dev[i], &bds[i], i, s->chunk_bytes, s->timeout_ns);
 		if (rc) {
 			s->n = i + 1;
 			store_free(s, NULL);
@@ -174,14 +176,14 @@ static int dev_format(struct gio__kv_dev *dv)
 	return rc;
 }
 
-int gio_kv_store_create(struct gio_ctx *const *ctxs, uint32_t n, const struct gio_kv_store_params *p,
-			struct gio_kv_store **out)
+static int store_create(struct gio_ctx *const *ctxs, const struct gio_kv_blockdev *bds, uint32_t n,
+			const struct gio_kv_store_params *p, struct gio_kv_store **out)
 {
 	struct gio_kv_store *s;
 	uint32_t d, reason = GIO_KV_R_OK;
 	int rc;
 	gio__clear_error();
-	rc = store_alloc(ctxs, n, p, &s);
+	rc = store_alloc(ctxs, bds, n, p, &s);
 	if (rc)
 		return rc;
 	do {
@@ -290,15 +292,15 @@ static int dev_scan(struct gio_kv_store *s, uint32_t d)
 	return gio__kv_dev_scan(&s->dev[d], scan_visit, &a);
 }
 
-int gio_kv_store_open(struct gio_ctx *const *ctxs, uint32_t n, const struct gio_kv_store_params *p,
-		      struct gio_kv_store **out)
+static int store_open(struct gio_ctx *const *ctxs, const struct gio_kv_blockdev *bds, uint32_t n,
+		      const struct gio_kv_store_params *p, struct gio_kv_store **out)
 {
 	struct gio_kv_store *s;
 	struct gio__kv_stats st;
 	uint32_t d;
 	int rc;
 	gio__clear_error();
-	rc = store_alloc(ctxs, n, p, &s);
+	rc = store_alloc(ctxs, bds, n, p, &s);
 	if (rc)
 		return rc;
 	rc = store_read_superblocks(s, p);
@@ -317,6 +319,30 @@ int gio_kv_store_open(struct gio_ctx *const *ctxs, uint32_t n, const struct gio_
 	gio__clear_error();
 	*out = s;
 	return 0;
+}
+
+int gio_kv_store_create(struct gio_ctx *const *ctxs, uint32_t n, const struct gio_kv_store_params *p,
+			struct gio_kv_store **out)
+{
+	return store_create(ctxs, NULL, n, p, out);
+}
+
+int gio_kv_store_create_blockdevs(const struct gio_kv_blockdev *devs, uint32_t n, const struct gio_kv_store_params *p,
+				  struct gio_kv_store **out)
+{
+	return store_create(NULL, devs, n, p, out);
+}
+
+int gio_kv_store_open(struct gio_ctx *const *ctxs, uint32_t n, const struct gio_kv_store_params *p,
+		      struct gio_kv_store **out)
+{
+	return store_open(ctxs, NULL, n, p, out);
+}
+
+int gio_kv_store_open_blockdevs(const struct gio_kv_blockdev *devs, uint32_t n, const struct gio_kv_store_params *p,
+				struct gio_kv_store **out)
+{
+	return store_open(NULL, devs, n, p, out);
 }
 
 int gio_kv_store_close(struct gio_kv_store *s)

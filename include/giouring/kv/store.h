@@ -116,6 +116,59 @@ int gio_kv_store_open(struct gio_ctx *const *ctxs, uint32_t n, const struct gio_
 		      struct gio_kv_store **out);
 
 /**
+ * @brief A device the store reaches through the caller's functions instead of a context: a
+ * memory target whose blocks the host copies directly (a GPU-executed target's backing store,
+ * gio_gpu_target_blockdev() of giouring/target/gpu_target.h), or any other block device.
+ *
+ * The store's own I/O (format, entries, the CPU data path) goes through @p rw and @p flush;
+ * engines move chunk data through their queue pairs (giouring/kv/plan.h) as with contexts.
+ */
+struct gio_kv_blockdev {
+	uint32_t lba_bytes;      /**< Block size: a power of two from GIO_KV_BLOCK_MIN to GIO_KV_BLOCK_MAX. */
+	uint32_t reserved0;      /**< Zero. */
+	uint64_t nblocks;        /**< Blocks of the device. */
+	uint64_t max_xfer_bytes; /**< Largest transfer of one rw call (0: no limit). */
+	/** Moves blocks [slba, slba + nblocks) to (@p write 1) or from @p buf within @p timeout_ns:
+	 *  0, or -errno (its message in gio_last_error(): -EIO, -ETIME...). Any thread, one at a time. */
+	int (*rw)(void *arg, int write, uint64_t slba, uint64_t nblocks, void *buf, uint64_t timeout_ns);
+	/** Makes every completed write durable: 0 or -errno; NULL: nothing to do (memory). */
+	int (*flush)(void *arg, uint64_t timeout_ns);
+	void *arg;               /**< Passed to rw and flush. */
+};
+
+/**
+ * @brief gio_kv_store_create() over the caller's block devices.
+ * @param devs  @p n devices (the structs are read during the call and must stay valid, unchanged,
+ *              until gio_kv_store_close()).
+ * @return as gio_kv_store_create(); `-EINVAL` also for a device without rw, and `-errno` of rw.
+ */
+int gio_kv_store_create_blockdevs(const struct gio_kv_blockdev *devs, uint32_t n, const struct gio_kv_store_params *p,
+				  struct gio_kv_store **out);
+
+/**
+ * @brief gio_kv_store_open() over the caller's block devices (the lifetime rule of
+ * gio_kv_store_create_blockdevs()).
+ * @return as gio_kv_store_open().
+ */
+int gio_kv_store_open_blockdevs(const struct gio_kv_blockdev *devs, uint32_t n, const struct gio_kv_store_params *p,
+				struct gio_kv_store **out);
+
+struct gio_gpu_target;
+
+/**
+ * @brief The block device of a GPU-executed target's backing store (giouring/target/gpu_target.h),
+ * for gio_kv_store_create_blockdevs(): the store's own I/O copies blocks directly (host memory:
+ * memcpy; HBM: a copy on a stream of its own, polled with the deadline, never waiting for the
+ * executor); engines move chunk data through the target's queue pairs.
+ * @param g   an open target (kept open until the store closes).
+ * @param bd  receives the device (its `arg` is @p g).
+ * @return 0, or `-EINVAL` for NULL arguments.
+ *
+ * In `giouring::gpu`. Any host thread. The target has no volatile cache: flush is NULL.
+ */
+int gio_kv_gpu_target_blockdev(struct gio_gpu_target *g, struct gio_kv_blockdev *bd);
+
+/**
  * @brief Flushes every device, destroys the store's queue pairs and frees the store.
  * @param store  the store, or NULL.
  * @return 0; or the first failure (`-EIO`, `-ETIME` of a Flush, or of a queue pair's destroy),
