@@ -14,13 +14,14 @@
 # CMake then finds liburing there. Catch2 is not needed: the host tests are not built here.
 #
 # Environment:
-#   GIO_GPU_STAGES  which stages (default: tests sanitize cmdrate check restore file)
+#   GIO_GPU_STAGES  which stages (default: tests sanitize cmdrate check restore layer file)
 #     tests     ctest -L gpu (not sanitize, not bench): tests/gpu/test_*.cu and the GPU examples
 #     sanitize  ctest -L sanitize: memcheck and racecheck of the tests in GIOURING_GPU_SANITIZE
 #     cmdrate   bench_gpu_cmdrate: NVMe commands/s from GPU warps, rings in HBM and host memory
 #     check     what checked submission (URI check=1) costs: bench_gpu_cmdrate --check, bench_check
 #     probe     probe_cuda_blocking: which CUDA calls wait behind a kernel that never ends
 #     restore   bench_kv_restore at 32K and 128K tokens beside every baseline
+#     layer     bench_kv_layer: per-layer loads through the plan on 1 and 4 modelled targets
 #     file      bench_gpu_file: the file target's CPU executor fed by GPU warps
 #     quick     the GPU benches' smoke runs (ctest -L bench, not cpu_rings), instead of the three
 #               above when debugging
@@ -29,7 +30,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:-${OUT:-gpu-out}}
-stages=" ${GIO_GPU_STAGES:-tests sanitize cmdrate check restore file} "
+stages=" ${GIO_GPU_STAGES:-tests sanitize cmdrate check restore layer file} "
 build=${GIO_GPU_BUILD:-build-gpu}
 mkdir -p "$out"
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -139,6 +140,9 @@ if want restore; then
 		bench "restore.$t" "kv-$t.md" timeout 500 "$b/bench_kv_restore" --tokens "$t" --reps 3 \
 			--gather-sms 8,4 --gio-sms 8,4,2 --file-dir /dev/shm --pread-tokens 32768 --json "$out/json/kv-$t.json"
 	done
+fi
+if want layer; then
+	bench layer kv-layer.md timeout 500 "$b/bench_kv_layer" --targets 1,4 --reps 3 --json "$out/json/kv-layer.json"
 fi
 if want file; then
 	bench file gpu-file.md timeout 300 "$b/bench_gpu_file" --tokens 16384 --dir /tmp --reps 3 --warmup 1 --threads 1,8 \

@@ -283,15 +283,20 @@ void round_trip(bool kv_apart)
 	gio_kv_io_plan v;
 	REQUIRE(gio_kv_plan_view(r.plan, &v) == 0);
 	CHECK(v.nreqs == n);
-	// Round-robin placement: each of the 4 devices holds a quarter, and groups alternate devices.
+	// Round-robin placement: each of the 4 devices holds a quarter; groups alternate devices, and
+	// a device's 10 requests make one group per queue pair (2 of 5), not one of 10.
 	std::vector<uint32_t> per_dev(4, 0);
 	for (uint32_t i = 0; i < v.nreqs; i++)
 		per_dev[v.reqs[i].dev]++;
 	for (auto c : per_dev)
 		CHECK(c == n / 4);
-	REQUIRE(v.ngroups == 4);
-	for (uint32_t g = 0; g < v.ngroups; g++)
-		CHECK(v.groups[g].dev == g);
+	REQUIRE(v.ngroups == 8);
+	for (uint32_t g = 0; g < v.ngroups; g++) {
+		CHECK(v.groups[g].dev == g % 4);
+		CHECK(v.groups[g].count == 5);
+		for (uint32_t k = 0; k < v.groups[g].count; k++)
+			CHECK(v.reqs[v.groups[g].first + k].dev == v.groups[g].dev);
+	}
 	r.run_all(false);
 	std::vector<gio_kv_io_result> res(kBlocks);
 	REQUIRE(gio_kv_plan_finish(r.plan, res.data(), 0) == 0);

@@ -309,17 +309,26 @@ static int check_batch(struct gio_kv_plan *pl, const struct gio_kv_u128 *keys, c
 
 /* Orders the batch's requests into groups: a device's requests in runs of at most 32, the
  * devices' runs interleaved, so that consecutive groups (consecutive warps) go to different
- * devices and a layer's commands spread over all of them from the start. */
+ * devices and a layer's commands spread over all of them from the start. A device with fewer
+ * requests than 32 per queue pair gets shorter runs, one per queue pair, so that its commands
+ * still spread over every queue pair (a software target serves a queue with one warp: on the
+ * H200, 64 requests of 512 KiB in two groups of 32 read 3.9 GB/s from one modelled 7.25 GB/s
+ * drive). */
 static void build_groups(struct gio_kv_plan *pl, const uint32_t *blocks, const uint32_t *dev_of, const uint64_t *slba_of)
 {
 	uint32_t next[GIO_KV_STORE_MAX_DEVICES] = {0}; /* the next key of each device, by scan position */
-	uint32_t left[GIO_KV_STORE_MAX_DEVICES] = {0};
+	uint32_t left[GIO_KV_STORE_MAX_DEVICES] = {0}, run[GIO_KV_STORE_MAX_DEVICES];
 	uint32_t i, d, r = 0, g = 0, pending = 0;
 	for (i = 0; i < pl->n; i++)
 		if (pl->req_of[i] != NO_REQUEST) {
 			left[dev_of[i]]++;
 			pending++;
 		}
+	for (d = 0; d < pl->shape.devices; d++) {
+		const uint32_t q = pl->img.devs[d].nqps;
+		run[d] = (left[d] + q - 1) / q;
+		run[d] = run[d] < 1 ? 1 : run[d] > GIO_KV_IO_GROUP_MAX ? GIO_KV_IO_GROUP_MAX : run[d];
+	}
 	while (pending) {
 		for (d = 0; d < pl->shape.devices; d++) {
 			uint32_t k = 0;
@@ -327,7 +336,7 @@ static void build_groups(struct gio_kv_plan *pl, const uint32_t *blocks, const u
 				continue;
 			pl->img.groups[g].first = r;
 			pl->img.groups[g].dev = (uint16_t)d;
-			for (i = next[d]; i < pl->n && k < GIO_KV_IO_GROUP_MAX; i++) {
+			for (i = next[d]; i < pl->n && k < run[d]; i++) {
 				if (pl->req_of[i] == NO_REQUEST || dev_of[i] != d)
 					continue;
 				pl->req_of[i] = r;

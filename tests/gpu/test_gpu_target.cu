@@ -207,7 +207,7 @@ void run(const char *uri, bool fused_launch)
 	const double secs = (gio_host_now_ns() - t0) / 1e9;
 	if (g->cfg.flags & GIO_GPU_MODEL) {
 		// The timing model: writes then reads of every object through the modelled bandwidth
-		// cannot finish sooner than bytes / bandwidth (the executor's warps share it).
+		// cannot finish sooner than bytes / bandwidth (one timeline per device).
 		const double bytes = (double)nobj * kObj;
 		const double floor_s = bytes / (g->cfg.model.write_gbps * 1e9) + bytes / (g->cfg.model.read_gbps * 1e9);
 		EXPECT(secs >= 0.9 * floor_s, "modelled run took %.1f ms, the model's floor is %.1f ms", secs * 1e3, floor_s * 1e3);

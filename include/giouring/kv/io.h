@@ -157,6 +157,9 @@ GIO_HD void gio_kv_io_result_only(const struct gio_kv_io_plan *p, uint32_t layer
 
 /**
  * @brief Counts @p n results of layer @p layer as recorded.
+ * @param p      the plan.
+ * @param layer  the layer.
+ * @param n      results recorded (a request's, or a warp's group's).
  * @return 1 when they were the layer's last: the caller then calls gio_kv_io_layer_signal().
  *
  * Any thread, host or device, after writing those results (the count's acq_rel orders them first).
@@ -168,6 +171,8 @@ GIO_HD int gio_kv_io_count(const struct gio_kv_io_plan *p, uint32_t layer, uint3
 
 /**
  * @brief Marks layer @p layer of the plan's batch finished: its completion word takes the epoch.
+ * @param p      the plan.
+ * @param layer  the layer.
  *
  * Any thread, host or device; the one whose gio_kv_io_count() returned 1, or any thread of a pass
  * over a plan without requests.
@@ -186,6 +191,9 @@ GIO_HD void gio_kv_io_layer_signal(const struct gio_kv_io_plan *p, uint32_t laye
 
 /**
  * @brief Whether layer @p layer of the plan's batch has finished (every result recorded).
+ * @param p      the plan.
+ * @param layer  the layer, below p->layers (not checked).
+ * @return 1 when finished, else 0.
  *
  * Any thread, host or device; acquire: the layer's data and results may be read after a 1.
  * Epochs compare modulo 2^32, so a word holding a later batch's epoch also reads finished.
@@ -197,6 +205,9 @@ GIO_HD int gio_kv_io_layer_finished(const struct gio_kv_io_plan *p, uint32_t lay
 
 /**
  * @brief Waits until layer @p layer of the plan's batch has finished, up to a deadline.
+ * @param p         the plan.
+ * @param layer     the layer.
+ * @param deadline  absolute deadline (giouring/ring/clock.h).
  * @return 0, `-ETIME` at the deadline, or `-EINVAL` for a layer beyond the plan.
  *
  * Any thread, host or device (a compute kernel's one thread, say, then a barrier).

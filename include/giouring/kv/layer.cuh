@@ -89,6 +89,8 @@ GIO_DEV void gio_kv_layer_warp(const struct gio_kv_io_plan *p, uint32_t layer, u
 
 /**
  * @brief The library's I/O kernel: every warp of the grid runs gio_kv_layer_warp().
+ * @param p      the plan's view, by value.
+ * @param layer  the layer.
  *
  * Launched by gio_kv_load_layer() / gio_kv_save_layer(); blocks of a multiple of 32 threads.
  */
@@ -156,6 +158,10 @@ static inline int gio_kv_load_layer(struct gio_kv_plan *plan, uint32_t layer, cu
 /**
  * @brief Saves (offloads) layer @p layer of the batch planned by gio_kv_plan_save(); as
  * gio_kv_load_layer(). The chunks commit at gio_kv_plan_finish(), once every layer ran.
+ * @param plan    the plan.
+ * @param layer   the layer.
+ * @param stream  the stream.
+ * @return as gio_kv_load_layer().
  */
 static inline int gio_kv_save_layer(struct gio_kv_plan *plan, uint32_t layer, cudaStream_t stream)
 {

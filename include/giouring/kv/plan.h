@@ -169,6 +169,9 @@ int gio_kv_plan_layer_begin(struct gio_kv_plan *plan, uint32_t layer, int write,
 /**
  * @brief Runs layer @p layer of the batch with the plan's engine, the CPU engine's form of
  * gio_kv_load_layer() / gio_kv_save_layer(): the plan's thread runs it; returns at once.
+ * @param plan   the plan, with a batch open.
+ * @param layer  the layer.
+ * @param write  1 for a save's layer, 0 for a load's.
  * @return 0, or as gio_kv_plan_layer_begin(); `-EOPNOTSUPP` for a GPU-engine plan (launch with
  *         giouring/kv/layer.cuh).
  *

@@ -140,6 +140,9 @@ struct gio_kv_blockdev {
  * @brief gio_kv_store_create() over the caller's block devices.
  * @param devs  @p n devices (the structs are read during the call and must stay valid, unchanged,
  *              until gio_kv_store_close()).
+ * @param n     devices, 1 to GIO_KV_STORE_MAX_DEVICES.
+ * @param p     as gio_kv_store_create().
+ * @param out   receives the store.
  * @return as gio_kv_store_create(); `-EINVAL` also for a device without rw, and `-errno` of rw.
  */
 int gio_kv_store_create_blockdevs(const struct gio_kv_blockdev *devs, uint32_t n, const struct gio_kv_store_params *p,
@@ -148,6 +151,10 @@ int gio_kv_store_create_blockdevs(const struct gio_kv_blockdev *devs, uint32_t n
 /**
  * @brief gio_kv_store_open() over the caller's block devices (the lifetime rule of
  * gio_kv_store_create_blockdevs()).
+ * @param devs  @p n devices, in any order.
+ * @param n     devices: all of the store's.
+ * @param p     as gio_kv_store_open().
+ * @param out   receives the store.
  * @return as gio_kv_store_open().
  */
 int gio_kv_store_open_blockdevs(const struct gio_kv_blockdev *devs, uint32_t n, const struct gio_kv_store_params *p,

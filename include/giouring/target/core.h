@@ -120,6 +120,9 @@ struct gio_tgt {
 	uint32_t nq_granted; /**< I/O queue pairs granted by Number of Queues (0 until asked). */
 	uint32_t scope;      /**< Ordering scope of its ring accesses (GIO_SCOPE_SYS unless every
 			          producer runs on the GPU that executes it: GIO_SCOPE_GPU). */
+	uint32_t rsvd;       /**< Zero. */
+	unsigned long long model_busy_ns; /**< GPU executor's SSD timing model: when the device's
+					       modelled transfers end (%globaltimer ns; 0 at start). */
 };
 
 /** @brief Totals of the per-queue counters (gio_tgt_get_stats()). */

@@ -174,9 +174,11 @@ __device__ inline void gio__gpu_move_round(const struct gio_tgt_io_rules *rules,
 }
 
 /* Holds the executor warp until the timing model says the batch's bytes (rd, wr: this lane's) are
- * through this warp's share of the device, and no earlier than the latency. */
-__device__ inline void gio__gpu_model_wait(const struct gio_ssd_model *model, uint64_t rd, uint64_t wr, uint32_t nwarps,
-					   uint64_t *busy_until)
+ * through the device, and no earlier than the latency. The device is one timeline for all its
+ * warps (dev_busy: when its modelled transfers end), so that it gives its bandwidth however many
+ * queues are busy, as a drive does; a per-warp share of it gave one busy queue 1/nwarps of it. */
+__device__ inline void gio__gpu_model_wait(const struct gio_ssd_model *model, uint64_t rd, uint64_t wr,
+					   unsigned long long *dev_busy)
 {
 	const unsigned lane = threadIdx.x & 31u;
 	for (int o = 16; o; o >>= 1) {
@@ -186,11 +188,16 @@ __device__ inline void gio__gpu_model_wait(const struct gio_ssd_model *model, ui
 	if (lane == 0) {
 		const float gbps = rd && wr ? model->mixed_gbps : wr ? model->write_gbps : model->read_gbps;
 		const uint64_t now = gio_now_ns();
-		const uint64_t start = *busy_until > now ? *busy_until : now;
-		const uint64_t xfer_ns = gbps > 0 ? (uint64_t)((double)(rd + wr) * nwarps / gbps) : 0;
+		const uint64_t xfer_ns = gbps > 0 ? (uint64_t)((double)(rd + wr) / gbps) : 0;
 		const uint64_t lat_ns = (uint64_t)(model->lat_us * 1000.0f);
-		*busy_until = start + xfer_ns;
-		const uint64_t done = *busy_until > now + lat_ns ? *busy_until : now + lat_ns;
+		unsigned long long old = *(volatile unsigned long long *)dev_busy, end;
+		for (;;) { /* this batch's slot on the device's timeline */
+			const unsigned long long prev = atomicCAS(dev_busy, old, end = (old > now ? old : now) + xfer_ns);
+			if (prev == old)
+				break;
+			old = prev;
+		}
+		const uint64_t done = end > now + lat_ns ? end : now + lat_ns;
 		while (gio_now_ns() < done)
 			__nanosleep(256);
 	}
@@ -206,7 +213,7 @@ __device__ inline void gio__gpu_model_wait(const struct gio_ssd_model *model, ui
 __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct gio_tgt_io_rules *rules, uint16_t qid,
 					       struct gio_tgt_queue *sq, struct gio_tgt_queue *cq, uint32_t tail,
 					       unsigned char *backing, uint32_t flags, const struct gio_ssd_model *model,
-					       uint32_t nwarps, uint64_t *busy_until, uint64_t *prof)
+					       unsigned long long *dev_busy, uint64_t *prof)
 {
 	const unsigned lane = threadIdx.x & 31u;
 	uint64_t t0 = prof && lane == 0 ? gio_now_ns() : 0, t1 = 0, tdata = 0, data_ns = 0;
@@ -286,7 +293,7 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 	if (flags & GIO_GPU_MODEL) {
 		if (prof && lane == 0)
 			tdata = gio_now_ns();
-		gio__gpu_model_wait(model, rd, wr, nwarps, busy_until);
+		gio__gpu_model_wait(model, rd, wr, dev_busy);
 		if (prof && lane == 0)
 			data_ns += gio_now_ns() - tdata;
 	}
@@ -372,7 +379,6 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 		__syncwarp(); /* the copy before any lane reads it */
 		rules = &env->rules;
 	}
-	uint64_t busy_until = 0;
 	uint32_t idle = 0, owned = 0;
 	unsigned long long batches = 0;
 	uint64_t prof[6] = {0, 0, 0, 0, 0, 0};
@@ -433,7 +439,7 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 				const uint32_t n = gio__gpu_serve_warp(t, rules, sqid, local ? &env->sq[k] : &t->sq[sqid],
 								       local ? &env->cq[k] : &t->cq[cqid],
 								       __shfl_sync(0xffffffffu, tail, k), backing, flags, model,
-								       nwarps, &busy_until, pr);
+								       &t->model_busy_ns, pr);
 				did += n;
 				batches += n ? 1 : 0;
 			}
