@@ -14,15 +14,19 @@
 #                                  Debian's own kernels lack IOMMUFD), files mapped with
 #                                  IOMMU_IOAS_MAP_FILE, and a peer controller's BAR imported as a
 #                                  VFIO-exported dma-buf; then the canary
+#   run.sh kv_store BUILD_DIR      the KV store over both controllers (tests/qemu/kv_store.c): each
+#                                  shape put, closed, opened with the controllers the other way
+#                                  round and read back, each device read raw; then a second boot on
+#                                  the same drive files opens the last store again
 #   run.sh bench BUILD_DIR [SECONDS]  commands/s at QD1 and QD32 (TCG: for regressions only)
 #
 # Exit 0 pass, 1 fail, 77 skipped (QEMU or busybox-static missing: scripts/deps.sh installs them,
 # GIO_QEMU_SKIP=1 skips on purpose). Environment: GIO_QEMU_CACHE (kernel cache, default
-# BUILD_DIR/qemu-cache), GIO_QEMU_TIMEOUT (outer timeout of one boot, default 240 s),
+# BUILD_DIR/qemu-cache), GIO_QEMU_TIMEOUT (outer timeout of each boot, default 240 s),
 # GIO_QEMU_KEEP=1 keeps the work directory, GIO_QEMU_REQUIRED=1 turns skips into failures.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-mode=${1:?usage: run.sh conformance|iommufd|info|bench BUILD_DIR}
+mode=${1:?usage: run.sh conformance|iommufd|info|kv_store|bench BUILD_DIR}
 build=$(cd "${2:?usage: run.sh MODE BUILD_DIR}" && pwd)
 bench_seconds=${3:-5}
 
@@ -67,6 +71,8 @@ cp "$busybox" "$root/bin/busybox"
 case "$mode" in
   conformance|iommufd|bench)
     cp "$build/tests/gio-qemu-conformance" "$root/bin/" ;;
+  kv_store)
+    cp "$build/tests/gio-qemu-kv-store" "$root/bin/" ;;
   info)
     cp "$build/tools/giouring-info" "$root/bin/"
     # giouring-info is dynamic (libnvme): its libraries and the loader go along.
@@ -137,6 +143,20 @@ gio-qemu-conformance canary 0000:00:04.0 iommufd
 dump_faults canary
 M
   ;;
+  # Boot 1 formats and fills the stores; boot 2 (gio_boot=2 on the kernel command line) finds
+  # the last one on the same drive files, after QEMU and its controllers were restarted.
+  kv_store) cat > "$root/mode.sh" <<'M'
+load vfio-pci.ko
+dump_faults boot
+for b in $(nvme_bdfs); do to_vfio $b; done
+if grep -q 'gio_boot=2' /proc/cmdline; then
+  gio-qemu-kv-store reopen 0000:00:04.0 0000:00:05.0; echo "==KV-RC reopen $?=="
+else
+  gio-qemu-kv-store run 0000:00:04.0 0000:00:05.0; echo "==KV-RC run $?=="
+fi
+dump_faults kv_store
+M
+  ;;
   bench) cat > "$root/mode.sh" <<M
 load vfio-pci.ko
 for b in \$(nvme_bdfs); do to_vfio \$b; done
@@ -166,30 +186,45 @@ timeout_s=${GIO_QEMU_TIMEOUT:-240}
 # run imports as a dma-buf.
 ctrl2_extra=""
 [[ "$mode" == iommufd ]] && ctrl2_extra=",cmb_size_mb=1"
-log "booting $kernel_version under TCG (timeout ${timeout_s} s)"
-start=$(date +%s)
-set +e
-timeout --kill-after=10 "$timeout_s" "$qemu" -M q35 -accel tcg -cpu max -smp 2 -m 1024 "${bios[@]}" \
-  -device intel-iommu,intremap=on \
-  -kernel "$kernel" -initrd "$work/initrd.gz" \
-  -append "console=ttyS0 intel_iommu=on iommu=nopt quiet panic=-1" \
-  -drive file="$work/nvme1.img",if=none,id=d1,format=raw \
-  -device nvme,serial=gio-ctrl-1,drive=d1,bus=pcie.0,addr=0x4 \
-  -drive file="$work/nvme2.img",if=none,id=d2,format=raw \
-  -device nvme,serial=gio-ctrl-2,drive=d2,bus=pcie.0,addr=0x5,mdts=10,logical_block_size=4096,physical_block_size=4096$ctrl2_extra \
-  -display none -serial stdio -monitor none -no-reboot >"$qlog" 2>&1
-qrc=$?
-set -e
-elapsed=$(($(date +%s) - start))
-tr -d '\r' < "$qlog" > "$qlog.txt"
-cat "$qlog.txt"
-log "QEMU exit $qrc after ${elapsed} s"
+elapsed=0 boots=0 timed_out=0
+# boot [KERNEL_ARG]: one boot on the drive files above (which keep what earlier boots wrote);
+# its serial log is appended to $qlog.txt.
+boot() {
+  local start qrc
+  log "booting $kernel_version under TCG (timeout ${timeout_s} s)${1:+, $1}"
+  start=$(date +%s)
+  set +e
+  timeout --kill-after=10 "$timeout_s" "$qemu" -M q35 -accel tcg -cpu max -smp 2 -m 1024 "${bios[@]}" \
+    -device intel-iommu,intremap=on \
+    -kernel "$kernel" -initrd "$work/initrd.gz" \
+    -append "console=ttyS0 intel_iommu=on iommu=nopt quiet panic=-1${1:+ $1}" \
+    -drive file="$work/nvme1.img",if=none,id=d1,format=raw \
+    -device nvme,serial=gio-ctrl-1,drive=d1,bus=pcie.0,addr=0x4 \
+    -drive file="$work/nvme2.img",if=none,id=d2,format=raw \
+    -device nvme,serial=gio-ctrl-2,drive=d2,bus=pcie.0,addr=0x5,mdts=10,logical_block_size=4096,physical_block_size=4096$ctrl2_extra \
+    -display none -serial stdio -monitor none -no-reboot >"$qlog" 2>&1
+  qrc=$?
+  set -e
+  boots=$((boots + 1))
+  elapsed=$((elapsed + $(date +%s) - start))
+  tr -d '\r' < "$qlog" | tee -a "$qlog.txt"
+  log "QEMU exit $qrc after $(($(date +%s) - start)) s"
+  # Init prints ==GUEST-UP== first: without it the kernel never ran the guest's script (with
+  # quiet, a guest that resets early leaves no line at all).
+  grep -q '^==GUEST-UP==' "$qlog" || log "boot $boots: no ==GUEST-UP== line: the kernel did not reach init ($(wc -c < "$qlog") bytes of serial output)"
+  ((qrc == 124 || qrc == 137)) && timed_out=1
+  return 0
+}
+: > "$qlog.txt"
+boot
+if [[ "$mode" == kv_store ]]; then boot gio_boot=2; fi
 
 # ---- judging ----------------------------------------------------------------------------------
 fail=0
 die() { log "FAIL: $*"; fail=1; }
-((qrc == 124 || qrc == 137)) && die "QEMU did not finish within ${timeout_s} s"
-grep -q '^==GUEST-DONE==' "$qlog.txt" || die "the guest did not reach the end of its script"
+((timed_out)) && die "QEMU did not finish within ${timeout_s} s"
+done_n=$(grep -c '^==GUEST-DONE==' "$qlog.txt" || true)
+((done_n == boots)) || die "the guest reached the end of its script in $done_n of $boots boot(s)"
 # IOMMU faults: the guest kernel's DMAR lines and QEMU's vtd messages (QEMU completes an unmapped
 # DMA with SUCCESS, so the logs are the only place a fault shows).
 fault_re='DMAR:.*([Ff]ault|DMA (Read|Write))|vtd_|detected translation failure'
@@ -229,6 +264,15 @@ case "$mode" in
     # The second controller ran with iommu=auto, which must take iommufd where it exists.
     grep -q '^  IOMMU interface: iommufd (asked: auto)$' "$qlog.txt" || die "iommu=auto did not take iommufd"
     grep -E '^(RESULT|COMMANDS|CHURN)' "$qlog.txt" >&2 ;;
+  kv_store)
+    for run in run reopen; do
+      grep -q "^RESULT kv-store-$run pass=[1-9][0-9]* fail=0\$" "$qlog.txt" || die "want RESULT kv-store-$run ... fail=0"
+      grep -q "^==KV-RC $run 0==\$" "$qlog.txt" || die "gio-qemu-kv-store $run did not exit 0"
+    done
+    # Every shape's store, and the last one again after the reboot.
+    n=$(grep -c '^KV ' "$qlog.txt" || true)
+    ((n == 4)) || die "want 4 KV lines (3 shapes, then the reboot), got $n"
+    grep -E '^(== controller|KV |RESULT)' "$qlog.txt" >&2 ;;
   bench)
     grep -q '^BENCH QD32' "$qlog.txt" || die "no bench figures"
     grep '^BENCH' "$qlog.txt" >&2 ;;
@@ -241,6 +285,6 @@ case "$mode" in
       sed -n '/^==INFO-KERNEL==/,/^==INFO-KERNEL-RC/p' "$qlog.txt" | grep -q -- "$want" || die "giouring-info output lacks '$want'"
     done ;;
 esac
-log "IOMMU faults: $faults; boot-and-test ${elapsed} s"
+log "IOMMU faults: $faults; boot-and-test ${elapsed} s ($boots boot(s))"
 ((fail == 0)) && log "PASS" || log "FAIL"
 exit $fail

@@ -37,28 +37,15 @@
 
 #include "iommufd_uapi.h" /* the project's own ABI declarations (src/), for the p2p exporter */
 
+#include "guest_check.h"
+
 #define IO_TIMEOUT_NS (10ull * 1000000000ull)
 
 /* iommu= of every context this run opens ("auto" when not given). */
 static const char *iommu_opt = "auto";
 
-static int npass, nfail;
 /* Commands by kind, for the log: I/O by direction and data pointer form, and expected errors. */
 static uint64_t n_write_sgl, n_write_prp, n_read_sgl, n_read_prp, n_expected_err;
-
-#define CHECK(name, cond, ...)                                                                         \
-	do {                                                                                           \
-		if (cond) {                                                                            \
-			npass++;                                                                       \
-			printf("PASS %s\n", name);                                                     \
-		} else {                                                                               \
-			nfail++;                                                                       \
-			printf("FAIL %s: ", name);                                                     \
-			printf(__VA_ARGS__);                                                           \
-			printf(" [%s]\n", gio_last_error());                                           \
-		}                                                                                      \
-		fflush(stdout);                                                                        \
-	} while (0)
 
 struct buf {
 	unsigned char *p;
