@@ -9,7 +9,10 @@
  *    `giouring/kv/`: the KV object layout (layout.h) and pools described by strides (pool.h);
  * 3. `giouring/ring/`: memory ordering (ordering.h), deadlines (clock.h), NVMe queue pairs (qp.h)
  *    and IOCB rings (uring.h), for host and device alike;
- * 4. `giouring/host/`: the host library's API (ctx.h, version.h), linked from `giouring::host`.
+ * 4. `giouring/host/`: the host library's API (ctx.h, version.h), linked from `giouring::host`;
+ * 5. `giouring/kv/` above them: the store's format (format.h), the store (store.h), and the
+ *    per-layer load and save of planned batches (io.h, plan.h; the GPU engine's kernel is
+ *    `giouring/kv/layer.cuh`, CUDA only).
  *
  * Not included here: the device verbs (`giouring/device/verbs.cuh`, CUDA only) and the software
  * NVMe target (`giouring/target/`), which an engine needs only to emulate a controller.
@@ -44,5 +47,10 @@
 #include "host/ctx.h"
 #include "host/uri.h"
 #include "host/version.h"
+
+#include "kv/format.h"
+#include "kv/io.h"
+#include "kv/plan.h"
+#include "kv/store.h"
 
 #endif /* GIOURING_GIOURING_H */
