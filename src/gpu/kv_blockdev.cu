@@ -40,8 +40,9 @@ int bd_rw(void *arg, int write, uint64_t slba, uint64_t nblocks, void *buf, uint
 	e = write ? cudaMemcpyAsync(g->backing + off, buf, bytes, cudaMemcpyHostToDevice, s)
 		  : cudaMemcpyAsync(buf, g->backing + off, bytes, cudaMemcpyDeviceToHost, s);
 	const uint64_t deadline = gio_deadline_in(timeout_ns);
-	while (e == cudaSuccess && (e = cudaStreamQuery(s)) == cudaErrorNotReady && !gio_deadline_passed(deadline))
-		gio_host_sleep_ns(20000);
+	if (e == cudaSuccess)
+		while ((e = cudaStreamQuery(s)) == cudaErrorNotReady && !gio_deadline_passed(deadline))
+			gio_host_sleep_ns(20000);
 	// A stream destroyed with work queued returns at once; the runtime finishes the copy.
 	(void)cudaStreamDestroy(s);
 	if (e == cudaErrorNotReady)
