@@ -26,9 +26,9 @@
 namespace {
 
 const uint64_t kSecond = 1000000000ull;
-// The pool: 4 layers x 48 blocks, K and V, 16 tokens x 2 heads x 64 channels of 2 bytes:
-// 8192-byte objects (two 4096-byte blocks).
-const uint32_t kLayers = 4, kBlocks = 48, kTokens = 16, kHeads = 2, kChannels = 64, kElem = 2;
+// The pool: 4 layers x 48 blocks, K and V, 32 tokens x 2 heads x 64 channels of 2 bytes:
+// 16 KiB objects (four 4096-byte blocks; four pages, so a PRP command takes a list).
+const uint32_t kLayers = 4, kBlocks = 48, kTokens = 32, kHeads = 2, kChannels = 64, kElem = 2;
 const uint64_t kObject = 2ull * kTokens * kHeads * kChannels * kElem;
 const uint64_t kPoolBytes = kLayers * kBlocks * kObject;
 
@@ -47,13 +47,30 @@ unsigned char want(uint64_t i, uint32_t l, uint64_t k)
 
 // A pool in host memory: blocks-second (L, B, part, token, head, channel) contiguous, or K and V
 // apart (L, part, B, ...), whose objects are two runs.
+// Page-aligned host memory (PRPs need a run's inner boundaries on pages), poisoned with 0xa5.
+struct PageMem {
+	unsigned char *p;
+	size_t n;
+	explicit PageMem(size_t bytes) : p(static_cast<unsigned char *>(aligned_alloc(4096, bytes))), n(bytes)
+	{
+		REQUIRE(p != nullptr);
+		poison();
+	}
+	~PageMem() { free(p); }
+	PageMem(const PageMem &) = delete;
+	PageMem &operator=(const PageMem &) = delete;
+	unsigned char *data() const { return p; }
+	size_t size() const { return n; }
+	void poison() { std::memset(p, 0xa5, n); }
+};
+
 struct Pool {
-	std::vector<unsigned char> mem;
+	PageMem mem;
 	gio_kv_pool pool{};
 	gio_kv_runs runs{};
 	bool split;
 
-	explicit Pool(bool kv_apart) : mem(kPoolBytes, 0xa5), split(kv_apart)
+	explicit Pool(bool kv_apart) : mem(kPoolBytes), split(kv_apart)
 	{
 		const uint64_t c = 1, h = kChannels, t = h * kHeads, p_inner = t * kTokens;
 		pool.base_mode = GIO_KV_BASE_ONE;
@@ -128,7 +145,15 @@ struct Rig {
 	std::vector<gio_kv_io_dev> devs;
 	gio_kv_plan *plan = nullptr;
 
-	Rig(uint32_t n, bool kv_apart) : t(n, true, "size=4M"), pool(kv_apart) { open(true); }
+	bool prp;
+	std::vector<std::vector<unsigned char>> lists; // PRP: each device's list area
+	uint64_t list_stride = 0;
+
+	Rig(uint32_t n, bool kv_apart, bool use_prp = false)
+	    : t(n, true, use_prp ? "size=4M&dptr=prp" : "size=4M"), pool(kv_apart), prp(use_prp)
+	{
+		open(true);
+	}
 
 	gio_kv_store_params params() const
 	{
@@ -136,7 +161,7 @@ struct Rig {
 		p.layers = kLayers;
 		p.object_bytes = kObject;
 		p.pool_signature = gio_kv_pool_signature(&pool.pool, &pool.runs);
-		p.store_bytes = 2 << 20; // 2 MiB each: (2 MiB - 64 KiB) / 32 KiB = 62 slots a device
+		p.store_bytes = 2 << 20; // 2 MiB each: about 30 slots of 64 KiB a device
 		p.timeout_ns = 5 * kSecond;
 		return p;
 	}
@@ -150,6 +175,7 @@ struct Rig {
 		qps.assign(n, {});
 		tables.assign(n, {});
 		segs.assign(n, {});
+		lists.assign(n, {});
 		devs.assign(n, gio_kv_io_dev{});
 		for (size_t d = 0; d < n; d++) {
 			uint64_t addr = 0;
@@ -160,12 +186,30 @@ struct Rig {
 			tables[d].resize(objects);
 			segs[d].resize(objects * pool.runs.nruns);
 			uint64_t seg_addr = 0;
-			if (pool.runs.nruns > 1)
-				REQUIRE(gio_ctx_register(t.ctx[d], segs[d].data(), segs[d].size() * sizeof(gio_sgl_desc),
-							 &seg_addr) == 0);
-			for (uint64_t o = 0; o < objects; o++)
-				REQUIRE(gio_kv_table_entry(&bus, &pool.runs, gio_ctx_dptr_caps(t.ctx[d]), o, seg_addr,
-							   &tables[d][o].sgl, segs[d].data()) == 0);
+			const gio_dptr_caps *caps = gio_ctx_dptr_caps(t.ctx[d]);
+			if (prp) {
+				// Lists in 256-byte chunks, as Linux's driver allocates them.
+				list_stride = gio_prp_object_alloc_bytes(kObject, caps->page_bytes, GIO_PRP_CHUNK_LINUX);
+				lists[d].assign(objects * list_stride + 4096, 0);
+				unsigned char *area = lists[d].data() + (4096 - (uintptr_t)lists[d].data() % 4096) % 4096;
+				uint64_t list_addr = 0;
+				REQUIRE(gio_ctx_register(t.ctx[d], area, objects * list_stride, &list_addr) == 0);
+				for (uint64_t o = 0; o < objects; o++) {
+					INFO("object " << o);
+					REQUIRE(gio_kv_table_entry_prp(&bus, &pool.runs, caps, o, list_addr, list_stride,
+								       &tables[d][o], area) == 0);
+				}
+				// The SGL form is refused where the controller has none.
+				CHECK(gio_kv_table_entry(&bus, &pool.runs, caps, 0, 0, &tables[d][0].sgl, segs[d].data()) ==
+				      -EOPNOTSUPP);
+			} else {
+				if (pool.runs.nruns > 1)
+					REQUIRE(gio_ctx_register(t.ctx[d], segs[d].data(), segs[d].size() * sizeof(gio_sgl_desc),
+								 &seg_addr) == 0);
+				for (uint64_t o = 0; o < objects; o++)
+					REQUIRE(gio_kv_table_entry(&bus, &pool.runs, caps, o, seg_addr, &tables[d][o].sgl,
+								   segs[d].data()) == 0);
+			}
 			for (int q = 0; q < 2; q++) {
 				gio_qp *qp = nullptr;
 				REQUIRE(gio_ctx_qp_create(t.ctx[d], 64, &qp) == 0);
@@ -178,7 +222,7 @@ struct Rig {
 			devs[d].nqps = 2;
 			devs[d].nsid = info.nsid;
 			devs[d].lba_shift = __builtin_ctz(info.lba_bytes);
-			devs[d].psdt = GIO_PSDT_SGL_MPTR;
+			devs[d].psdt = prp ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR;
 		}
 		gio_kv_plan_params pp{};
 		pp.engine = GIO_KV_ENGINE_CPU;
@@ -195,7 +239,9 @@ struct Rig {
 			for (auto *qp : qps[d])
 				CHECK(gio_ctx_qp_destroy(t.ctx[d], qp, 5 * kSecond, nullptr, nullptr) >= 0);
 			CHECK(gio_ctx_unregister(t.ctx[d], pool.mem.data()) == 0);
-			if (pool.runs.nruns > 1)
+			if (prp)
+				CHECK(gio_ctx_unregister(t.ctx[d], lists[d].data() + (4096 - (uintptr_t)lists[d].data() % 4096) % 4096) == 0);
+			else if (pool.runs.nruns > 1)
 				CHECK(gio_ctx_unregister(t.ctx[d], segs[d].data()) == 0);
 		}
 		CHECK(gio_kv_store_close(store) == 0);
@@ -257,9 +303,9 @@ uint32_t shuffled(uint32_t i)
 	return (i * 29 + 7) % kBlocks;
 }
 
-void round_trip(bool kv_apart)
+void round_trip(bool kv_apart, bool prp = false)
 {
-	Rig r(4, kv_apart);
+	Rig r(4, kv_apart, prp);
 	const uint32_t n = 40;
 	save(r, 0, n, identity);
 	gio_kv_store_stats st;
@@ -268,7 +314,7 @@ void round_trip(bool kv_apart)
 	CHECK(st.bytes_written == n * kLayers * kObject);
 
 	r.reopen();
-	std::fill(r.pool.mem.begin(), r.pool.mem.end(), 0xa5);
+	r.pool.mem.poison();
 	// The 40 chunks into shuffled blocks, and 8 keys never stored.
 	std::vector<gio_kv_u128> keys;
 	std::vector<uint32_t> blocks;
@@ -330,13 +376,21 @@ TEST_CASE("plan: chunks saved layer by layer come back into shuffled pool blocks
 	{
 		round_trip(true);
 	}
+	SECTION("PRP tables (a controller without SGLs): lists in 256-byte chunks")
+	{
+		round_trip(false, true);
+	}
+	SECTION("PRP tables, K and V apart: two page-aligned runs in one PRP command")
+	{
+		round_trip(true, true);
+	}
 }
 
 TEST_CASE("plan: a device failing mid-layer fails only its request, with the NVMe status", "[kv][io_uring]")
 {
 	Rig r(4, false);
 	save(r, 0, 16, identity);
-	std::fill(r.pool.mem.begin(), r.pool.mem.end(), 0xa5);
+	r.pool.mem.poison();
 	std::vector<gio_kv_u128> keys;
 	std::vector<uint32_t> blocks;
 	for (uint32_t i = 0; i < 16; i++) {
@@ -377,7 +431,7 @@ TEST_CASE("plan: a device failing mid-layer fails only its request, with the NVM
 	CHECK(failed == 1);
 	// The failed chunk stays stored (a read failed, not the data): a second load serves it all.
 	REQUIRE(gio_ctx_inject(r.t.ctx[2], nullptr) == 0);
-	std::fill(r.pool.mem.begin(), r.pool.mem.end(), 0xa5);
+	r.pool.mem.poison();
 	REQUIRE(gio_kv_plan_load(r.plan, keys.data(), blocks.data(), 16, nullptr) == 16);
 	r.run_all(false);
 	REQUIRE(gio_kv_plan_finish(r.plan, res.data(), 0) == 0);

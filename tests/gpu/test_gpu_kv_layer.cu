@@ -4,7 +4,8 @@
 // the device for its layer and checks every byte; a stream-ordered wait gates another stream; a
 // device failing mid-layer fails only its request, with the NVMe status; the host's time per
 // layer call is printed. Both layouts: K and V together (one run an object) and apart (two runs,
-// one command with an SGL segment list in pinned host memory).
+// one command with an SGL segment list in pinned host memory), and a PRP table built on the GPU
+// for targets without SGLs.
 #include <cuda_runtime.h>
 
 #include <cerrno>
@@ -121,7 +122,7 @@ struct Rig {
 	bool ok = false;
 };
 
-bool setup(Rig &r, bool kv_apart, cudaStream_t s)
+bool setup(Rig &r, bool kv_apart, bool prp, cudaStream_t s)
 {
 	const uint64_t pool_bytes = (uint64_t)kLayers * kBlocks * kObject;
 	CK(cudaMalloc(&r.pool, pool_bytes));
@@ -146,7 +147,8 @@ bool setup(Rig &r, bool kv_apart, cudaStream_t s)
 
 	for (uint32_t d = 0; d < kDevs; d++) {
 		gio_ctx *c = nullptr;
-		int rc = gio_ctx_open("mem://host?size=32M&threads=2&idle_us=20", &c);
+		int rc = gio_ctx_open(prp ? "mem://host?size=32M&threads=2&idle_us=20&dptr=prp" : "mem://host?size=32M&threads=2&idle_us=20",
+				      &c);
 		EXPECT(rc == 0, "open: %s", gio_last_error());
 		if (rc)
 			return false;
@@ -185,7 +187,14 @@ bool setup(Rig &r, bool kv_apart, cudaStream_t s)
 	// The P2P tables, one per device (their bus addresses are the same here), built on the GPU.
 	const uint64_t objects = (uint64_t)kLayers * kBlocks;
 	CK(cudaMalloc(&r.d_tables, kDevs * objects * sizeof(gio_dptr)));
-	if (kv_apart) {
+	const uint64_t list_stride = gio_prp_object_alloc_bytes(kObject, 4096, GIO_PRP_CHUNK_LINUX);
+	if (prp && list_stride) {
+		CK(cudaHostAlloc(&r.segs, kDevs * objects * list_stride, cudaHostAllocMapped));
+		for (uint32_t d = 0; d < kDevs; d++) {
+			rc = gio_ctx_register(r.ctx[d], (char *)r.segs + d * objects * list_stride, objects * list_stride, nullptr);
+			EXPECT(rc == 0, "register lists: %s", gio_last_error());
+		}
+	} else if (kv_apart && !prp) {
 		CK(cudaHostAlloc(&r.segs, kDevs * objects * 2 * sizeof(gio_sgl_desc), cudaHostAllocMapped));
 		for (uint32_t d = 0; d < kDevs; d++) {
 			rc = gio_ctx_register(r.ctx[d], r.segs + d * objects * 2, objects * 2 * sizeof(gio_sgl_desc), nullptr);
@@ -197,9 +206,15 @@ bool setup(Rig &r, bool kv_apart, cudaStream_t s)
 	*d_rc = 0;
 	std::vector<gio_kv_io_dev> devs(kDevs);
 	for (uint32_t d = 0; d < kDevs; d++) {
-		gio_sgl_desc *seg = kv_apart ? r.segs + d * objects * 2 : nullptr;
-		rc = gio_kv_table_build(&p, &r.lay.runs, gio_ctx_dptr_caps(r.ctx[d]), r.d_tables + d * objects, seg,
-					(uint64_t)(uintptr_t)seg, d_rc, s);
+		if (prp) {
+			char *lists = r.segs ? (char *)r.segs + d * objects * list_stride : nullptr;
+			rc = gio_kv_table_build_prp(&p, &r.lay.runs, gio_ctx_dptr_caps(r.ctx[d]), r.d_tables + d * objects, lists,
+						    (uint64_t)(uintptr_t)lists, list_stride, d_rc, s);
+		} else {
+			gio_sgl_desc *seg = kv_apart ? r.segs + d * objects * 2 : nullptr;
+			rc = gio_kv_table_build(&p, &r.lay.runs, gio_ctx_dptr_caps(r.ctx[d]), r.d_tables + d * objects, seg,
+						(uint64_t)(uintptr_t)seg, d_rc, s);
+		}
 		EXPECT(rc == 0, "table build: %s", gio_last_error());
 		gio_ns_info info;
 		gio_ctx_info(r.ctx[d], &info);
@@ -208,7 +223,7 @@ bool setup(Rig &r, bool kv_apart, cudaStream_t s)
 		devs[d].nqps = kQps;
 		devs[d].nsid = info.nsid;
 		devs[d].lba_shift = (uint32_t)__builtin_ctz(info.lba_bytes);
-		devs[d].psdt = GIO_PSDT_SGL_MPTR;
+		devs[d].psdt = prp ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR;
 	}
 	EXPECT(sync_within(s, 30), "table build hung");
 	EXPECT(*d_rc == 0, "table build: object refused %d", *d_rc);
@@ -242,15 +257,16 @@ void teardown(Rig &r)
 		CK(cudaFreeHost(r.segs));
 }
 
-void run(bool kv_apart)
+void run(bool kv_apart, bool prp)
 {
-	std::printf("== K and V %s\n", kv_apart ? "apart (two runs: an SGL segment list per object)" : "together (one run)");
+	std::printf("== K and V %s, %s table\n", kv_apart ? "apart (two runs)" : "together (one run)",
+		    prp ? "PRP (a target without SGLs)" : "SGL");
 	cudaStream_t io, compute, other;
 	CK(cudaStreamCreateWithFlags(&io, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
 	Rig r;
-	if (!setup(r, kv_apart, io)) {
+	if (!setup(r, kv_apart, prp, io)) {
 		std::printf("   setup failed\n");
 		return;
 	}
@@ -377,8 +393,9 @@ int main()
 		std::printf("FAIL: preload: %s\n", gio_last_error());
 		return 1;
 	}
-	run(false);
-	run(true);
+	run(false, false);
+	run(true, false);
+	run(true, true);
 	std::printf(failures ? "FAILED: %d\n" : "PASSED\n", failures);
 	return failures ? 1 : 0;
 }

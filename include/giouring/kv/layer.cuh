@@ -12,7 +12,7 @@
  * | gio_kv_layer_warp() | device, a whole warp | the kernel's body, for engines that fuse it into their own kernel |
  * | gio_kv_wait_layer() | device, one thread | waits for a layer of a batch (a compute kernel's first step) |
  * | gio_kv_wait_layer_on() | host | enqueues that wait on another stream (stream order for frameworks) |
- * | gio_kv_table_build() | host | the P2P table of a pool, a thread per object, on a stream |
+ * | gio_kv_table_build(), gio_kv_table_build_prp() | host | the P2P table of a pool (SGL or PRP form), a thread per object, on a stream |
  *
  * Persistent kernels (docs/design.md, "Persistent kernels and lazy loading"): call
  * gio_kv_layer_preload() before any persistent kernel (a GPU target's executor) starts, so that
@@ -234,6 +234,51 @@ static inline int gio_kv_table_build(const struct gio_kv_pool *pool, const struc
 	return gio__kv_launch_rc(cudaGetLastError(), "gio_kv_table_build");
 }
 
+/** @cond internal */
+template <int Unused = 0>
+__global__ void gio__kv_table_prp_kernel(struct gio_kv_pool pool, struct gio_kv_runs runs, struct gio_dptr_caps caps,
+					 uint64_t objects, uint64_t list_addr, uint64_t list_stride, union gio_dptr *table,
+					 void *lists, int *rc)
+{
+	for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < objects; i += (uint64_t)gridDim.x * blockDim.x) {
+		union gio_dptr d;
+		const int r = gio_kv_table_entry_prp(&pool, &runs, &caps, i, list_addr, list_stride, &d, lists);
+		if (r)
+			atomicCAS(rc, 0, r);
+		else
+			table[i] = d;
+	}
+}
+/** @endcond */
+
+/**
+ * @brief Builds a pool's PRP P2P table on the GPU (for controllers without SGLs, or to compare):
+ * PRP1/PRP2 per object and each object's PRP list, a thread per object (gio_kv_table_entry_prp()).
+ * @param pool         the pool, with bus addresses.
+ * @param runs         its runs.
+ * @param caps         the controller's rules.
+ * @param table        GPU memory for 16 bytes per object.
+ * @param lists        memory the controller reads and the GPU writes, `objects x list_stride`
+ *                     bytes (NULL where no object needs a list).
+ * @param list_addr    the bus address of @p lists.
+ * @param list_stride  bytes of each object's list (see gio_kv_table_entry_prp()).
+ * @param rc           device or mapped memory, 0 before: receives the first failing object's error.
+ * @param stream       the stream.
+ * @return 0 once enqueued, or the launch's error as gio_kv_launch_error() maps it.
+ *
+ * Any host thread, at registration. Read *rc after the stream's work.
+ */
+static inline int gio_kv_table_build_prp(const struct gio_kv_pool *pool, const struct gio_kv_runs *runs,
+					 const struct gio_dptr_caps *caps, union gio_dptr *table, void *lists,
+					 uint64_t list_addr, uint64_t list_stride, int *rc, cudaStream_t stream)
+{
+	const uint64_t objects = (uint64_t)pool->extent[GIO_KV_LAYER] * pool->extent[GIO_KV_BLOCK];
+	const uint64_t blocks = (objects + 255) / 256;
+	gio__kv_table_prp_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(
+		*pool, *runs, *caps, objects, list_addr, list_stride, table, lists, rc);
+	return gio__kv_launch_rc(cudaGetLastError(), "gio_kv_table_build_prp");
+}
+
 /**
  * @brief Loads the kernels of this header now (gio_gpu_preload()), before a persistent kernel starts.
  * @return 0, or as gio_gpu_preload().
@@ -245,6 +290,8 @@ static inline int gio_kv_layer_preload(void)
 		rc = gio_gpu_preload((const void *)gio__kv_wait_kernel<0>);
 	if (!rc)
 		rc = gio_gpu_preload((const void *)gio__kv_table_kernel<0>);
+	if (!rc)
+		rc = gio_gpu_preload((const void *)gio__kv_table_prp_kernel<0>);
 	return rc;
 }
 

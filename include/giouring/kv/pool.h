@@ -38,6 +38,7 @@
 #include "../config.h"
 #include "../nvme/sgl.h"
 #include "../proto/dptr.h"
+#include "../proto/prep.h"
 #include "../proto/prp_build.h"
 #include "../proto/sgl_build.h"
 
@@ -724,6 +725,62 @@ GIO_HD int gio_kv_table_entry(const struct gio_kv_pool *pool, const struct gio_k
 		gio_sgl_set(&seg_area[object * runs->nruns + r], gio_kv_run_addr(pool, runs, layer, block, r),
 			    (uint32_t)runs->run_bytes, GIO_SGL_TYPE_DATA_BLOCK);
 	gio_sgl_set(desc, seg_area_addr + list_off, (uint32_t)stride, GIO_SGL_TYPE_LAST_SEGMENT);
+	return 0;
+}
+
+/** @brief Most runs of an object gio_kv_table_entry_prp() puts in one PRP command. */
+#define GIO_KV_PRP_MAX_RUNS 64u
+
+/**
+ * @brief Writes the PRP table entry of one object: the PRP1/PRP2 its command's DPTR takes, and
+ * the object's PRP list where it touches more than two pages.
+ * @param pool            a pool that gio_kv_pool_runs() accepted.
+ * @param runs            its runs.
+ * @param caps            the controller's rules (page size, transfer limit).
+ * @param object          the object, `layer * blocks + block`.
+ * @param list_area_addr  bus address of the list area: object i's list lies at
+ *                        `list_area_addr + i * list_stride`.
+ * @param list_stride     bytes of each object's list: at least what its list needs (Linux's
+ *                        nvme driver sets aside 256 bytes for lists of up to 32 entries:
+ *                        gio_prp_object_alloc_bytes() with GIO_PRP_CHUNK_LINUX); 0 where no
+ *                        object touches more than two pages.
+ * @param dptr            receives PRP1 and PRP2.
+ * @param list_area       CPU- or GPU-visible pointer to the list area; NULL allowed when no
+ *                        object needs a list.
+ * @return 0, or
+ *   - `-EOPNOTSUPP`: the object's runs are more than GIO_KV_PRP_MAX_RUNS;
+ *   - `-EINVAL`: @p object beyond the pool; runs whose inner boundaries PRPs cannot express
+ *     (one command per run then: gio_kv_table_sizes::prp_cmds), or as gio_prp_build() refuses
+ *     (a list needed and @p list_area NULL, an address not dword aligned);
+ *   - `-ENOSPC`: @p list_stride smaller than the object's list; `-E2BIG`: beyond the transfer
+ *     limit. Nothing is written on error.
+ *
+ * Pure; any thread, host or device: the table is built by one thread per object.
+ */
+GIO_HD int gio_kv_table_entry_prp(const struct gio_kv_pool *pool, const struct gio_kv_runs *runs,
+				  const struct gio_dptr_caps *caps, uint64_t object, uint64_t list_area_addr,
+				  uint64_t list_stride, union gio_dptr *dptr, void *list_area)
+{
+	const uint32_t blocks = pool->extent[GIO_KV_BLOCK];
+	struct gio_range r[GIO_KV_PRP_MAX_RUNS];
+	struct gio_sqe sqe;
+	uint64_t off = 0;
+	uint32_t i;
+	int rc;
+	if (runs->nruns > GIO_KV_PRP_MAX_RUNS)
+		return -EOPNOTSUPP;
+	if (object >= (uint64_t)pool->extent[GIO_KV_LAYER] * blocks || gio__kv_mul(object, list_stride, &off))
+		return -EINVAL;
+	for (i = 0; i < runs->nruns; i++) {
+		r[i].addr = gio_kv_run_addr(pool, runs, (uint32_t)(object / blocks), (uint32_t)(object % blocks), i);
+		r[i].len = (uint32_t)runs->run_bytes;
+	}
+	gio_prep_cmd(&sqe, GIO_NVM_OPC_READ, 1); /* a whole entry for the builder (only DPTR is kept) */
+	rc = gio_prp_build(&sqe, r, runs->nruns, caps, list_area ? (gio_prp_entry *)((unsigned char *)list_area + off) : NULL,
+			   list_area_addr + off, list_stride);
+	if (rc < 0)
+		return rc;
+	*dptr = sqe.dptr;
 	return 0;
 }
 
