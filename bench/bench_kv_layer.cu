@@ -16,7 +16,8 @@
 // Exits 77 without a GPU.
 //
 //   bench_kv_layer [--quick] [--shape llama|tutti|both] [--targets 1,4] [--reps N]
-//                  [--read-gbps X] [--write-gbps X] [--lat-us X] [--io-sms N] [--json FILE]
+//                  [--read-gbps X] [--write-gbps X] [--lat-us X] [--io-sms N] [--io-warps N]
+//                  [--streams N] [--json FILE]
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
@@ -56,7 +57,7 @@ struct Opts {
 	bool quick = false;
 	std::vector<uint32_t> targets{1, 4};
 	int shapes = 3; // 1 llama, 2 tutti
-	uint32_t reps = 3, io_sms = 8;
+	uint32_t reps = 3, io_sms = 8, io_warps = 8, streams = 2;
 	float read_gbps = 7.25f, write_gbps = 3.0f, lat_us = 20.0f;
 	const char *json = nullptr;
 };
@@ -176,13 +177,25 @@ Point run_point(const Shape &sh, uint32_t n, const Opts &o)
 	KV_CK(cudaMalloc(&table, sizes.sgl_desc_bytes));
 	KV_CK(cudaMallocManaged(&table_rc, sizeof(int)));
 	*table_rc = 0;
-	// Two I/O streams, layers alternating: each layer is one launch, and a layer's last commands
-	// overlap the next layer's first (the layers' words are their own, so nothing orders them).
-	cudaStream_t io, io2;
-	KV_CK(cudaStreamCreateWithFlags(&io, cudaStreamNonBlocking));
-	KV_CK(cudaStreamCreateWithFlags(&io2, cudaStreamNonBlocking));
+	// --streams I/O streams, layers taking them in turn: each layer is one launch, and a layer's
+	// last commands overlap the next layers' first (the layers' words are their own, so nothing
+	// orders them). io is the first; the others fork from it and join it.
+	std::vector<cudaStream_t> ios(o.streams);
+	for (auto &s : ios)
+		KV_CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	cudaStream_t io = ios[0];
 	cudaEvent_t join;
 	KV_CK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+	auto fork_from = [&](cudaEvent_t ev) {
+		for (size_t k = 1; k < ios.size(); k++)
+			KV_CK(cudaStreamWaitEvent(ios[k], ev, 0));
+	};
+	auto join_into = [&]() {
+		for (size_t k = 1; k < ios.size(); k++) {
+			KV_CK(cudaEventRecord(join, ios[k]));
+			KV_CK(cudaStreamWaitEvent(io, join, 0));
+		}
+	};
 	if (gio_kv_table_build(&p, &runs, &caps, table, nullptr, 0, table_rc, io))
 		die_gio("table");
 	KV_CK(cudaStreamSynchronize(io));
@@ -218,8 +231,9 @@ Point run_point(const Shape &sh, uint32_t n, const Opts &o)
 	pp.engine = GIO_KV_ENGINE_GPU;
 	pp.max_requests = sh.blocks;
 	pp.blocks = sh.blocks;
-	pp.io_ctas = o.io_sms > 1 ? o.io_sms / 2 : 1; // two layers in flight: at most io_sms thread blocks
-	pp.io_warps = 8;
+	// --streams layers in flight: at most io_sms thread blocks in all.
+	pp.io_ctas = o.io_sms / o.streams ? o.io_sms / o.streams : 1;
+	pp.io_warps = o.io_warps;
 	pp.devs = devs.data();
 	gio_kv_plan *plan = nullptr;
 	if (gio_kv_plan_create(store, &pp, &plan))
@@ -243,12 +257,11 @@ Point run_point(const Shape &sh, uint32_t n, const Opts &o)
 	if (gio_kv_plan_save(plan, keys.data(), blocks.data(), sh.blocks, nullptr) != (int)sh.blocks)
 		die_gio("plan save");
 	KV_CK(cudaEventRecord(e0, io));
-	KV_CK(cudaStreamWaitEvent(io2, e0, 0));
+	fork_from(e0);
 	for (uint32_t l = 0; l < sh.layers; l++)
-		if (gio_kv_save_layer(plan, l, l & 1 ? io2 : io))
+		if (gio_kv_save_layer(plan, l, ios[l % ios.size()]))
 			die_gio("save layer");
-	KV_CK(cudaEventRecord(join, io2));
-	KV_CK(cudaStreamWaitEvent(io, join, 0));
+	join_into();
 	KV_CK(cudaEventRecord(e1, io));
 	if (kv_wait_event(e1, 120) != 0)
 		kv_die("the save did not finish in 120 s");
@@ -273,15 +286,14 @@ Point run_point(const Shape &sh, uint32_t n, const Opts &o)
 		if (gio_kv_plan_load(plan, keys.data(), blocks.data(), sh.blocks, nullptr) != (int)sh.blocks)
 			die_gio("plan load");
 		KV_CK(cudaEventRecord(e0, io));
-		KV_CK(cudaStreamWaitEvent(io2, e0, 0));
+		fork_from(e0);
 		const double c0 = kv_thread_cpu_s(), w0 = kv_now_s();
 		for (uint32_t l = 0; l < sh.layers; l++)
-			if (gio_kv_load_layer(plan, l, l & 1 ? io2 : io))
+			if (gio_kv_load_layer(plan, l, ios[l % ios.size()]))
 				die_gio("load layer");
 		cpu_s += kv_thread_cpu_s() - c0;
 		wall_s += kv_now_s() - w0;
-		KV_CK(cudaEventRecord(join, io2));
-		KV_CK(cudaStreamWaitEvent(io, join, 0));
+		join_into();
 		KV_CK(cudaEventRecord(e1, io));
 		if (kv_wait_event(e1, 120) != 0)
 			kv_die("a load did not finish in 120 s");
@@ -331,8 +343,8 @@ Point run_point(const Shape &sh, uint32_t n, const Opts &o)
 	KV_CK(cudaFree(table));
 	KV_CK(cudaFree(table_rc));
 	KV_CK(cudaFree(wrong));
-	KV_CK(cudaStreamDestroy(io));
-	KV_CK(cudaStreamDestroy(io2));
+	for (auto &s : ios)
+		KV_CK(cudaStreamDestroy(s));
 	KV_CK(cudaEventDestroy(join));
 	return pt;
 }
@@ -363,6 +375,12 @@ int main(int argc, char **argv)
 		} else if (a == "--io-sms" && v) {
 			o.io_sms = (uint32_t)std::atoi(v);
 			i++;
+		} else if (a == "--io-warps" && v) {
+			o.io_warps = (uint32_t)std::atoi(v);
+			i++;
+		} else if (a == "--streams" && v) {
+			o.streams = (uint32_t)std::atoi(v);
+			i++;
 		} else if (a == "--read-gbps" && v) {
 			o.read_gbps = std::strtof(v, nullptr);
 			i++;
@@ -377,12 +395,13 @@ int main(int argc, char **argv)
 			i++;
 		} else {
 			std::printf("usage: bench_kv_layer [--quick] [--shape llama|tutti|both] [--targets 1,4] [--reps N]\n"
-				    "                      [--read-gbps X] [--write-gbps X] [--lat-us X] [--io-sms N] [--json FILE]\n");
+				    "                      [--read-gbps X] [--write-gbps X] [--lat-us X] [--io-sms N] [--io-warps N]\n"
+				    "                      [--streams N] [--json FILE]\n");
 			return a == "-h" || a == "--help" ? 0 : 2;
 		}
 	}
-	if (o.reps == 0 || o.io_sms == 0)
-		kv_die("--reps and --io-sms must be at least 1");
+	if (o.reps == 0 || o.io_sms == 0 || o.io_warps == 0 || o.io_warps > 32 || o.streams == 0 || o.streams > o.io_sms)
+		kv_die("--reps, --io-sms, --io-warps (up to 32) and --streams (up to --io-sms) must be at least 1");
 	int ndev = 0;
 	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
 		std::printf("SKIP: no CUDA device\n");
@@ -408,11 +427,11 @@ int main(int argc, char **argv)
 	for (const Shape &s : shapes)
 		for (uint32_t n : o.targets)
 			pts.push_back(run_point(s, n, o));
-	std::printf("\nKV restore, one gio_kv_load_layer() launch per layer (layers alternate between two streams, %u thread blocks each: at most %u I/O SMs); targets: GPU-executed memory targets "
+	std::printf("\nKV restore, one gio_kv_load_layer() launch per layer (layers take %u streams in turn, %u thread blocks of %u warps each: at most %u I/O SMs); targets: GPU-executed memory targets "
 		    "with the SSD timing model (read %.2f GB/s, write %.2f GB/s, %.0f us a command each: MODELLED drives; "
 		    "the bytes really cross PCIe from pinned host memory into HBM). Rates: device scope, data in HBM "
 		    "when the last layer's event completes. %u repetitions: median [min, max].\n\n",
-		    o.io_sms > 1 ? o.io_sms / 2 : 1, o.io_sms, (double)o.read_gbps, (double)o.write_gbps, (double)o.lat_us, o.reps);
+		    o.streams, o.io_sms / o.streams ? o.io_sms / o.streams : 1, o.io_warps, o.io_sms, (double)o.read_gbps, (double)o.write_gbps, (double)o.lat_us, o.reps);
 	std::printf("| shape | targets | GiB | load GB/s | vs targets x 1-target load | vs modelled %ux%.2f | bulk copy GB/s | save GB/s "
 		    "(modelled writes) | CPU us / layer call (thread) | wall us / layer call | commands per device (max/min, measured) | "
 		    "SGL / PRP bytes per object |\n",
@@ -442,8 +461,8 @@ int main(int argc, char **argv)
 		kv_machine_describe(&m, mline, sizeof(mline));
 		std::fprintf(f, "{\"bench\": \"bench_kv_layer\", \"machine\": ");
 		kv_json_string(f, mline);
-		std::fprintf(f, ", \"modelled\": true, \"read_gbps\": %g, \"write_gbps\": %g, \"lat_us\": %g, \"io_sms\": %u, \"points\": [",
-			     (double)o.read_gbps, (double)o.write_gbps, (double)o.lat_us, o.io_sms);
+		std::fprintf(f, ", \"modelled\": true, \"read_gbps\": %g, \"write_gbps\": %g, \"lat_us\": %g, \"io_sms\": %u, \"io_warps\": %u, \"streams\": %u, \"points\": [",
+			     (double)o.read_gbps, (double)o.write_gbps, (double)o.lat_us, o.io_sms, o.io_warps, o.streams);
 		for (size_t i = 0; i < pts.size(); i++) {
 			const Point &p = pts[i];
 			std::fprintf(f, "%s{\"shape\": \"%s\", \"targets\": %u, \"bytes\": %" PRIu64
