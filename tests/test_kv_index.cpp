@@ -355,7 +355,8 @@ TEST_CASE("kv index: rebuild resolves duplicates by the higher sequence")
 
 	// The free lists: device 0 has 2, 3 (lost to K2's copy of sequence 3) and 0 (K1's first
 	// copy, pushed last); device 1 has 1 (marked stale) and 3 (lost the tie). Every loser's
-	// entry still reads VALID on its device: stale. Round-robin from device 0.
+	// entry still reads VALID on its device: stale. Round-robin from device 0, the one after
+	// device 1, which holds the highest sequence (K1's 9).
 	const uint32_t want_dev[5] = {0, 1, 0, 1, 0};
 	const uint64_t want_slot[5] = {2, 1, 3, 3, 0};
 	const int want_inval[5] = {0, 1, 1, 1, 1};
@@ -385,6 +386,46 @@ TEST_CASE("kv index: after a rebuild the oldest commits are evicted first")
 		CHECK(gio_kv_u128_eq(a.evicted_key, K(order[i])));
 		CHECK(a.loc.slot == order[i]);
 	}
+}
+
+TEST_CASE("kv index: after a rebuild allocation continues after the device of the last commit")
+{
+	// Device 2 holds the highest sequence, so the last writer's next chunk would have gone to
+	// device 3: placement continues there, then wraps to 0.
+	Index ix({2, 2, 2, 2});
+	REQUIRE(gio__kv_index_rebuild_insert(ix, K(1), 0, 0, 10, nullptr) == 0);
+	REQUIRE(gio__kv_index_rebuild_insert(ix, K(2), 1, 0, 11, nullptr) == 0);
+	REQUIRE(gio__kv_index_rebuild_insert(ix, K(3), 2, 0, 12, nullptr) == 0);
+	REQUIRE(gio__kv_index_rebuild_insert(ix, K(4), 3, 0, 8, nullptr) == 0);
+	REQUIRE(gio__kv_index_rebuild_done(ix) == 0);
+	ix.check();
+	const uint32_t want[4] = {3, 0, 1, 2};
+	for (int i = 0; i < 4; i++) {
+		INFO("allocation " << i);
+		CHECK(ix.alloc(K(100 + i)).loc.device == want[i]);
+	}
+	ix.check();
+
+	// The highest sequence on the last device: the cursor wraps to device 0.
+	Index wrap({2, 2, 2, 2});
+	REQUIRE(gio__kv_index_rebuild_insert(wrap, K(1), 1, 1, 5, nullptr) == 0);
+	REQUIRE(gio__kv_index_rebuild_insert(wrap, K(2), 3, 0, 6, nullptr) == 0);
+	REQUIRE(gio__kv_index_rebuild_done(wrap) == 0);
+	CHECK(wrap.alloc(K(100)).loc.device == 0);
+
+	// A key found twice with one sequence: the copy kept (device 1, scanned first) holds the last
+	// commit, not the losing one on device 2, now a free slot.
+	Index dup({2, 2, 2, 2});
+	REQUIRE(gio__kv_index_rebuild_insert(dup, K(1), 1, 0, 9, nullptr) == 0);
+	REQUIRE(gio__kv_index_rebuild_insert(dup, K(1), 2, 0, 9, nullptr) == 1);
+	REQUIRE(gio__kv_index_rebuild_insert(dup, K(2), 0, 0, 3, nullptr) == 0);
+	REQUIRE(gio__kv_index_rebuild_done(dup) == 0);
+	CHECK(dup.alloc(K(100)).loc.device == 2);
+
+	// Nothing rebuilt: a fresh store starts at device 0.
+	Index none({2, 2, 2, 2});
+	REQUIRE(gio__kv_index_rebuild_done(none) == 0);
+	CHECK(none.alloc(K(100)).loc.device == 0);
 }
 
 TEST_CASE("kv index: creation refusals, empty devices, counters")

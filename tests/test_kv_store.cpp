@@ -1,6 +1,6 @@
 // The KV store's host runtime (giouring/kv/store.h) over file:// and mem://host targets: format,
-// put/get round trips, round-robin spread, reopen, crashes at each step of the commit protocol,
-// torn entries, refused superblocks and shapes, pins and eviction, transfers split by MDTS, and
+// put/get round trips, round-robin spread (kept across reopens), reopen, crashes at each step of
+// the commit protocol, torn entries, refused superblocks and shapes, pins and eviction, transfers split by MDTS, and
 // I/O errors. Test cases with file:// targets carry [io_uring] (cmake/GiouringTesting.cmake).
 #include <catch2/catch.hpp>
 
@@ -207,6 +207,33 @@ TEST_CASE("store: create, round trip across 4 file devices, round-robin spread, 
 	// New chunks after a reopen keep their places and beat nothing older.
 	put_ok(s, n);
 	CHECK(get_check(s, n) == 1);
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
+TEST_CASE("store: a writer that reopens for each chunk still spreads them round-robin", "[kv]")
+{
+	// The index's cursor would start at device 0 on every open: a writer that opens, puts one
+	// chunk and closes would fill device 0 alone. It continues after the last commit's device.
+	Targets t(4, false, "size=4M");
+	const auto p = params();
+	gio_kv_store *s = nullptr;
+	REQUIRE(gio_kv_store_create(t.ctx.data(), 4, &p, &s) == 0);
+	for (uint64_t i = 0; i < 8; i++) {
+		if (i) {
+			INFO(gio_last_error());
+			REQUIRE(gio_kv_store_open(t.ctx.data(), 4, &p, &s) == 0);
+		}
+		put_ok(s, i);
+		REQUIRE(gio_kv_store_close(s) == 0);
+	}
+	REQUIRE(gio_kv_store_open(t.ctx.data(), 4, &p, &s) == 0);
+	for (uint64_t i = 0; i < 8; i++) {
+		gio__kv_loc loc;
+		INFO("key " << i);
+		REQUIRE(where(s, key(i), &loc));
+		CHECK(loc.device == i % 4);
+		CHECK(get_check(s, i) == 1);
+	}
 	REQUIRE(gio_kv_store_close(s) == 0);
 }
 

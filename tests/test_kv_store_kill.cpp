@@ -170,9 +170,10 @@ struct History {
 // sequence, and the checker reads in key order, which is commit order. So a key k is evicted only
 // when the S - 1 other slots of its device hold keys committed after it, and by a put of yet
 // another later key: at least S keys after k were attempted (S = slots a device). Every key k with
-// next - 1 - k < S that was reported must therefore be served. No more can be asked: an open
-// starts placement at device 0 again, so writers that each put one chunk fill device 0 alone, and
-// its chunks go after S later keys (the first test case reaches that bound).
+// next - 1 - k < S that was reported must therefore be served. That holds whatever the placement;
+// no more is asked, although an open continues the round robin after the device of the highest
+// committed sequence: a lost put can leave a free slot on another device, which the next put
+// takes first, so across kills placement is only nearly round-robin.
 //
 // How many slots may be free: a put takes a free slot first and evicts only when none is, so once
 // the store was full a lost put (killed, or cut short) frees at most the one slot it evicted, and
@@ -347,7 +348,9 @@ TEST_CASE("store kill: the eviction bound the kill test checks holds with lost p
 {
 	// The same shape over memory, puts lost at the crash points of the commit protocol instead of
 	// kills, a reopen after each round: check_store's rule must hold at every step, with no kill
-	// to blame. Then rounds of one put each, which all land on device 0, reach the bound itself.
+	// to blame. Then rounds of one put each, a reopen after each: placement continues across the
+	// reopens, so a chunk goes only after a full turn over every slot (kCapacity later keys). An
+	// open that started again at device 0 would fill device 0 alone and lose chunks after S.
 	std::vector<std::string> uris(kDevices, "mem://host?size=1M");
 	Stack m;
 	const auto p = params();
@@ -383,7 +386,7 @@ TEST_CASE("store kill: the eviction bound the kill test checks holds with lost p
 	REQUIRE(m.close() == 0);
 	CHECK(lost > 20);
 	CHECK(h.reported_total > st.valid + 3 * kCapacity); // evicted many times over
-	CHECK(closest_loss == kSlotsPerDevice);              // the bound is reached, not only respected
+	CHECK(closest_loss == kCapacity);                    // the round robin survives the reopens
 }
 
 TEST_CASE("store kill: a writer killed at random points never costs a committed chunk", "[kv][io_uring]")

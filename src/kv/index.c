@@ -549,9 +549,9 @@ static int by_seq(const void *a, const void *b)
 
 int gio__kv_index_rebuild_done(struct gio__kv_index *ix)
 {
-	uint64_t most = 0;
+	uint64_t most = 0, last_seq = 0;
 	struct seq_id *v;
-	uint32_t d;
+	uint32_t d, last_dev = 0;
 	for (d = 0; d < ix->ndev; d++)
 		if (ix->dev[d].lru.n > most)
 			most = ix->dev[d].lru.n;
@@ -570,12 +570,19 @@ int gio__kv_index_rebuild_done(struct gio__kv_index *ix)
 			n++;
 		}
 		qsort(v, n, sizeof(*v), by_seq);
+		if (n && v[n - 1].seq > last_seq) {
+			last_seq = v[n - 1].seq;
+			last_dev = d;
+		}
 		l->head = l->tail = GIO__KV_NIL;
 		l->n = 0;
 		for (i = 0; i < n; i++)
 			list_push_head(ix, l, v[i].id);
 	}
 	free(v);
+	/* Where the last writer's next chunk would have gone: a writer that reopens for every few
+	 * chunks keeps the round-robin instead of filling device 0 each time. */
+	ix->cursor = (last_dev + 1) % ix->ndev;
 	return 0;
 }
 

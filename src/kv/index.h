@@ -17,7 +17,10 @@
  * from the first device at or after the cursor that has one; only when no device has one is an
  * entry evicted: the least recently used unpinned VALID entry of the first device at or after the
  * cursor that has one. LRU is thus per device, which keeps placement round-robin once the store
- * is full (with one device it is exact LRU).
+ * is full (with one device it is exact LRU). The cursor starts at device 0 in a new index; a
+ * rebuild moves it to the device after the one holding the highest committed sequence, so that
+ * placement continues where the last writer left off (a writer that opens, puts a few chunks and
+ * closes would otherwise fill device 0 alone).
  *
  * A slot also remembers whether its on-device entry may still read VALID ("stale"): after a
  * commit, a rebuild, an eviction, a removal or an abort. Its next writer must then write the
@@ -120,7 +123,8 @@ int gio__kv_index_rebuild_insert(struct gio__kv_index *ix, struct gio_kv_u128 ke
 int gio__kv_index_mark_stale(struct gio__kv_index *ix, uint32_t device, uint64_t slot);
 
 /* After the last rebuild_insert: orders each device's LRU list by sequence (the oldest commit
- * evicted first), the best recency a device records. 0 or -ENOMEM. */
+ * evicted first), the best recency a device records, and sets the cursor to the device after the
+ * one whose VALID entry has the highest sequence (device 0 when none is VALID). 0 or -ENOMEM. */
 int gio__kv_index_rebuild_done(struct gio__kv_index *ix);
 
 /* The id of (device, slot): 0, or -EINVAL. */

@@ -215,12 +215,12 @@ static int raw_slot_matches(struct raw *r, const struct gio_kv_layout *lay, uint
 }
 
 /* The device chunk i must be on, of a shape whose first `chunks` were put into a new store and
- * the rest after a reopen: a store's round robin starts at device 0 when it is created and again
- * when it is opened (its index is built anew), so the first put after the reopen goes to the
- * device whose superblock says 0, whichever position the caller gave it. */
-static uint32_t device_of(uint32_t i, uint32_t chunks)
+ * the rest after a reopen: a store's round robin starts at device 0 when it is created and, when
+ * it is opened, at the device after the one holding the highest sequence (the superblocks' device
+ * numbers, whichever position the caller gave each), so the reopen does not break the sequence. */
+static uint32_t device_of(uint32_t i)
 {
-	return (i < chunks ? i : i - chunks) % 2;
+	return i % 2;
 }
 
 /* What the raw check of one device counted. */
@@ -258,7 +258,7 @@ static int raw_scan(struct raw *r, const struct gio_kv_sb *sb, uint32_t d, unsig
 			}
 			c->twice += seen[i]++ != 0;
 			(*held)++;
-			c->misplaced += device_of(i, shapes[sh].chunks) != d;
+			c->misplaced += device_of(i) != d;
 			gen(e.key, want, len);
 			c->damaged += !raw_slot_matches(r, &lay, slot + k, want, len);
 		}
