@@ -608,3 +608,43 @@ TEST_CASE("store: over the caller's block devices, persistent across a reopen", 
 	gio_kv_blockdev none{};
 	CHECK(gio_kv_store_create_blockdevs(&none, 1, &p, &s) == -EINVAL);
 }
+
+TEST_CASE("store: an entry block the open cannot read is a free slot, written FREE before reuse", "[kv]")
+{
+	Targets t(1, false, "size=1M");
+	const auto p = params(kFourSlots);
+	gio_kv_store *s = nullptr;
+	REQUIRE(gio_kv_store_create(t.ctx.data(), 1, &p, &s) == 0);
+	for (uint64_t i = 0; i < 4; i++)
+		put_ok(s, i);
+	REQUIRE(gio_kv_store_close(s) == 0);
+	// The open's commands: the superblock (1), then the entries (2, one batch for 4 slots): fail that.
+	gio_fault f{};
+	f.fail_nth = 2;
+	f.fail_status = GIO_SF(GIO_SCT_MEDIA, GIO_SC_UNRECOVERED_READ);
+	REQUIRE(gio_ctx_inject(t.ctx[0], &f) == 0);
+	INFO(gio_last_error());
+	REQUIRE(gio_kv_store_open(t.ctx.data(), 1, &p, &s) == 0);
+	gio_kv_store_stats st;
+	gio_kv_store_info(s, &st);
+	CHECK(st.unreadable == 4);
+	CHECK(st.valid == 0);
+	CHECK(st.free == 4);
+	for (uint64_t i = 0; i < 4; i++)
+		CHECK(get_check(s, i) == 0); // not served: its entry was not read
+	put_ok(s, 10);                   // takes a slot whose entry may read VALID: written FREE first
+	REQUIRE(gio_kv_store_close(s) == 0);
+	REQUIRE(gio_ctx_inject(t.ctx[0], nullptr) == 0);
+	// Read cleanly, the three slots not reused still serve their chunks, byte for byte; the reused
+	// one serves only the new chunk.
+	REQUIRE(gio_kv_store_open(t.ctx.data(), 1, &p, &s) == 0);
+	CHECK(get_check(s, 10) == 1);
+	int hits = 0;
+	for (uint64_t i = 0; i < 4; i++)
+		hits += get_check(s, i);
+	CHECK(hits == 3);
+	gio_kv_store_info(s, &st);
+	CHECK(st.valid == 4);
+	CHECK(st.unreadable == 0);
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
