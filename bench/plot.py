@@ -8,7 +8,8 @@ Each input gives one PNG beside it (same name, .png): bench_gpu_cmdrate JSON -> 
 against I/O SMs (one line per ring placement and scope, the measured ceiling dotted across);
 bench_kv_restore JSON -> GB/s per path
 (bars), the bulk copy's line drawn across; bench_gpu_file JSON -> GB/s per path, file and CPU
-thread count. Needs matplotlib (Debian: python3-matplotlib).
+thread count; bench_kv_layer JSON -> load GB/s per shape and target count (MODELLED drives), beside
+N x the one-target figure and the bulk copy. Needs matplotlib (Debian: python3-matplotlib).
 """
 import json
 import sys
@@ -100,6 +101,36 @@ def gpu_file(doc, out):
     fig.savefig(out, dpi=120)
 
 
+def kv_layer(doc, out):
+    pts = doc["points"]
+    shapes = sorted({p["shape"] for p in pts}, key=lambda s: [p["shape"] for p in pts].index(s))
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    width = 0.8 / max(1, len({p["targets"] for p in pts}))
+    for si, shape in enumerate(shapes):
+        row = [p for p in pts if p["shape"] == shape]
+        one = next((p["load_gbps"][1] for p in row if p["targets"] == 1), None)
+        for k, p in enumerate(sorted(row, key=lambda p: p["targets"])):
+            x = si + (k - (len(row) - 1) / 2) * width
+            lo, med, hi = p["load_gbps"]
+            ax.bar(x, med, width * 0.9, color="tab:blue", yerr=[[med - lo], [hi - med]], capsize=3)
+            label = f"{p['targets']} tgt {med:.1f}"
+            top = hi
+            if one:
+                ideal = one * p["targets"]
+                ax.hlines(ideal, x - width / 2, x + width / 2, colors="tab:orange", linestyles="dotted")
+                label += f" ({100 * med / ideal:.1f}%)"
+                top = max(top, ideal)
+            ax.text(x, top + 1.0, label, ha="center", fontsize=7)
+            ax.hlines(p["bulk_gbps"], x - width / 2, x + width / 2, colors="tab:gray", linestyles="dashed")
+    ax.set_xticks(range(len(shapes)))
+    ax.set_xticklabels(shapes, fontsize=8)
+    ax.set_ylabel("load GB/s into HBM (device scope)")
+    ax.set_title(f"bench_kv_layer: MODELLED drives ({doc['read_gbps']} GB/s read each); dotted: targets x 1-target, "
+                 "dashed: bulk copy", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
 def main(paths):
     if not paths:
         print(__doc__)
@@ -115,6 +146,8 @@ def main(paths):
             restore(doc, out)
         elif kind == "gpu_file":
             gpu_file(doc, out)
+        elif kind == "bench_kv_layer":
+            kv_layer(doc, out)
         else:
             print(f"{path}: no plot for bench '{kind}'", file=sys.stderr)
             continue
