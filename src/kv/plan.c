@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <giouring/host/ctx.h>
 #include <giouring/kv/plan.h>
 #include <giouring/kv/store.h>
 #include <giouring/ring/clock.h>
@@ -24,7 +25,7 @@ enum { BATCH_NONE = 0, BATCH_LOAD = 1, BATCH_SAVE = 2 };
 #define NO_REQUEST UINT32_MAX
 
 /* The arrays engines read, in one image: the CPU engine's in host memory; the GPU engine's
- * staged in pinned memory and uploaded to one GPU allocation at the first layer of a batch. */
+ * staged in pinned memory and uploaded to one GPU allocation when a batch is planned. */
 struct image {
 	struct gio_kv_io_dev *devs;
 	struct gio_qp **qps;
@@ -52,7 +53,6 @@ struct gio_kv_plan {
 	/* The open batch. */
 	int batch;
 	uint32_t n, nreq, ngroups, epoch;
-	int uploaded;
 	uint8_t *ran;                /* per layer: run in this batch */
 	struct gio_kv_u128 *keys;    /* n */
 	struct gio__kv_loc *locs;    /* load: n */
@@ -364,7 +364,6 @@ static void open_batch(struct gio_kv_plan *pl, int kind, uint32_t n)
 {
 	pl->batch = kind;
 	pl->n = n;
-	pl->uploaded = 0;
 	memset(pl->ran, 0, pl->shape.layers);
 	memset(pl->results, 0, sizeof(*pl->results) * (n ? n : 1));
 	if (++pl->epoch == 0)
@@ -397,6 +396,58 @@ static void where_free(struct where *w)
 	free(w->slba);
 }
 
+/* The GPU engine's upload of a batch: the image up to the counts, and the counts zeroed, on the
+ * plan's own stream, waited for (bounded). At plan time, not at the first layer on the caller's
+ * stream: a batch's layers may run on several streams, and a layer launched on another stream
+ * than the first would not be ordered after an upload enqueued there. No kernel of the plan runs
+ * now (the last batch finished), and the stream is non-blocking: no wait behind other kernels. */
+static int upload(struct gio_kv_plan *pl)
+{
+	const struct gio__cudart *rt = gio__cudart();
+	int e;
+	if (!rt || !rt->memcpy_async || !rt->memset_async)
+		return gio__fail(-ENODEV, "giouring: kv plan: no CUDA runtime with cudaMemcpyAsync");
+	e = rt->memcpy_async(pl->dimg.devs, pl->img.devs, pl->upload_bytes, GIO__CUDA_MEMCPY_DEFAULT, pl->hbm.stream);
+	if (!e)
+		e = rt->memset_async(pl->dimg.count, 0, sizeof(uint32_t) * pl->shape.layers, pl->hbm.stream);
+	if (!e)
+		e = gio__cuda_stream_wait(rt, pl->hbm.stream, pl->p.timeout_ns);
+	if (e == GIO__CUDA_ERR_NOT_READY)
+		return gio__fail(-ETIME, "giouring: kv plan: uploading the batch's %u requests did not finish in time", pl->nreq);
+	if (e)
+		return gio__cuda_fail(e, "kv plan: uploading the batch's %u requests", pl->nreq);
+	return 0;
+}
+
+/* Ends a batch that cannot run: a load's pins dropped, a save's slots given back. */
+static void drop_batch(struct gio_kv_plan *pl)
+{
+	uint32_t i;
+	memset(pl->ok, 0, pl->n ? pl->n : 1);
+	if (pl->batch == BATCH_LOAD)
+		gio__kv_store_unpin(pl->store, pl->locs, pl->hit, pl->ok, pl->n);
+	else if (pl->n)
+		(void)gio__kv_store_commit(pl->store, pl->keys, pl->allocs, pl->ok, pl->n, pl->pre_rc);
+	for (i = 0; i < pl->n; i++)
+		pl->req_of[i] = NO_REQUEST;
+	pl->batch = BATCH_NONE;
+}
+
+/* The planning's last step: the GPU engine's upload; on failure the batch is dropped. */
+static int plan_done(struct gio_kv_plan *pl, int rc)
+{
+	int u;
+	if (pl->p.engine != GIO_KV_ENGINE_GPU)
+		return rc;
+	if ((u = upload(pl)) != 0) {
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s", gio_last_error());
+		drop_batch(pl);
+		return gio__fail(u, "%s", msg);
+	}
+	return rc;
+}
+
 int gio_kv_plan_load(struct gio_kv_plan *pl, const struct gio_kv_u128 *keys, const uint32_t *blocks, uint32_t n,
 		     uint8_t *hit)
 {
@@ -426,7 +477,7 @@ int gio_kv_plan_load(struct gio_kv_plan *pl, const struct gio_kv_u128 *keys, con
 	}
 	build_groups(pl, blocks, w.dev, w.slba);
 	where_free(&w);
-	return rc;
+	return plan_done(pl, rc);
 }
 
 int gio_kv_plan_save(struct gio_kv_plan *pl, const struct gio_kv_u128 *keys, const uint32_t *blocks, uint32_t n,
@@ -459,7 +510,7 @@ int gio_kv_plan_save(struct gio_kv_plan *pl, const struct gio_kv_u128 *keys, con
 	}
 	build_groups(pl, blocks, w.dev, w.slba);
 	where_free(&w);
-	return rc;
+	return plan_done(pl, rc);
 }
 
 int gio_kv_plan_view(const struct gio_kv_plan *pl, struct gio_kv_io_plan *v)
@@ -489,27 +540,10 @@ int gio_kv_plan_view(const struct gio_kv_plan *pl, struct gio_kv_io_plan *v)
 	return 0;
 }
 
-/* The GPU engine's upload of a batch, on the caller's stream: the image up to the counts, and
- * the counts zeroed. Stream-ordered before the batch's kernels; no host wait. */
-static int upload(struct gio_kv_plan *pl, void *stream)
-{
-	const struct gio__cudart *rt = gio__cudart();
-	int e;
-	if (!rt || !rt->memcpy_async || !rt->memset_async)
-		return gio__fail(-ENODEV, "giouring: kv plan: no CUDA runtime with cudaMemcpyAsync");
-	e = rt->memcpy_async(pl->dimg.devs, pl->img.devs, pl->upload_bytes, GIO__CUDA_MEMCPY_DEFAULT, stream);
-	if (!e)
-		e = rt->memset_async(pl->dimg.count, 0, sizeof(uint32_t) * pl->shape.layers, stream);
-	if (e)
-		return gio__cuda_fail(e, "kv plan: uploading the batch's %u requests", pl->nreq);
-	pl->uploaded = 1;
-	return 0;
-}
-
 int gio_kv_plan_layer_begin(struct gio_kv_plan *pl, uint32_t layer, int write, void *stream,
 			    struct gio_kv_plan_launch *l)
 {
-	int rc;
+	(void)stream; /* the batch was uploaded when planned: nothing to enqueue here */
 	gio__clear_error();
 	if (!pl || pl->batch == BATCH_NONE)
 		return gio__fail(-EINVAL, "giouring: kv plan: layer %u: no batch open", layer);
@@ -530,8 +564,6 @@ int gio_kv_plan_layer_begin(struct gio_kv_plan *pl, uint32_t layer, int write, v
 	}
 	if (!l)
 		return gio__fail(-EINVAL, "giouring: kv plan: layer %u: NULL launch", layer);
-	if (!pl->uploaded && (rc = upload(pl, stream)) != 0)
-		return rc;
 	gio_kv_plan_view(pl, &l->view);
 	/* No more warps than groups: a warp per group, at most io_ctas x io_warps. */
 	{

@@ -430,7 +430,7 @@ static int commit_locked(struct gio_kv_store *s, const struct gio_kv_u128 *keys,
 			 const uint8_t *ok, uint32_t n, int32_t *rc)
 {
 	uint8_t used[GIO_KV_STORE_MAX_DEVICES] = {0}, committed[GIO_KV_STORE_MAX_DEVICES] = {0};
-	int drc[GIO_KV_STORE_MAX_DEVICES] = {0}, flush_rc = 0;
+	int drc[GIO_KV_STORE_MAX_DEVICES] = {0};
 	char msg[512];
 	uint64_t seq0 = s->next_seq;
 	uint32_t i, d;
@@ -474,8 +474,8 @@ static int commit_locked(struct gio_kv_store *s, const struct gio_kv_u128 *keys,
 	for (d = 0; d < s->n; d++)
 		if (committed[d]) {
 			const int f = gio__kv_dev_flush(&s->dev[d], "flush of the VALID entries");
-			if (f && !first && !flush_rc) {
-				flush_rc = first = f;
+			if (f && !first) {
+				first = f;
 				snprintf(msg, sizeof(msg), "%s", gio_last_error());
 			}
 		}

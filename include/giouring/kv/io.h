@@ -17,8 +17,8 @@
  * and layer). Each layer has a completion word that holds the **epoch** of the last batch whose
  * layer finished: whoever records the last result of a layer stores the batch's epoch there
  * (release), and a waiter compares with its batch's epoch (acquire), so that words are never
- * reset and a wait on another stream cannot see a stale reset. A per-layer count (reset before
- * each pass, by the engine's own stream) says when the last result is in.
+ * reset and a wait on another stream cannot see a stale reset. A per-layer count (reset when
+ * the batch is planned) says when the last result is in.
  *
  * Everything here is pure protocol logic over plain data (GIO_HD): the GPU engine and the CPU
  * engine build the same commands and record results the same way.

@@ -105,9 +105,12 @@ int gio_kv_plan_destroy(struct gio_kv_plan *plan);
  * @param hit     receives 1 for each hit, 0 for each miss (may be NULL).
  * @return the hits (each becomes a request), or `-EINVAL` (NULL arguments with @p n > 0, @p n
  *         above max_requests, a block beyond the pool: the message names the request; a batch
- *         open), or `-errno` of the lookup. Nothing stays pinned on failure.
+ *         open), `-errno` of the lookup, or (GPU engine) `-ETIME` or the CUDA error's errno of
+ *         the upload. Nothing stays pinned on failure.
  *
- * The plan's thread. An unknown key is a miss, not an error.
+ * The plan's thread. An unknown key is a miss, not an error. GPU engine: the batch's requests
+ * are copied to the plan's GPU memory on a stream of the plan's, waited for with the plan's
+ * timeout (a small copy; it never waits for other kernels).
  */
 int gio_kv_plan_load(struct gio_kv_plan *plan, const struct gio_kv_u128 *keys, const uint32_t *blocks, uint32_t n,
 		     uint8_t *hit);
@@ -122,9 +125,11 @@ int gio_kv_plan_load(struct gio_kv_plan *plan, const struct gio_kv_u128 *keys, c
  * @param rc      receives each key's result (may be NULL): 0 (a request), `-EEXIST` (stored or being
  *                stored: nothing to do), `-ENOSPC` (no free slot, everything pinned), or the
  *                `-EIO` / `-ETIME` of writing its slot's entry FREE.
- * @return the requests planned, or `-EINVAL` (as gio_kv_plan_load()), or `-errno` of the index.
+ * @return the requests planned, or `-EINVAL` (as gio_kv_plan_load()), `-errno` of the index, or
+ *         (GPU engine) the upload's failure as gio_kv_plan_load(): the slots are then given back.
  *
- * The plan's thread. Blocks for the FREE entries' writes and one Flush per device that had any.
+ * The plan's thread. Blocks for the FREE entries' writes and one Flush per device that had any;
+ * GPU engine: the upload as gio_kv_plan_load().
  */
 int gio_kv_plan_save(struct gio_kv_plan *plan, const struct gio_kv_u128 *keys, const uint32_t *blocks, uint32_t n,
 		     int32_t *rc);
@@ -148,20 +153,20 @@ struct gio_kv_plan_launch {
 
 /**
  * @brief Starts layer @p layer of the batch (the launcher's half of gio_kv_load_layer() and
- * gio_kv_save_layer()): checks it, and for the GPU engine enqueues on @p stream the upload of
- * the batch's requests (the first layer of a batch) and the reset of the layer's count.
+ * gio_kv_save_layer()): checks it and gives the GPU engine's launch (the batch's requests were
+ * uploaded when it was planned, so its layers may run on any streams).
  * @param plan    the plan, with a batch open.
  * @param layer   the layer, below the store's layers.
  * @param write   1 for a save's layer, 0 for a load's: must match the batch.
- * @param stream  GPU engine: the cudaStream_t the kernel will be launched on (NULL: the legacy
- *                stream); ignored by the CPU engine.
+ * @param stream  GPU engine: the cudaStream_t the kernel will be launched on (unused today:
+ *                kept for launchers that enqueue work of their own); ignored by the CPU engine.
  * @param l       receives the launch (GPU engine).
  * @return 1 (GPU engine: launch the kernel now, on @p stream), 0 (CPU engine: the plan's thread
  *         runs the layer; nothing to launch), `-EINVAL` (layer out of range, direction other than
  *         the batch's, no batch open: the message says which), `-EALREADY` (the layer ran in this
- *         batch), or the CUDA error's errno of an enqueue.
+ *         batch).
  *
- * The plan's thread. O(1): a few enqueues on the first layer of a batch, none after.
+ * The plan's thread. O(1), no CUDA call.
  */
 int gio_kv_plan_layer_begin(struct gio_kv_plan *plan, uint32_t layer, int write, void *stream,
 			    struct gio_kv_plan_launch *l);
