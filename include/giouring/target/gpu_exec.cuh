@@ -173,34 +173,44 @@ __device__ inline void gio__gpu_move_round(const struct gio_tgt_io_rules *rules,
 	}
 }
 
-/* Holds the executor warp until the timing model says the batch's bytes (rd, wr: this lane's) are
- * through the device, and no earlier than the latency. The device is one timeline for all its
- * warps (dev_busy: when its modelled transfers end), so that it gives its bandwidth however many
- * queues are busy, as a drive does; a per-warp share of it gave one busy queue 1/nwarps of it. */
-__device__ inline void gio__gpu_model_wait(const struct gio_ssd_model *model, uint64_t rd, uint64_t wr,
-					   unsigned long long *dev_busy)
+/* Books a round's bytes (rd, wr: this lane's) on the device's timeline and returns, on every lane,
+ * when their modelled transfer ends. The device is one timeline for all its warps (dev_busy: when
+ * its booked transfers end), so that it gives its bandwidth however many queues are busy, as a
+ * drive does (a per-warp share of it gave one busy queue 1/nwarps of it). A round is booked when
+ * its commands are fetched, before their data moves: a drive's transfer starts when it takes the
+ * command, and the move here is that transfer, so booking after it would add the copy's time to
+ * the modelled one and leave the timeline idle while warps copy. The rate is the round's: mixed
+ * where the round holds reads and writes. */
+__device__ inline uint64_t gio__gpu_model_book(const struct gio_ssd_model *model, uint64_t rd, uint64_t wr,
+					       unsigned long long *dev_busy)
 {
-	const unsigned lane = threadIdx.x & 31u;
 	for (int o = 16; o; o >>= 1) {
 		rd += __shfl_xor_sync(0xffffffffu, rd, o);
 		wr += __shfl_xor_sync(0xffffffffu, wr, o);
 	}
-	if (lane == 0) {
+	unsigned long long end = 0;
+	if ((threadIdx.x & 31u) == 0 && rd + wr) {
 		const float gbps = rd && wr ? model->mixed_gbps : wr ? model->write_gbps : model->read_gbps;
 		const uint64_t now = gio_now_ns();
 		const uint64_t xfer_ns = gbps > 0 ? (uint64_t)((double)(rd + wr) / gbps) : 0;
-		const uint64_t lat_ns = (uint64_t)(model->lat_us * 1000.0f);
-		unsigned long long old = *(volatile unsigned long long *)dev_busy, end;
-		for (;;) { /* this batch's slot on the device's timeline */
+		unsigned long long old = *(volatile unsigned long long *)dev_busy;
+		for (;;) { /* this round's slot on the device's timeline */
 			const unsigned long long prev = atomicCAS(dev_busy, old, end = (old > now ? old : now) + xfer_ns);
 			if (prev == old)
 				break;
 			old = prev;
 		}
-		const uint64_t done = end > now + lat_ns ? end : now + lat_ns;
+	}
+	return __shfl_sync(0xffffffffu, (uint64_t)end, 0);
+}
+
+/* Holds the executor warp until `done` (%globaltimer ns): the end of its batch's booked transfers,
+ * and no earlier than the model's latency after the fetch. */
+__device__ inline void gio__gpu_model_hold(uint64_t done)
+{
+	if ((threadIdx.x & 31u) == 0)
 		while (gio_now_ns() < done)
 			__nanosleep(256);
-	}
 	__syncwarp();
 }
 
@@ -254,7 +264,8 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 	/* The host wrote the entries before its release of the doorbell, which a lane of this warp
 	 * acquired, and the warp barrier passed that on. */
 	gio__gpu_read_sqes((const struct gio_sqe *)(uintptr_t)sq_entries, sq_depth, slot, (uint32_t)n, flags, sqe);
-	uint64_t rd = 0, wr = 0;
+	/* The model's latency counts from the fetch; each round's transfer is booked before it moves. */
+	uint64_t model_done = flags & GIO_GPU_MODEL ? gio_now_ns() + (uint64_t)(model->lat_us * 1000.0f) : 0;
 	const uint32_t rounds = ((uint32_t)n + 31u) / 32u;
 #pragma unroll
 	for (uint32_t r = 0; r < GIO_GPU_EXEC_ROUNDS; r++) {
@@ -273,6 +284,11 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 			st[r] = gio_tgt_io_check(rules, &sqe[r], &io);
 		}
 		const int moves = mine && st[r] == 0 && io.bytes && io.opc != GIO_NVM_OPC_FLUSH;
+		if (flags & GIO_GPU_MODEL) {
+			const uint64_t end = gio__gpu_model_book(model, moves && !io.is_write ? io.bytes : 0,
+								 moves && io.is_write ? io.bytes : 0, dev_busy);
+			model_done = end > model_done ? end : model_done;
+		}
 		if (prof) {
 			__syncwarp();
 			if (lane == 0)
@@ -280,10 +296,6 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 		}
 		if (!(flags & GIO_GPU_NO_DATA))
 			gio__gpu_move_round(rules, &io, segs, moves, backing);
-		if (moves && io.is_write)
-			wr += io.bytes;
-		else if (moves)
-			rd += io.bytes;
 		if (prof) {
 			__syncwarp();
 			if (lane == 0)
@@ -293,7 +305,7 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 	if (flags & GIO_GPU_MODEL) {
 		if (prof && lane == 0)
 			tdata = gio_now_ns();
-		gio__gpu_model_wait(model, rd, wr, dev_busy);
+		gio__gpu_model_hold(model_done);
 		if (prof && lane == 0)
 			data_ns += gio_now_ns() - tdata;
 	}
