@@ -81,11 +81,11 @@ int main(int argc, char **argv)
 	/* 2. The targets; the pool registered with each and its P2P table (one data pointer per
 	 * object, at that target's bus address of the pool); a queue pair each. */
 	for (d = 0; d < n; d++) {
-		struct gio_kv_pool bus = pool;
+		struct gio_kv_pool bus; /* the pool at this target's bus addresses */
 		struct gio_ns_info ns;
 		uint64_t o;
-		if (gio_ctx_open(uris[d], &ctx[d]) || gio_ctx_register(ctx[d], mem, LAYERS * BLOCKS * obj, &bus.base) ||
-		    gio_ctx_qp_create(ctx[d], 64, &qps[d]))
+		if (gio_ctx_open(uris[d], &ctx[d]) || gio_ctx_register(ctx[d], mem, LAYERS * BLOCKS * obj, NULL) ||
+		    gio_kv_pool_bus(ctx[d], &pool, NULL, &bus) || gio_ctx_qp_create(ctx[d], 64, &qps[d]))
 			goto fail;
 		table[d] = calloc(LAYERS * BLOCKS, sizeof(union gio_dptr));
 		for (o = 0; table[d] && o < LAYERS * BLOCKS; o++)

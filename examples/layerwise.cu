@@ -198,18 +198,24 @@ int main(int argc, char **argv)
 	for (size_t d = 0; d < t.size(); d++)
 		open_target(uris[d], t[d], pool, bytes);
 
-	// 3. The P2P table, built once on the GPU (the targets' bus addresses of the pool are its
-	// device pointers here: one table serves them all).
+	// 3. The P2P tables, built once on the GPU: one per target, from the pool at that target's
+	// bus addresses (gio_kv_pool_bus*(): refused by name where the pool is not registered).
+	const uint64_t objects = (uint64_t)kLayers * blocks;
 	union gio_dptr *table;
 	int *table_rc;
-	CK(cudaMalloc(&table, (uint64_t)kLayers * blocks * sizeof(gio_dptr)));
+	CK(cudaMalloc(&table, t.size() * objects * sizeof(gio_dptr)));
 	CK(cudaMallocManaged(&table_rc, sizeof(int)));
 	*table_rc = 0;
 	cudaStream_t io, compute;
 	CK(cudaStreamCreateWithFlags(&io, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
-	if (gio_kv_table_build(&p, &runs, &t[0].caps, table, nullptr, 0, table_rc, io))
-		die("table");
+	for (size_t d = 0; d < t.size(); d++) {
+		gio_kv_pool bus;
+		if (t[d].g ? gio_kv_pool_bus_gpu(t[d].g, &p, nullptr, &bus) : gio_kv_pool_bus(t[d].ctx, &p, nullptr, &bus))
+			die("pool bus addresses");
+		if (gio_kv_table_build(&bus, &runs, &t[d].caps, table + d * objects, nullptr, 0, table_rc, io))
+			die("table");
+	}
 	CK(cudaStreamSynchronize(io));
 	if (*table_rc) {
 		std::fprintf(stderr, "layerwise: the P2P table refused an object (%d): the target takes no SGL?\n", *table_rc);
@@ -222,7 +228,7 @@ int main(int argc, char **argv)
 	std::vector<gio_ctx *> ctxs;
 	for (size_t d = 0; d < t.size(); d++) {
 		devs[d].qps = t[d].qps.data();
-		devs[d].table = table;
+		devs[d].table = table + d * objects;
 		devs[d].nqps = (uint32_t)t[d].qps.size();
 		devs[d].nsid = t[d].nsid;
 		devs[d].lba_shift = t[d].lba_shift;

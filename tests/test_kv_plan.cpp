@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <giouring/host/ctx.h>
+#include <giouring/kv/bus.h>
 #include <giouring/kv/io.h>
 #include <giouring/kv/plan.h>
 #include <giouring/kv/pool.h>
@@ -45,8 +46,12 @@ unsigned char want(uint64_t i, uint32_t l, uint64_t k)
 	return static_cast<unsigned char>(x * 0x94d049bb133111ebull >> 56);
 }
 
-// A pool in host memory: blocks-second (L, B, part, token, head, channel) contiguous, or K and V
-// apart (L, part, B, ...), whose objects are two runs.
+// The pool's layouts: blocks-second (L, B, part, token, head, channel) contiguous; K and V apart
+// (L, part, B, ...), whose objects are two runs; the same with 512 bytes between blocks, so that
+// the runs start inside pages (PRPs cannot chain them: one command per run).
+enum Layout { kTogether, kApart, kApartUnaligned };
+const uint64_t kPadElems = 256; // kApartUnaligned: 512 bytes after each block's part
+
 // Page-aligned host memory (PRPs need a run's inner boundaries on pages), poisoned with 0xa5.
 struct PageMem {
 	unsigned char *p;
@@ -64,14 +69,19 @@ struct PageMem {
 	void poison() { std::memset(p, 0xa5, n); }
 };
 
+uint64_t pool_bytes(Layout layout)
+{
+	return layout == kApartUnaligned ? kLayers * 2ull * kBlocks * (kObject / 2 + kPadElems * kElem) : kPoolBytes;
+}
+
 struct Pool {
 	PageMem mem;
 	gio_kv_pool pool{};
 	gio_kv_runs runs{};
-	bool split;
 
-	explicit Pool(bool kv_apart) : mem(kPoolBytes), split(kv_apart)
+	explicit Pool(Layout layout) : mem(pool_bytes(layout))
 	{
+		const bool kv_apart = layout != kTogether;
 		const uint64_t c = 1, h = kChannels, t = h * kHeads, p_inner = t * kTokens;
 		pool.base_mode = GIO_KV_BASE_ONE;
 		pool.elem_bytes = kElem;
@@ -86,9 +96,10 @@ struct Pool {
 			pool.stride[GIO_KV_BLOCK] = 2 * p_inner;
 			pool.stride[GIO_KV_LAYER] = 2 * p_inner * kBlocks;
 		} else {
-			pool.stride[GIO_KV_BLOCK] = p_inner;
-			pool.stride[GIO_KV_PART] = p_inner * kBlocks;
-			pool.stride[GIO_KV_LAYER] = 2 * p_inner * kBlocks;
+			const uint64_t block = p_inner + (layout == kApartUnaligned ? kPadElems : 0);
+			pool.stride[GIO_KV_BLOCK] = block;
+			pool.stride[GIO_KV_PART] = block * kBlocks;
+			pool.stride[GIO_KV_LAYER] = 2 * block * kBlocks;
 		}
 		pool.base = reinterpret_cast<uint64_t>(mem.data());
 		REQUIRE(gio_kv_pool_check(&pool, nullptr) == 0);
@@ -148,9 +159,10 @@ struct Rig {
 	bool prp;
 	std::vector<std::vector<unsigned char>> lists; // PRP: each device's list area
 	uint64_t list_stride = 0;
+	uint32_t cmds = 1; // PRP: commands per object (gio_kv_table_prp_cmds())
 
-	Rig(uint32_t n, bool kv_apart, bool use_prp = false)
-	    : t(n, true, use_prp ? "size=4M&dptr=prp" : "size=4M"), pool(kv_apart), prp(use_prp)
+	Rig(uint32_t n, Layout layout, bool use_prp = false)
+	    : t(n, true, use_prp ? "size=4M&dptr=prp" : "size=4M"), pool(layout), prp(use_prp)
 	{
 		open(true);
 	}
@@ -178,26 +190,34 @@ struct Rig {
 		lists.assign(n, {});
 		devs.assign(n, gio_kv_io_dev{});
 		for (size_t d = 0; d < n; d++) {
-			uint64_t addr = 0;
-			REQUIRE(gio_ctx_register(t.ctx[d], pool.mem.data(), pool.mem.size(), &addr) == 0);
-			gio_kv_pool bus = pool.pool;
-			bus.base = addr; // the context's bus address of the pool
+			REQUIRE(gio_ctx_register(t.ctx[d], pool.mem.data(), pool.mem.size(), nullptr) == 0);
+			gio_kv_pool bus{}; // the pool at the context's bus addresses
+			REQUIRE(gio_kv_pool_bus(t.ctx[d], &pool.pool, nullptr, &bus) == 0);
 			const uint64_t objects = uint64_t(kLayers) * kBlocks;
 			tables[d].resize(objects);
 			segs[d].resize(objects * pool.runs.nruns);
 			uint64_t seg_addr = 0;
 			const gio_dptr_caps *caps = gio_ctx_dptr_caps(t.ctx[d]);
 			if (prp) {
-				// Lists in 256-byte chunks, as Linux's driver allocates them.
-				list_stride = gio_prp_object_alloc_bytes(kObject, caps->page_bytes, GIO_PRP_CHUNK_LINUX);
-				lists[d].assign(objects * list_stride + 4096, 0);
+				gio_kv_table_sizes sz{};
+				REQUIRE(gio_kv_table_plan(&bus, &pool.runs, caps, &sz) == 0);
+				REQUIRE(sz.prp_rc == 0);
+				cmds = gio_kv_table_prp_cmds(&bus, &pool.runs, caps);
+				CHECK(cmds == sz.prp_cmds);
+				// One command an object: lists in 256-byte chunks, as Linux's driver allocates them;
+				// one a run: the plan's list bound.
+				list_stride = cmds == 1 ? gio_prp_object_alloc_bytes(kObject, caps->page_bytes, GIO_PRP_CHUNK_LINUX)
+							: sz.prp_list_bytes;
+				const uint64_t entries = objects * cmds;
+				tables[d].resize(entries);
+				lists[d].assign(entries * list_stride + 4096, 0);
 				unsigned char *area = lists[d].data() + (4096 - (uintptr_t)lists[d].data() % 4096) % 4096;
 				uint64_t list_addr = 0;
-				REQUIRE(gio_ctx_register(t.ctx[d], area, objects * list_stride, &list_addr) == 0);
-				for (uint64_t o = 0; o < objects; o++) {
-					INFO("object " << o);
-					REQUIRE(gio_kv_table_entry_prp(&bus, &pool.runs, caps, o, list_addr, list_stride,
-								       &tables[d][o], area) == 0);
+				REQUIRE(gio_ctx_register(t.ctx[d], area, entries * list_stride, &list_addr) == 0);
+				for (uint64_t e = 0; e < entries; e++) {
+					INFO("entry " << e);
+					REQUIRE(gio_kv_table_entry_prp(&bus, &pool.runs, caps, e, list_addr, list_stride,
+								       &tables[d][e], area) == 0);
 				}
 				// The SGL form is refused where the controller has none.
 				CHECK(gio_kv_table_entry(&bus, &pool.runs, caps, 0, 0, &tables[d][0].sgl, segs[d].data()) ==
@@ -223,6 +243,7 @@ struct Rig {
 			devs[d].nsid = info.nsid;
 			devs[d].lba_shift = __builtin_ctz(info.lba_bytes);
 			devs[d].psdt = prp ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR;
+			devs[d].cmds = cmds;
 		}
 		gio_kv_plan_params pp{};
 		pp.engine = GIO_KV_ENGINE_CPU;
@@ -303,9 +324,9 @@ uint32_t shuffled(uint32_t i)
 	return (i * 29 + 7) % kBlocks;
 }
 
-void round_trip(bool kv_apart, bool prp = false)
+void round_trip(Layout layout, bool prp = false)
 {
-	Rig r(4, kv_apart, prp);
+	Rig r(4, layout, prp);
 	const uint32_t n = 40;
 	save(r, 0, n, identity);
 	gio_kv_store_stats st;
@@ -328,18 +349,21 @@ void round_trip(bool kv_apart, bool prp = false)
 		CHECK(hit[i] == (i < n ? 1 : 0));
 	gio_kv_io_plan v;
 	REQUIRE(gio_kv_plan_view(r.plan, &v) == 0);
-	CHECK(v.nreqs == n);
+	// A request per command: one per object, or one per run where PRPs cannot chain the runs.
+	CHECK(v.nreqs == n * r.cmds);
 	// Round-robin placement: each of the 4 devices holds a quarter; groups alternate devices, and
-	// a device's 10 requests make one group per queue pair (2 of 5), not one of 10.
+	// a device's 10 chunks make one group per queue pair (2 of 5 chunks), not one of 10.
 	std::vector<uint32_t> per_dev(4, 0);
-	for (uint32_t i = 0; i < v.nreqs; i++)
+	for (uint32_t i = 0; i < v.nreqs; i++) {
 		per_dev[v.reqs[i].dev]++;
+		CHECK(v.reqs[i].part == i % r.cmds); // a chunk's commands in order, side by side
+	}
 	for (auto c : per_dev)
-		CHECK(c == n / 4);
+		CHECK(c == n / 4 * r.cmds);
 	REQUIRE(v.ngroups == 8);
 	for (uint32_t g = 0; g < v.ngroups; g++) {
 		CHECK(v.groups[g].dev == g % 4);
-		CHECK(v.groups[g].count == 5);
+		CHECK(v.groups[g].count == 5 * r.cmds);
 		for (uint32_t k = 0; k < v.groups[g].count; k++)
 			CHECK(v.reqs[v.groups[g].first + k].dev == v.groups[g].dev);
 	}
@@ -370,25 +394,35 @@ TEST_CASE("plan: chunks saved layer by layer come back into shuffled pool blocks
 {
 	SECTION("K and V together: one run an object")
 	{
-		round_trip(false);
+		round_trip(kTogether);
 	}
 	SECTION("K and V apart: two runs, one command with an SGL segment")
 	{
-		round_trip(true);
+		round_trip(kApart);
+	}
+	SECTION("K and V apart, runs inside pages: one command with an SGL segment")
+	{
+		round_trip(kApartUnaligned);
 	}
 	SECTION("PRP tables (a controller without SGLs): lists in 256-byte chunks")
 	{
-		round_trip(false, true);
+		round_trip(kTogether, true);
 	}
 	SECTION("PRP tables, K and V apart: two page-aligned runs in one PRP command")
 	{
-		round_trip(true, true);
+		round_trip(kApart, true);
+	}
+	SECTION("PRP tables, K and V apart inside pages: one PRP command per run")
+	{
+		round_trip(kApartUnaligned, true);
 	}
 }
 
-TEST_CASE("plan: a device failing mid-layer fails only its request, with the NVMe status", "[kv][io_uring]")
+// Layers 0 and 1 run clean; then device 2's second command of layer 2 fails: one object's, or
+// (a command per run) the second run of its first chunk.
+void fail_mid_layer(Layout layout, bool prp)
 {
-	Rig r(4, false);
+	Rig r(4, layout, prp);
 	save(r, 0, 16, identity);
 	r.pool.mem.poison();
 	std::vector<gio_kv_u128> keys;
@@ -400,7 +434,6 @@ TEST_CASE("plan: a device failing mid-layer fails only its request, with the NVM
 	REQUIRE(gio_kv_plan_load(r.plan, keys.data(), blocks.data(), 16, nullptr) == 16);
 	gio_kv_io_plan v;
 	REQUIRE(gio_kv_plan_view(r.plan, &v) == 0);
-	// Layers 0 and 1 run clean; then device 2's second command of layer 2 fails.
 	for (uint32_t l = 0; l < 2; l++) {
 		REQUIRE(gio_kv_plan_run_layer(r.plan, l, 0) == 0);
 		REQUIRE(gio_kv_plan_wait_layer(r.plan, l, 10 * kSecond) == 0);
@@ -443,9 +476,21 @@ TEST_CASE("plan: a device failing mid-layer fails only its request, with the NVM
 	CHECK(st.pinned == 0);
 }
 
+TEST_CASE("plan: a device failing mid-layer fails only its request, with the NVMe status", "[kv][io_uring]")
+{
+	SECTION("a command an object")
+	{
+		fail_mid_layer(kTogether, false);
+	}
+	SECTION("a PRP command per run: the chunk's result is its failing run's")
+	{
+		fail_mid_layer(kApartUnaligned, true);
+	}
+}
+
 TEST_CASE("plan: a save whose layer fails commits the other chunks only", "[kv][io_uring]")
 {
-	Rig r(2, false);
+	Rig r(2, kTogether);
 	std::vector<gio_kv_u128> keys;
 	std::vector<uint32_t> blocks;
 	for (uint32_t i = 0; i < 8; i++) {
@@ -489,7 +534,7 @@ TEST_CASE("plan: a save whose layer fails commits the other chunks only", "[kv][
 
 TEST_CASE("plan: a batch of misses runs its layers and finishes", "[kv][io_uring]")
 {
-	Rig r(4, false);
+	Rig r(4, kTogether);
 	const gio_kv_u128 keys[3] = {key(1), key(2), key(3)};
 	const uint32_t blocks[3] = {0, 1, 2};
 	REQUIRE(gio_kv_plan_load(r.plan, keys, blocks, 3, nullptr) == 0);
@@ -507,7 +552,7 @@ TEST_CASE("plan: a batch of misses runs its layers and finishes", "[kv][io_uring
 
 TEST_CASE("plan: bad input gets -EINVAL naming the problem", "[kv][io_uring]")
 {
-	Rig r(2, false);
+	Rig r(2, kTogether);
 	const gio_kv_u128 keys[2] = {key(1), key(2)};
 	const uint32_t bad_blocks[2] = {0, kBlocks};
 	CHECK(gio_kv_plan_load(r.plan, keys, bad_blocks, 2, nullptr) == -EINVAL);
@@ -551,6 +596,28 @@ TEST_CASE("plan: bad input gets -EINVAL naming the problem", "[kv][io_uring]")
 	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
 	CHECK(std::string(gio_last_error()).find("device 0: no P2P table") != std::string::npos);
 	devs[0] = r.devs[0];
+	// Commands per run that do not split the 16 KiB object into equal runs, or into runs of
+	// whole 4096-byte blocks.
+	devs[1].cmds = 3;
+	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("device 1: 3 commands per object do not divide") != std::string::npos);
+	devs[1].cmds = 8;
+	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("do not divide the 2048-byte run of an object") != std::string::npos);
+	devs[1] = r.devs[1];
+	// A pool whose memory the context never registered: refused when its bus addresses are
+	// asked for, before any table could point a controller at it.
+	{
+		PageMem other(kPoolBytes);
+		gio_kv_pool stray = r.pool.pool, bus{};
+		stray.base = reinterpret_cast<uint64_t>(other.data());
+		CHECK(gio_kv_pool_bus(r.t.ctx[0], &stray, nullptr, &bus) == -EINVAL);
+		CHECK(std::string(gio_last_error()).find("is not inside memory registered with the context: an unregistered pool") !=
+		      std::string::npos);
+		// Registered, but the pool reaches 4 KiB past the region's end.
+		stray.base = r.pool.pool.base + 4096;
+		CHECK(gio_kv_pool_bus(r.t.ctx[0], &stray, nullptr, &bus) == -EINVAL);
+	}
 	pp.engine = 7;
 	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
 	pp.engine = GIO_KV_ENGINE_CPU;

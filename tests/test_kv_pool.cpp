@@ -261,30 +261,36 @@ void check_prp(const gio_kv_pool &pool, const gio_kv_runs &runs, const gio_dptr_
 			}
 			CHECK(all == model_object(pool, l, b));
 		}
-	// The PRP table entries (one command an object), lists a page apart: walked, each object's
-	// bytes are the model's.
-	if (t.prp_cmds != 1)
-		return;
+	// The PRP table entries (prp_cmds an object: the object's, or one a run), lists a page apart:
+	// walked, each object's commands in order move the model's bytes.
+	const uint32_t cmds = gio_kv_table_prp_cmds(&pool, &runs, &caps);
+	CHECK(cmds == t.prp_cmds);
 	const uint64_t stride = (t.prp_list_bytes + caps.page_bytes - 1) / caps.page_bytes * caps.page_bytes;
-	std::vector<uint64_t> area(t.objects * stride / 8 + 1);
+	std::vector<uint64_t> area(t.objects * cmds * stride / 8 + 1);
 	gio_dma_region areg{kPrpList, area.size() * 8, area.data()};
 	gio_dma_map amap{&areg, 1};
 	for (uint64_t o = 0; o < t.objects; o++) {
 		const uint32_t l = (uint32_t)(o / pool.extent[B]), b = (uint32_t)(o % pool.extent[B]);
-		INFO("PRP table entry of object (" << l << ", " << b << ")");
-		gio_dptr d{};
-		REQUIRE(gio_kv_table_entry_prp(&pool, &runs, &caps, o, kPrpList, stride, &d, stride ? area.data() : nullptr) ==
-			0);
-		gio_sqe sqe{};
-		REQUIRE(gio_prep_read(&sqe, 1, 0, 1) == 0);
-		sqe.dptr = d;
-		gio_xfer_list out{segs.data(), (uint32_t)segs.size(), 0};
-		REQUIRE(gio_prp_walk(&sqe, runs.object_bytes, &caps, &amap, &out) == 0);
+		INFO("PRP table entries of object (" << l << ", " << b << ")");
 		Intervals all;
-		for (const auto &x : walked(out))
-			append(all, x.first, x.second - x.first);
+		for (uint32_t k = 0; k < cmds; k++) {
+			gio_dptr d{};
+			REQUIRE(gio_kv_table_entry_prp(&pool, &runs, &caps, o * cmds + k, kPrpList, stride, &d,
+						       stride ? area.data() : nullptr) == 0);
+			gio_sqe sqe{};
+			REQUIRE(gio_prep_read(&sqe, 1, 0, 1) == 0);
+			sqe.dptr = d;
+			gio_xfer_list out{segs.data(), (uint32_t)segs.size(), 0};
+			REQUIRE(gio_prp_walk(&sqe, cmds == 1 ? runs.object_bytes : runs.run_bytes, &caps, &amap, &out) == 0);
+			for (const auto &x : walked(out))
+				append(all, x.first, x.second - x.first);
+		}
 		CHECK(all == model_object(pool, l, b));
 	}
+	// Past the last entry: refused, nothing written.
+	gio_dptr d{};
+	CHECK(gio_kv_table_entry_prp(&pool, &runs, &caps, t.objects * cmds, kPrpList, stride, &d,
+				     stride ? area.data() : nullptr) == -EINVAL);
 }
 
 // Everything that holds for any pool: each object's runs against the model, the SGL table

@@ -48,6 +48,7 @@
 #include "host/uri.h"
 #include "host/version.h"
 
+#include "kv/bus.h"
 #include "kv/format.h"
 #include "kv/io.h"
 #include "kv/plan.h"

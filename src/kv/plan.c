@@ -40,6 +40,7 @@ struct gio_kv_plan {
 	struct gio__kv_shape shape;
 	struct gio_kv_plan_params p; /* devs: see img */
 	uint32_t nqps;               /* queue pairs of all devices */
+	uint32_t cmds_max;           /* most commands per object of a device: requests per chunk */
 	size_t img_bytes, upload_bytes;
 	struct image img;            /* host (CPU engine) or staging (GPU engine) */
 	struct image dimg;           /* GPU engine: the same in GPU memory */
@@ -59,8 +60,8 @@ struct gio_kv_plan {
 	struct gio__kv_alloc *allocs; /* save: n */
 	uint8_t *hit, *ok;           /* n */
 	int32_t *pre_rc;             /* n: the outcome of planning each key */
-	uint32_t *req_of;            /* n: its request, or NO_REQUEST */
-	uint32_t *key_of;            /* max_requests: the key of each request */
+	uint32_t *req_of;            /* n: its first request (its object's first command), or NO_REQUEST */
+	uint32_t *key_of;            /* max_requests x cmds_max: the key of each request */
 
 	/* The CPU engine's thread and its queue of layers. */
 	pthread_t thr;
@@ -76,12 +77,25 @@ static size_t align16(size_t x)
 	return (x + 15) & ~(size_t)15;
 }
 
+/* Requests a batch may hold: a command per object of each chunk. */
+static size_t req_cap(const struct gio_kv_plan *pl)
+{
+	return (size_t)pl->p.max_requests * pl->cmds_max;
+}
+
+/* Commands per object of device d. */
+static uint32_t cmds_of(const struct gio_kv_plan *pl, uint32_t d)
+{
+	return pl->img.devs[d].cmds ? pl->img.devs[d].cmds : 1u;
+}
+
 /* Lays the image out at base (NULL: just sizes it); returns its bytes. The part up to `count` is
  * what a batch uploads. */
 static size_t image_layout(const struct gio_kv_plan *pl, char *base, struct image *im, size_t *upload)
 {
-	const uint32_t L = pl->shape.layers, cap = pl->p.max_requests;
-	const size_t groups = (size_t)cap + pl->shape.devices; /* each device's last group may be short */
+	const uint32_t L = pl->shape.layers;
+	const size_t cap = req_cap(pl);
+	const size_t groups = cap + pl->shape.devices; /* each device's last group may be short */
 	size_t o = 0;
 	im->devs = (struct gio_kv_io_dev *)(base ? base + o : NULL);
 	o = align16(o + sizeof(struct gio_kv_io_dev) * pl->shape.devices);
@@ -138,10 +152,14 @@ static int check_params(struct gio_kv_store *store, const struct gio_kv_plan_par
 		if (v->lba_shift >= 32 || (1u << v->lba_shift) != sh->lba_bytes[d])
 			return gio__fail(-EINVAL, "giouring: kv plan: device %u: lba_shift %u, the store's blocks are %u bytes",
 					 d, v->lba_shift, sh->lba_bytes[d]);
-		if (sh->object_bytes % sh->lba_bytes[d])
+		if (v->cmds > 1 && (v->cmds > 0xffffu || sh->object_bytes % v->cmds))
+			return gio__fail(-EINVAL, "giouring: kv plan: device %u: %u commands per object do not divide the "
+					 "%llu-byte object into equal runs", d, v->cmds, (unsigned long long)sh->object_bytes);
+		if ((sh->object_bytes / (v->cmds > 1 ? v->cmds : 1)) % sh->lba_bytes[d])
 			return gio__fail(-EINVAL, "giouring: kv plan: device %u: its %u-byte blocks do not divide the %llu-byte "
-					 "object (one command per layer object needs whole blocks)",
-					 d, sh->lba_bytes[d], (unsigned long long)sh->object_bytes);
+					 "%s (each command needs whole blocks)", d, sh->lba_bytes[d],
+					 (unsigned long long)(sh->object_bytes / (v->cmds > 1 ? v->cmds : 1)),
+					 v->cmds > 1 ? "run of an object" : "object");
 		if (v->psdt != GIO_PSDT_SGL_MPTR && v->psdt != GIO_PSDT_PRP)
 			return gio__fail(-EINVAL, "giouring: kv plan: device %u: psdt %u (GIO_PSDT_SGL_MPTR or GIO_PSDT_PRP)",
 					 d, v->psdt);
@@ -233,11 +251,19 @@ int gio_kv_plan_create(struct gio_kv_store *store, const struct gio_kv_plan_para
 		pl->p.io_warps = 8;
 	if (!pl->p.timeout_ns)
 		pl->p.timeout_ns = pl->shape.timeout_ns;
-	for (d = 0; d < pl->shape.devices; d++)
+	pl->cmds_max = 1;
+	for (d = 0; d < pl->shape.devices; d++) {
 		pl->nqps += p->devs[d].nqps;
+		if (p->devs[d].cmds > pl->cmds_max)
+			pl->cmds_max = p->devs[d].cmds;
+	}
 	cap = p->max_requests;
+	if ((uint64_t)cap * pl->cmds_max > UINT32_MAX / 2) {
+		plan_free(pl);
+		return gio__fail(-EINVAL, "giouring: kv plan: %u requests of %u commands each are too many", cap, pl->cmds_max);
+	}
 	pl->img_bytes = image_layout(pl, NULL, &pl->img, &pl->upload_bytes);
-	res_bytes = align16(sizeof(struct gio_kv_io_result) * cap);
+	res_bytes = align16(sizeof(struct gio_kv_io_result) * req_cap(pl));
 	done_off = pl->img_bytes + res_bytes;
 	pl->ran = calloc(pl->shape.layers, 1);
 	pl->keys = calloc(cap, sizeof(*pl->keys));
@@ -247,7 +273,7 @@ int gio_kv_plan_create(struct gio_kv_store *store, const struct gio_kv_plan_para
 	pl->ok = calloc(cap, 1);
 	pl->pre_rc = calloc(cap, sizeof(*pl->pre_rc));
 	pl->req_of = calloc(cap, sizeof(*pl->req_of));
-	pl->key_of = calloc(cap, sizeof(*pl->key_of));
+	pl->key_of = calloc(req_cap(pl), sizeof(*pl->key_of));
 	pl->jobs = calloc(pl->shape.layers, sizeof(*pl->jobs));
 	if (!pl->ran || !pl->keys || !pl->locs || !pl->allocs || !pl->hit || !pl->ok || !pl->pre_rc || !pl->req_of ||
 	    !pl->key_of || !pl->jobs) {
@@ -307,22 +333,24 @@ static int check_batch(struct gio_kv_plan *pl, const struct gio_kv_u128 *keys, c
 	return 0;
 }
 
-/* Orders the batch's requests into groups: a device's requests in runs of at most 32, the
+/* Orders the batch's requests (a chunk's object is one, or one per run on a device that takes
+ * a command per run) into groups: a device's requests in runs of at most 32, the
  * devices' runs interleaved, so that consecutive groups (consecutive warps) go to different
  * devices and a layer's commands spread over all of them from the start. A device with fewer
  * requests than 32 per queue pair gets shorter runs, one per queue pair, so that its commands
  * still spread over every queue pair (a software target serves a queue with one warp: on the
  * H200, 64 requests of 512 KiB in two groups of 32 read 3.9 GB/s from one modelled 7.25 GB/s
- * drive). */
+ * drive). A chunk's commands stay together, in one group or across two neighbours. */
 static void build_groups(struct gio_kv_plan *pl, const uint32_t *blocks, const uint32_t *dev_of, const uint64_t *slba_of)
 {
 	uint32_t next[GIO_KV_STORE_MAX_DEVICES] = {0}; /* the next key of each device, by scan position */
 	uint32_t left[GIO_KV_STORE_MAX_DEVICES] = {0}, run[GIO_KV_STORE_MAX_DEVICES];
+	uint32_t next_part[GIO_KV_STORE_MAX_DEVICES] = {0};
 	uint32_t i, d, r = 0, g = 0, pending = 0;
 	for (i = 0; i < pl->n; i++)
 		if (pl->req_of[i] != NO_REQUEST) {
-			left[dev_of[i]]++;
-			pending++;
+			left[dev_of[i]] += cmds_of(pl, dev_of[i]);
+			pending += cmds_of(pl, dev_of[i]);
 		}
 	for (d = 0; d < pl->shape.devices; d++) {
 		const uint32_t q = pl->img.devs[d].nqps;
@@ -331,22 +359,30 @@ static void build_groups(struct gio_kv_plan *pl, const uint32_t *blocks, const u
 	}
 	while (pending) {
 		for (d = 0; d < pl->shape.devices; d++) {
+			const uint32_t cmds = cmds_of(pl, d);
 			uint32_t k = 0;
 			if (!left[d])
 				continue;
 			pl->img.groups[g].first = r;
 			pl->img.groups[g].dev = (uint16_t)d;
+			/* next_part[d]: the commands of key next[d] already in earlier groups */
 			for (i = next[d]; i < pl->n && k < run[d]; i++) {
 				if (pl->req_of[i] == NO_REQUEST || dev_of[i] != d)
 					continue;
-				pl->req_of[i] = r;
-				pl->key_of[r] = i;
-				pl->img.reqs[r].slba = slba_of[i];
-				pl->img.reqs[r].block = blocks[i];
-				pl->img.reqs[r].dev = (uint16_t)d;
-				pl->img.reqs[r].rsvd = 0;
-				r++;
-				k++;
+				if (next_part[d] == 0)
+					pl->req_of[i] = r;
+				while (next_part[d] < cmds && k < run[d]) {
+					pl->key_of[r] = i;
+					pl->img.reqs[r].slba = slba_of[i];
+					pl->img.reqs[r].block = blocks[i];
+					pl->img.reqs[r].dev = (uint16_t)d;
+					pl->img.reqs[r].part = (uint16_t)next_part[d]++;
+					r++;
+					k++;
+				}
+				if (next_part[d] < cmds)
+					break; /* the group is full: the key's other commands go in the next */
+				next_part[d] = 0;
 			}
 			next[d] = i;
 			left[d] -= k;
@@ -365,7 +401,7 @@ static void open_batch(struct gio_kv_plan *pl, int kind, uint32_t n)
 	pl->batch = kind;
 	pl->n = n;
 	memset(pl->ran, 0, pl->shape.layers);
-	memset(pl->results, 0, sizeof(*pl->results) * (n ? n : 1));
+	memset(pl->results, 0, sizeof(*pl->results) * ((size_t)(n ? n : 1) * pl->cmds_max));
 	if (++pl->epoch == 0)
 		pl->epoch = 1;
 	if (pl->p.engine == GIO_KV_ENGINE_CPU)
@@ -605,6 +641,21 @@ int gio_kv_plan_wait_layer(const struct gio_kv_plan *pl, uint32_t layer, uint64_
 	return 0;
 }
 
+/* The result of key i's requests (its object's commands): the first failing layer's, the first
+ * command's of that layer where several failed there. */
+static struct gio_kv_io_result requests_result(const struct gio_kv_plan *pl, uint32_t i)
+{
+	const uint32_t first = pl->req_of[i], cmds = cmds_of(pl, pl->img.reqs[first].dev);
+	struct gio_kv_io_result r = pl->results[first];
+	uint32_t k;
+	for (k = 1; k < cmds; k++) {
+		const struct gio_kv_io_result *x = &pl->results[first + k];
+		if (x->rc && (!r.rc || x->layer < r.layer))
+			r = *x;
+	}
+	return r;
+}
+
 static void result_of(const struct gio_kv_plan *pl, uint32_t i, struct gio_kv_io_result *r)
 {
 	if (pl->req_of[i] == NO_REQUEST) {
@@ -613,7 +664,7 @@ static void result_of(const struct gio_kv_plan *pl, uint32_t i, struct gio_kv_io
 		r->layer = 0xffff;
 		return;
 	}
-	*r = pl->results[pl->req_of[i]];
+	*r = requests_result(pl, i);
 	if (!r->rc && pl->batch == BATCH_SAVE && !pl->ok[i]) {
 		r->rc = -ECANCELED; /* a layer not run */
 		r->layer = 0xffff;
@@ -642,8 +693,7 @@ int gio_kv_plan_finish(struct gio_kv_plan *pl, struct gio_kv_io_result *results,
 		}
 	}
 	for (i = 0; i < pl->n; i++) {
-		const uint32_t r = pl->req_of[i];
-		pl->ok[i] = r != NO_REQUEST && pl->results[r].rc == 0;
+		pl->ok[i] = pl->req_of[i] != NO_REQUEST && requests_result(pl, i).rc == 0;
 		for (l = 0; pl->ok[i] && l < pl->shape.layers; l++)
 			pl->ok[i] = pl->ran[l];
 	}

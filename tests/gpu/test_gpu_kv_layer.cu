@@ -5,7 +5,7 @@
 // device failing mid-layer fails only its request, with the NVMe status; the host's time per
 // layer call is printed. Both layouts: K and V together (one run an object) and apart (two runs,
 // one command with an SGL segment list in pinned host memory), and a PRP table built on the GPU
-// for targets without SGLs.
+// for targets without SGLs, with one command per run where the runs start inside pages.
 #include <cuda_runtime.h>
 
 #include <cerrno>
@@ -119,12 +119,15 @@ struct Rig {
 	std::vector<gio_qp *> dev_qp_ptrs;
 	std::vector<gio_qp *> host_qps;
 	Layout lay{};
+	uint64_t pool_bytes = 0;
 	bool ok = false;
 };
 
-bool setup(Rig &r, bool kv_apart, bool prp, cudaStream_t s)
+// pad: elements after each block's part where K and V are apart (runs that start inside pages).
+bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s)
 {
-	const uint64_t pool_bytes = (uint64_t)kLayers * kBlocks * kObject;
+	const uint64_t pool_bytes = (uint64_t)kLayers * kBlocks * (kObject + 2 * pad * kElem);
+	r.pool_bytes = pool_bytes;
 	CK(cudaMalloc(&r.pool, pool_bytes));
 	// The pool: (L, B, part, T, H, C) or (L, part, B, T, H, C).
 	gio_kv_pool &p = r.lay.pool;
@@ -139,9 +142,9 @@ bool setup(Rig &r, bool kv_apart, bool prp, cudaStream_t s)
 	p.stride[GIO_KV_CHANNEL] = 1;
 	p.stride[GIO_KV_HEAD] = h;
 	p.stride[GIO_KV_TOKEN] = t;
-	p.stride[GIO_KV_PART] = kv_apart ? inner * kBlocks : inner;
-	p.stride[GIO_KV_BLOCK] = kv_apart ? inner : 2 * inner;
-	p.stride[GIO_KV_LAYER] = 2 * inner * kBlocks;
+	p.stride[GIO_KV_PART] = kv_apart ? (inner + pad) * kBlocks : inner;
+	p.stride[GIO_KV_BLOCK] = kv_apart ? inner + pad : 2 * inner;
+	p.stride[GIO_KV_LAYER] = 2 * (inner + pad) * kBlocks;
 	EXPECT(gio_kv_pool_check(&p, nullptr) == 0 && gio_kv_pool_runs(&p, &r.lay.runs) == 0, "pool refused");
 	EXPECT(r.lay.runs.nruns == (kv_apart ? 2u : 1u), "runs %u", r.lay.runs.nruns);
 
@@ -185,13 +188,17 @@ bool setup(Rig &r, bool kv_apart, bool prp, cudaStream_t s)
 		r.dev_qp_ptrs.push_back(&r.d_qps[i]);
 
 	// The P2P tables, one per device (their bus addresses are the same here), built on the GPU.
-	const uint64_t objects = (uint64_t)kLayers * kBlocks;
-	CK(cudaMalloc(&r.d_tables, kDevs * objects * sizeof(gio_dptr)));
-	const uint64_t list_stride = gio_prp_object_alloc_bytes(kObject, 4096, GIO_PRP_CHUNK_LINUX);
+	// PRP: an entry per object, or one per run where PRPs cannot chain the runs (then a run of
+	// 4 KiB starting 512 bytes into a page takes PRP1 and PRP2, no list).
+	const uint32_t cmds = prp ? gio_kv_table_prp_cmds(&p, &r.lay.runs, gio_ctx_dptr_caps(r.ctx[0])) : 1;
+	EXPECT(cmds == (prp && pad ? 2u : 1u), "%u PRP commands an object", cmds);
+	const uint64_t objects = (uint64_t)kLayers * kBlocks, entries = objects * cmds;
+	CK(cudaMalloc(&r.d_tables, kDevs * entries * sizeof(gio_dptr)));
+	const uint64_t list_stride = cmds > 1 ? 0 : gio_prp_object_alloc_bytes(kObject, 4096, GIO_PRP_CHUNK_LINUX);
 	if (prp && list_stride) {
-		CK(cudaHostAlloc(&r.segs, kDevs * objects * list_stride, cudaHostAllocMapped));
+		CK(cudaHostAlloc(&r.segs, kDevs * entries * list_stride, cudaHostAllocMapped));
 		for (uint32_t d = 0; d < kDevs; d++) {
-			rc = gio_ctx_register(r.ctx[d], (char *)r.segs + d * objects * list_stride, objects * list_stride, nullptr);
+			rc = gio_ctx_register(r.ctx[d], (char *)r.segs + d * entries * list_stride, entries * list_stride, nullptr);
 			EXPECT(rc == 0, "register lists: %s", gio_last_error());
 		}
 	} else if (kv_apart && !prp) {
@@ -207,8 +214,8 @@ bool setup(Rig &r, bool kv_apart, bool prp, cudaStream_t s)
 	std::vector<gio_kv_io_dev> devs(kDevs);
 	for (uint32_t d = 0; d < kDevs; d++) {
 		if (prp) {
-			char *lists = r.segs ? (char *)r.segs + d * objects * list_stride : nullptr;
-			rc = gio_kv_table_build_prp(&p, &r.lay.runs, gio_ctx_dptr_caps(r.ctx[d]), r.d_tables + d * objects, lists,
+			char *lists = r.segs ? (char *)r.segs + d * entries * list_stride : nullptr;
+			rc = gio_kv_table_build_prp(&p, &r.lay.runs, gio_ctx_dptr_caps(r.ctx[d]), r.d_tables + d * entries, lists,
 						    (uint64_t)(uintptr_t)lists, list_stride, d_rc, s);
 		} else {
 			gio_sgl_desc *seg = kv_apart ? r.segs + d * objects * 2 : nullptr;
@@ -219,7 +226,8 @@ bool setup(Rig &r, bool kv_apart, bool prp, cudaStream_t s)
 		gio_ns_info info;
 		gio_ctx_info(r.ctx[d], &info);
 		devs[d].qps = &r.dev_qp_ptrs[d * kQps];
-		devs[d].table = r.d_tables + d * objects;
+		devs[d].table = r.d_tables + d * entries;
+		devs[d].cmds = cmds;
 		devs[d].nqps = kQps;
 		devs[d].nsid = info.nsid;
 		devs[d].lba_shift = (uint32_t)__builtin_ctz(info.lba_bytes);
@@ -257,20 +265,20 @@ void teardown(Rig &r)
 		CK(cudaFreeHost(r.segs));
 }
 
-void run(bool kv_apart, bool prp)
+void run(bool kv_apart, bool prp, uint64_t pad = 0)
 {
-	std::printf("== K and V %s, %s table\n", kv_apart ? "apart (two runs)" : "together (one run)",
-		    prp ? "PRP (a target without SGLs)" : "SGL");
+	std::printf("== K and V %s%s, %s table\n", kv_apart ? "apart (two runs)" : "together (one run)",
+		    pad ? " starting inside pages" : "", prp ? pad ? "PRP (a target without SGLs), a command per run" : "PRP (a target without SGLs)" : "SGL");
 	cudaStream_t io, compute, other;
 	CK(cudaStreamCreateWithFlags(&io, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
 	Rig r;
-	if (!setup(r, kv_apart, prp, io)) {
+	if (!setup(r, kv_apart, prp, pad, io)) {
 		std::printf("   setup failed\n");
 		return;
 	}
-	const uint64_t pool_bytes = (uint64_t)kLayers * kBlocks * kObject;
+	const uint64_t pool_bytes = r.pool_bytes;
 
 	// Save: chunk c from block c, one save_layer per layer.
 	std::vector<gio_kv_u128> keys(kBlocks);
@@ -396,6 +404,7 @@ int main()
 	run(false, false);
 	run(true, false);
 	run(true, true);
+	run(true, true, 256); // 512 bytes between blocks: PRPs take a command per run
 	std::printf(failures ? "FAILED: %d\n" : "PASSED\n", failures);
 	return failures ? 1 : 0;
 }

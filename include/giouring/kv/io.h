@@ -4,11 +4,16 @@
  *        the command each request becomes, how results and layer completion are recorded, and
  *        the CPU engine that runs a layer.
  *
- * A batch moves the layer-l objects of its requests between a KV pool and a store's devices
- * (giouring/kv/store.h): request i is one chunk, in one slot of one device, and one pool block.
- * Its layer-l command reads or writes object_bytes at the chunk's first LBA plus l x object_bytes,
- * with the data pointer of the pool's P2P table entry `l x blocks + block` (giouring/kv/pool.h),
- * one command per object. The host plans a batch once (giouring/kv/batch.h); each layer is then
+ * A batch moves the layer-l objects of its chunks between a KV pool and a store's devices
+ * (giouring/kv/store.h): each chunk is in one slot of one device and goes to or from one pool
+ * block. Its layer-l object is one command where the device's P2P table has one entry per object
+ * (an SGL descriptor, with a segment list for an object of several runs, or PRPs chaining its
+ * runs): it reads or writes object_bytes at the chunk's first LBA plus l x object_bytes, with the
+ * data pointer of table entry `l x blocks + block` (giouring/kv/pool.h). Where PRPs cannot chain
+ * an object's runs (gio_kv_table_prp_cmds()), the device takes one command per run
+ * (gio_kv_io_dev::cmds): command k moves run k, object_bytes / cmds at k x that further on, with
+ * entry `(l x blocks + block) x cmds + k`. The plan's **requests** are those commands, each with
+ * its own result; the plan's host half merges a chunk's into one (giouring/kv/plan.h). The host plans a batch once (giouring/kv/batch.h); each layer is then
  * one pass of an engine over the plan's **groups**: runs of at most 32 requests of one device,
  * one reservation and one doorbell each, so that a warp submits a group with gio_submit_warp()
  * (giouring/kv/layer.cuh) and the CPU engine below a group per doorbell.
@@ -51,14 +56,17 @@ struct gio_kv_io_dev {
 	uint32_t nsid;              /**< Namespace. */
 	uint32_t lba_shift;         /**< log2 of its block size. */
 	uint32_t psdt;              /**< GIO_PSDT_SGL_MPTR (table of SGL descriptors) or GIO_PSDT_PRP (PRP pairs). */
+	uint32_t cmds;              /**< Commands per object, 0 or 1: one, its table an entry per object; more:
+				         one per run of the object, its table `cmds` entries per object
+				         (gio_kv_table_prp_cmds()). */
 };
 
-/** @brief One request: a chunk on a device and the pool block it moves to or from. */
+/** @brief One request: a command of a chunk on a device, and the pool block it moves to or from. */
 struct gio_kv_io_req {
 	uint64_t slba;  /**< LBA of the chunk's layer-0 object. */
 	uint32_t block; /**< Pool block. */
 	uint16_t dev;   /**< Device index. */
-	uint16_t rsvd;  /**< Zero. */
+	uint16_t part;  /**< Which of the object's commands, below the device's cmds (0 where it takes one). */
 };
 
 /** @brief A run of requests of one device, issued with one reservation and one doorbell. */
@@ -105,8 +113,8 @@ struct gio_kv_io_plan {
  * @param layer  the layer, below p->layers.
  * @param i      the request, below p->nreqs.
  * @param sqe    receives the Read or Write (CID left to the ring).
- * @return 0, or `-EINVAL` when the request names a device or block beyond the plan, or the
- *         object is not whole blocks of its device or too long for one command.
+ * @return 0, or `-EINVAL` when the request names a device, block or command beyond the plan, or
+ *         the command's bytes are not whole blocks of its device or too long for one command.
  *
  * Pure; any thread, host or device.
  */
@@ -114,20 +122,23 @@ GIO_HD int gio_kv_io_sqe(const struct gio_kv_io_plan *p, uint32_t layer, uint32_
 {
 	const struct gio_kv_io_req *r = &p->reqs[i];
 	const struct gio_kv_io_dev *d;
-	uint64_t off, mask;
+	uint64_t off, mask, bytes;
+	uint32_t cmds;
 	int rc;
 	if (layer >= p->layers || r->dev >= p->ndevs || r->block >= p->blocks)
 		return -EINVAL;
 	d = &p->devs[r->dev];
+	cmds = d->cmds ? d->cmds : 1u;
+	bytes = p->object_bytes / cmds;
 	mask = ((uint64_t)1 << d->lba_shift) - 1;
-	if ((p->object_bytes & mask) || p->object_bytes == 0)
+	if (r->part >= cmds || bytes * cmds != p->object_bytes || (bytes & mask) || bytes == 0)
 		return -EINVAL;
-	off = (uint64_t)layer * p->object_bytes;
+	off = (uint64_t)layer * p->object_bytes + (uint64_t)r->part * bytes;
 	rc = gio_prep_rw(sqe, p->write ? GIO_NVM_OPC_WRITE : GIO_NVM_OPC_READ, d->nsid, r->slba + (off >> d->lba_shift),
-			 p->object_bytes >> d->lba_shift);
+			 bytes >> d->lba_shift);
 	if (rc)
 		return rc;
-	sqe->dptr = d->table[(uint64_t)layer * p->blocks + r->block];
+	sqe->dptr = d->table[((uint64_t)layer * p->blocks + r->block) * cmds + r->part];
 	gio_sqe_set_psdt(sqe, (uint8_t)d->psdt);
 	return 0;
 }

@@ -237,10 +237,10 @@ static inline int gio_kv_table_build(const struct gio_kv_pool *pool, const struc
 /** @cond internal */
 template <int Unused = 0>
 __global__ void gio__kv_table_prp_kernel(struct gio_kv_pool pool, struct gio_kv_runs runs, struct gio_dptr_caps caps,
-					 uint64_t objects, uint64_t list_addr, uint64_t list_stride, union gio_dptr *table,
+					 uint64_t entries, uint64_t list_addr, uint64_t list_stride, union gio_dptr *table,
 					 void *lists, int *rc)
 {
-	for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < objects; i += (uint64_t)gridDim.x * blockDim.x) {
+	for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < entries; i += (uint64_t)gridDim.x * blockDim.x) {
 		union gio_dptr d;
 		const int r = gio_kv_table_entry_prp(&pool, &runs, &caps, i, list_addr, list_stride, &d, lists);
 		if (r)
@@ -253,16 +253,18 @@ __global__ void gio__kv_table_prp_kernel(struct gio_kv_pool pool, struct gio_kv_
 
 /**
  * @brief Builds a pool's PRP P2P table on the GPU (for controllers without SGLs, or to compare):
- * PRP1/PRP2 per object and each object's PRP list, a thread per object (gio_kv_table_entry_prp()).
+ * PRP1/PRP2 per command and each command's PRP list, a thread per entry (gio_kv_table_entry_prp()):
+ * one entry per object, or one per run of each object where PRPs cannot chain its runs
+ * (gio_kv_table_prp_cmds(): the plan's device then takes that many commands per object).
  * @param pool         the pool, with bus addresses.
  * @param runs         its runs.
  * @param caps         the controller's rules.
- * @param table        GPU memory for 16 bytes per object.
- * @param lists        memory the controller reads and the GPU writes, `objects x list_stride`
- *                     bytes (NULL where no object needs a list).
+ * @param table        GPU memory for 16 bytes per entry: objects x gio_kv_table_prp_cmds().
+ * @param lists        memory the controller reads and the GPU writes, `entries x list_stride`
+ *                     bytes (NULL where no command needs a list).
  * @param list_addr    the bus address of @p lists.
- * @param list_stride  bytes of each object's list (see gio_kv_table_entry_prp()).
- * @param rc           device or mapped memory, 0 before: receives the first failing object's error.
+ * @param list_stride  bytes of each entry's list (see gio_kv_table_entry_prp()).
+ * @param rc           device or mapped memory, 0 before: receives the first failing entry's error.
  * @param stream       the stream.
  * @return 0 once enqueued, or the launch's error as gio_kv_launch_error() maps it.
  *
@@ -272,10 +274,11 @@ static inline int gio_kv_table_build_prp(const struct gio_kv_pool *pool, const s
 					 const struct gio_dptr_caps *caps, union gio_dptr *table, void *lists,
 					 uint64_t list_addr, uint64_t list_stride, int *rc, cudaStream_t stream)
 {
-	const uint64_t objects = (uint64_t)pool->extent[GIO_KV_LAYER] * pool->extent[GIO_KV_BLOCK];
-	const uint64_t blocks = (objects + 255) / 256;
+	const uint64_t entries = (uint64_t)pool->extent[GIO_KV_LAYER] * pool->extent[GIO_KV_BLOCK] *
+				 gio_kv_table_prp_cmds(pool, runs, caps);
+	const uint64_t blocks = (entries + 255) / 256;
 	gio__kv_table_prp_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(
-		*pool, *runs, *caps, objects, list_addr, list_stride, table, lists, rc);
+		*pool, *runs, *caps, entries, list_addr, list_stride, table, lists, rc);
 	return gio__kv_launch_rc(cudaGetLastError(), "gio_kv_table_build_prp");
 }
 

@@ -65,7 +65,9 @@ struct gio_kv_plan_params {
 	const struct gio_kv_io_dev *devs; /**< One per device of the store, in the store's device order:
 					       its queue pairs (usable by the engine: host pointers for the CPU
 					       engine, device pointers for the GPU engine), namespace, block size
-					       and P2P table (readable by the engine). Copied. */
+					       and P2P table (readable by the engine), and its commands per
+					       object (gio_kv_io_dev::cmds: more than one where PRPs cannot
+					       chain an object's runs). Copied. */
 };
 
 /**
@@ -75,8 +77,9 @@ struct gio_kv_plan_params {
  * @param out    receives the plan.
  * @return 0; `-EINVAL` (NULL arguments; an unknown engine; zero max_requests or blocks;
  *         io_warps above 32; a device with no queue pair, a NULL table, a block size other than
- *         the store's, or a psdt other than SGL or PRP; an object that is not whole blocks of
- *         every device: the message names the device), `-ENOMEM`, `-ENODEV` (GPU engine without a
+ *         the store's, or a psdt other than SGL or PRP; an object, or a run of one on a device
+ *         taking a command per run, that is not whole blocks of that device: the message names
+ *         the device), `-ENOMEM`, `-ENODEV` (GPU engine without a
  *         GPU), or the CUDA error's errno (the message names it). The message names the problem.
  *
  * Any host thread, before the engine's persistent kernels start (GPU engine: the device memory
@@ -203,7 +206,8 @@ int gio_kv_plan_wait_layer(const struct gio_kv_plan *plan, uint32_t layer, uint6
  * @param results  receives each of the batch's @p n keys' result in the order given to
  *                 gio_kv_plan_load() / _save() (may be NULL): for a load's miss and a save's key
  *                 that was not a request, rc is that key's outcome (0 for a miss, -EEXIST...) and
- *                 layer 0xffff; for a request the first failing layer's rc and NVMe status, or
+ *                 layer 0xffff; for a request the first failing layer's rc and NVMe status
+ *                 (of its first failing command, where a device takes one per run), or
  *                 (save) the commit's failure, or `-ECANCELED` (save) when a layer was not run.
  * @param timeout_ns  how long to wait for layers still running (0: the plan's timeout).
  * @return 0 when every request succeeded (and, for a save, committed durably); else the first

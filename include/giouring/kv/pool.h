@@ -139,7 +139,9 @@ struct gio_kv_table_sizes {
 				        power of two >= 4096 or a command would start at an address that is
 				        not dword aligned; -E2BIG: a command exceeds the transfer limit. */
 	uint32_t prp_cmds;         /**< PRP commands per object: 1, or nruns where the runs' inner
-				        boundaries are not all page aligned (PRPs cannot express them). */
+				        boundaries are not all page aligned (PRPs cannot express them)
+				        or the runs are more than GIO_KV_PRP_MAX_RUNS
+				        (gio_kv_table_prp_cmds()). */
 	uint64_t prp_pages;        /**< Most memory pages one of those commands touches. */
 	uint64_t prp_list_bytes;   /**< PRP list bytes of such a command, its list starting on a page
 				        boundary, chain pointers included (0 when PRP1/PRP2 suffice). */
@@ -589,6 +591,18 @@ GIO_HD int gio__kv_sgl_check(const struct gio_kv_runs *runs, const struct gio_dp
 	return 0;
 }
 
+/** @brief Most runs of an object gio_kv_table_entry_prp() puts in one PRP command (more: one
+ * command per run). */
+#define GIO_KV_PRP_MAX_RUNS 64u
+
+/* Whether PRPs move an object in one command: one run, or every inner run boundary on a page
+ * boundary (and runs few enough to chain on a builder's stack). Else one command per run. */
+GIO_HD int gio__kv_prp_one_cmd(const struct gio_kv_pool *pool, const struct gio_kv_runs *runs, uint64_t pg)
+{
+	return runs->nruns == 1 || (runs->nruns <= GIO_KV_PRP_MAX_RUNS && gio__kv_align(pool, runs, 1) >= pg &&
+				    runs->run_bytes % pg == 0);
+}
+
 /* The PRP form: commands per object and, for each command of `bytes` starting `align`-aligned,
  * its pages and list. */
 GIO_HD int gio__kv_prp_plan(const struct gio_kv_pool *pool, const struct gio_kv_runs *runs,
@@ -598,7 +612,7 @@ GIO_HD int gio__kv_prp_plan(const struct gio_kv_pool *pool, const struct gio_kv_
 	uint64_t align, bytes;
 	if (pg < 4096 || (pg & (pg - 1)))
 		return -EINVAL;
-	if (runs->nruns == 1 || (run_align >= pg && runs->run_bytes % pg == 0)) {
+	if (gio__kv_prp_one_cmd(pool, runs, pg)) {
 		t->prp_cmds = 1; /* every inner run boundary on a page boundary */
 		align = runs->nruns == 1 ? gio__kv_align(pool, runs, 0) : run_align;
 		bytes = runs->object_bytes;
@@ -728,55 +742,72 @@ GIO_HD int gio_kv_table_entry(const struct gio_kv_pool *pool, const struct gio_k
 	return 0;
 }
 
-/** @brief Most runs of an object gio_kv_table_entry_prp() puts in one PRP command. */
-#define GIO_KV_PRP_MAX_RUNS 64u
+/**
+ * @brief PRP commands per object of a pool: 1, or its runs where PRPs cannot chain them.
+ * @param pool  a pool that gio_kv_pool_runs() accepted.
+ * @param runs  its runs.
+ * @param caps  the controller's rules (page size).
+ * @return gio_kv_table_sizes::prp_cmds: 1 where the object has one run or every inner run
+ *         boundary is on a page boundary, else runs->nruns.
+ *
+ * Pure; any thread. The PRP table has `objects x prp_cmds` entries: entry `object x prp_cmds + k`
+ * is command k of the object (gio_kv_table_entry_prp()), and a device of a plan takes that many
+ * commands per object (gio_kv_io_dev::cmds).
+ */
+GIO_HD uint32_t gio_kv_table_prp_cmds(const struct gio_kv_pool *pool, const struct gio_kv_runs *runs,
+				      const struct gio_dptr_caps *caps)
+{
+	return gio__kv_prp_one_cmd(pool, runs, caps->page_bytes) ? 1u : runs->nruns;
+}
 
 /**
- * @brief Writes the PRP table entry of one object: the PRP1/PRP2 its command's DPTR takes, and
- * the object's PRP list where it touches more than two pages.
+ * @brief Writes one PRP table entry: the PRP1/PRP2 a command's DPTR takes, and its PRP list
+ * where it touches more than two pages.
  * @param pool            a pool that gio_kv_pool_runs() accepted.
  * @param runs            its runs.
  * @param caps            the controller's rules (page size, transfer limit).
- * @param object          the object, `layer * blocks + block`.
- * @param list_area_addr  bus address of the list area: object i's list lies at
+ * @param entry           the entry, `(layer * blocks + block) * cmds + k`: command k of that
+ *                        object, where cmds is gio_kv_table_prp_cmds() (1: the entry is the
+ *                        object's, its runs chained; else command k moves run k alone).
+ * @param list_area_addr  bus address of the list area: entry i's list lies at
  *                        `list_area_addr + i * list_stride`.
- * @param list_stride     bytes of each object's list: at least what its list needs (Linux's
- *                        nvme driver sets aside 256 bytes for lists of up to 32 entries:
- *                        gio_prp_object_alloc_bytes() with GIO_PRP_CHUNK_LINUX); 0 where no
- *                        object touches more than two pages.
+ * @param list_stride     bytes of each entry's list: at least what its list needs
+ *                        (gio_kv_table_sizes::prp_list_bytes; Linux's nvme driver sets aside 256
+ *                        bytes for lists of up to 32 entries: gio_prp_object_alloc_bytes() with
+ *                        GIO_PRP_CHUNK_LINUX); 0 where no command touches more than two pages.
  * @param dptr            receives PRP1 and PRP2.
  * @param list_area       CPU- or GPU-visible pointer to the list area; NULL allowed when no
- *                        object needs a list.
+ *                        command needs a list.
  * @return 0, or
- *   - `-EOPNOTSUPP`: the object's runs are more than GIO_KV_PRP_MAX_RUNS;
- *   - `-EINVAL`: @p object beyond the pool; runs whose inner boundaries PRPs cannot express
- *     (one command per run then: gio_kv_table_sizes::prp_cmds), or as gio_prp_build() refuses
- *     (a list needed and @p list_area NULL, an address not dword aligned);
- *   - `-ENOSPC`: @p list_stride smaller than the object's list; `-E2BIG`: beyond the transfer
+ *   - `-EINVAL`: @p entry beyond the pool's objects x cmds, or as gio_prp_build() refuses (a
+ *     list needed and @p list_area NULL, an address not dword aligned);
+ *   - `-ENOSPC`: @p list_stride smaller than the entry's list; `-E2BIG`: beyond the transfer
  *     limit. Nothing is written on error.
  *
- * Pure; any thread, host or device: the table is built by one thread per object.
+ * Pure; any thread, host or device: the table is built by one thread per entry.
  */
 GIO_HD int gio_kv_table_entry_prp(const struct gio_kv_pool *pool, const struct gio_kv_runs *runs,
-				  const struct gio_dptr_caps *caps, uint64_t object, uint64_t list_area_addr,
+				  const struct gio_dptr_caps *caps, uint64_t entry, uint64_t list_area_addr,
 				  uint64_t list_stride, union gio_dptr *dptr, void *list_area)
 {
 	const uint32_t blocks = pool->extent[GIO_KV_BLOCK];
+	const uint32_t cmds = gio_kv_table_prp_cmds(pool, runs, caps);
+	const uint32_t nr = cmds == 1 ? runs->nruns : 1; /* runs this entry's command moves */
 	struct gio_range r[GIO_KV_PRP_MAX_RUNS];
 	struct gio_sqe sqe;
-	uint64_t off = 0;
+	uint64_t off = 0, object;
 	uint32_t i;
 	int rc;
-	if (runs->nruns > GIO_KV_PRP_MAX_RUNS)
-		return -EOPNOTSUPP;
-	if (object >= (uint64_t)pool->extent[GIO_KV_LAYER] * blocks || gio__kv_mul(object, list_stride, &off))
+	if (entry / cmds >= (uint64_t)pool->extent[GIO_KV_LAYER] * blocks || gio__kv_mul(entry, list_stride, &off))
 		return -EINVAL;
-	for (i = 0; i < runs->nruns; i++) {
-		r[i].addr = gio_kv_run_addr(pool, runs, (uint32_t)(object / blocks), (uint32_t)(object % blocks), i);
+	object = entry / cmds;
+	for (i = 0; i < nr; i++) {
+		r[i].addr = gio_kv_run_addr(pool, runs, (uint32_t)(object / blocks), (uint32_t)(object % blocks),
+					    cmds == 1 ? i : (uint32_t)(entry % cmds));
 		r[i].len = (uint32_t)runs->run_bytes;
 	}
 	gio_prep_cmd(&sqe, GIO_NVM_OPC_READ, 1); /* a whole entry for the builder (only DPTR is kept) */
-	rc = gio_prp_build(&sqe, r, runs->nruns, caps, list_area ? (gio_prp_entry *)((unsigned char *)list_area + off) : NULL,
+	rc = gio_prp_build(&sqe, r, nr, caps, list_area ? (gio_prp_entry *)((unsigned char *)list_area + off) : NULL,
 			   list_area_addr + off, list_stride);
 	if (rc < 0)
 		return rc;
