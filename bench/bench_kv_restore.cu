@@ -5,8 +5,8 @@
 //
 // | path        | what the CPU does per restore                                 | lands shuffled |
 // | ----------- | ------------------------------------------------------------- | -------------- |
-// | giouring-sgl-Nsm | one I/O kernel launch per layer (N SMs); each thread one object: an NVMe Read whose data pointer is its entry of the SGL table (16 B per object, built once) | yes |
-// | giouring-prp-Nsm | the same with the PRP table (PRP1/PRP2 per object plus its list in a 256-byte chunk, as Linux allocates, built once) | yes |
+// | giouring-sgl-Nsm | one gio_kv_load_layer() per layer: the library's I/O kernel (N SMs) over a store on the target; each block's K and V of the layer one NVMe Read whose data pointer is its SGL table entry (a descriptor and a two-entry segment list, built once) | yes |
+// | giouring-prp-Nsm | the same with the PRP table (PRP1/PRP2 and a PRP list per object chaining both halves' pages, built once) | yes |
 // | bulk        | one cudaMemcpyAsync of every byte (the PCIe limit)            | no (verified unshuffled) |
 // | per-object  | one cudaMemcpyAsync per object (LMCache DRAM tier)            | yes |
 // | batch       | one cudaMemcpyBatchAsync per layer                            | yes |
@@ -19,12 +19,9 @@
 // progress on stderr, JSON with --json. Exits 77 (skipped) without a GPU. Run with --help.
 #include <string>
 
-#include <giouring/device/verbs.cuh>
 #include <giouring/host/ctx.h>
-#include <giouring/host/launch.h>
+#include <giouring/kv/bus.h>
 #include <giouring/target/gpu_target.h>
-#include <giouring/proto/prp_build.h>
-#include <giouring/proto/sgl_build.h>
 
 #include "common/baselines_file.cuh"
 #include "common/baselines_memory.cuh"
@@ -32,6 +29,7 @@
 #include "common/cli.cuh"
 #include "common/file_store.cuh"
 #include "common/json.cuh"
+#include "common/kv_lib.cuh"
 #include "common/machine.cuh"
 #include "common/runner.cuh"
 #include "common/timing.cuh"
@@ -324,167 +322,97 @@ void progress(const kv_result &r)
 		std::fprintf(stderr, "  %-14s %s: %s\n", r.path, r.status == KV_SKIPPED ? "skipped" : "FAILED", r.error);
 }
 
-// ---- the giouring path ------------------------------------------------------------------------
-
-// The data pointer tables (docs/design.md), built once: entry l * objs + i is object i of
-// layer l: an SGL Data Block descriptor to its pool slot, or PRP1/PRP2 (PRP2 pointing to the
-// object's list, in a chunk of list_stride bytes, when it spans more than two pages).
-__global__ void gio_build_tables(unsigned char *const *pool, const uint32_t *perm, uint32_t n_layers, uint32_t n_blocks,
-				 uint32_t pool_blocks, uint64_t obj_bytes, gio_dptr_caps caps, union gio_dptr *sgl,
-				 union gio_dptr *prp, unsigned char *lists, uint32_t list_stride, unsigned long long *fails)
-{
-	const uint64_t objs = 2ull * n_blocks;
-	for (uint64_t idx = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; idx < objs * n_layers;
-	     idx += (uint64_t)gridDim.x * blockDim.x) {
-		const uint32_t l = (uint32_t)(idx / objs);
-		const uint64_t i = idx % objs;
-		const uint64_t dst = (uint64_t)(uintptr_t)(pool[l] + kv_pool_offset(perm, n_blocks, pool_blocks, obj_bytes, i));
-		gio_sqe sqe;
-		gio_prep_read(&sqe, GIO_TGT_NSID, 0, (uint32_t)(obj_bytes / caps.page_bytes));
-		gio_sqe_set_sgl_data(&sqe, dst, (uint32_t)obj_bytes);
-		sgl[idx] = sqe.dptr;
-		if (prp) {
-			const gio_range r = {dst, (uint32_t)obj_bytes};
-			unsigned char *list = lists + idx * list_stride;
-			if (gio_prp_build(&sqe, &r, 1, &caps, (uint64_t *)list, (uint64_t)(uintptr_t)list, list_stride) < 0)
-				atomicAdd(fails, 1ull);
-			prp[idx] = sqe.dptr;
-		}
-	}
-}
-
-// One layer: thread i reads object i with the data pointer of its table entry. A warp submits 32
-// commands with one reservation and one doorbell, keeps two such batches in flight, and reaps 32
-// CQEs at a time; warp w uses queue pair w % nqps.
-__global__ void gio_restore_layer(gio_qp *qps, uint32_t nqps, const union gio_dptr *table, uint32_t objs,
-				  uint64_t first_lba, uint32_t nlb, uint32_t psdt, uint64_t timeout_ns, unsigned long long *fails)
-{
-	const uint32_t lane = threadIdx.x & 31u;
-	const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32u, nwarps = gridDim.x * blockDim.x / 32u;
-	gio_qp *qp = &qps[warp % nqps];
-	const uint64_t deadline = gio_deadline_in(timeout_ns);
-	uint32_t cid[2] = {0, 0};
-	int act[2] = {0, 0}, out[2] = {0, 0};
-	uint32_t k = 0;
-	for (uint32_t base = warp * 32u;; base += nwarps * 32u, k ^= 1u) {
-		// Slot k: wait for the batch submitted two rounds ago before reusing it.
-		if (out[k]) {
-			uint16_t st = 0;
-			const int rc = gio_wait_warp(qp, cid[k], act[k], deadline, &st);
-			if (act[k] && rc) {
-				atomicAdd(&fails[0], 1ull);
-				atomicCAS(&fails[1], 0ull, 0x100000000ull | ((unsigned long long)(uint32_t)-rc << 16) | st);
-			}
-			out[k] = 0;
-		}
-		if (base >= objs) {
-			if (!out[k ^ 1u])
-				break;
-			continue; // drain the other slot
-		}
-		const uint32_t i = base + lane;
-		gio_sqe sqe;
-		act[k] = i < objs;
-		if (act[k]) {
-			gio_prep_read(&sqe, GIO_TGT_NSID, first_lba + (uint64_t)i * nlb, nlb);
-			sqe.dptr = table[i];
-			gio_sqe_set_psdt(&sqe, psdt);
-		}
-		const int rc = gio_submit_warp(qp, &sqe, 0, 0, act[k], deadline, &cid[k]);
-		if (rc) {
-			if (act[k]) {
-				atomicAdd(&fails[0], 1ull);
-				atomicCAS(&fails[1], 0ull, 0x100000000ull | ((unsigned long long)(uint32_t)-rc << 16));
-			}
-			continue;
-		}
-		out[k] = 1;
-	}
-}
+// ---- the giouring path: the library's calls (bench/common/kv_lib.cuh) ------------------------
 
 struct gio_bench {
 	gio_gpu_target *g = nullptr;
-	union gio_dptr *sgl = nullptr, *prp = nullptr;
-	unsigned char *lists = nullptr;
-	uint32_t list_stride = 0, lba_shift = 12, io_sms = 8, io_warps = 8, psdt = GIO_PSDT_SGL_MPTR;
-	size_t smem = 0;
-	unsigned long long *fails = nullptr; // managed: [0] failed commands, [1] first (rc, status)
-	double setup_s = 0, table_ms = 0;
+	gio_kv_store *store = nullptr;
+	std::vector<gio_qp *> qps;     // the target's queue pairs (device pointers)
+	std::vector<void *> meta;      // list memory the tables point into (device memory, registered)
+	kv_lib lib{};
+	std::vector<kv_lib_row> rows;  // per (SM count, form), planned before the executor starts
+	std::vector<std::string> skipped; // per row: why it cannot run, or empty
+	double setup_s = 0, fill_s = 0;
 };
 
-int gio_issue(const kv_workload *w, kv_runner *r, void *arg)
+int gio_meta(void *arg, uint64_t bytes, void **dev, uint64_t *bus)
 {
 	gio_bench *b = (gio_bench *)arg;
-	const uint32_t objs = (uint32_t)kv_objs_per_layer(w), nlb = (uint32_t)(w->obj_bytes >> b->lba_shift);
-	const union gio_dptr *table = b->psdt == GIO_PSDT_PRP ? b->prp : b->sgl;
-	for (uint32_t l = 0; l < w->n_layers; l++) {
-		gio_restore_layer<<<b->io_sms, b->io_warps * 32, b->smem, r->stream>>>(
-			b->g->qps, b->g->cfg.queues, table + (uint64_t)l * objs, objs, kv_src_offset(w, l, 0) >> b->lba_shift, nlb,
-			b->psdt, (uint64_t)(r->timeout_s * 1e9), b->fails);
-		const cudaError_t e = cudaGetLastError();
-		if (e != cudaSuccess)
-			return KV_ERR(r, e, "I/O kernel launch");
-	}
-	return 0;
+	if (cudaMalloc(dev, bytes) != cudaSuccess)
+		return -ENOMEM;
+	b->meta.push_back(*dev);
+	return gio_gpu_target_register(b->g, *dev, bytes, bus);
 }
 
-// Opens the GPU target over a copy of the store's layout (mapped pinned host memory, filled with
-// the same pattern), registers the pool, builds both tables and starts the executor.
+// Opens the GPU target, registers and describes the pool, creates the store on the target,
+// builds both P2P tables, plans every row, starts the executor and writes the store through the
+// first row's plan (kv_lib_fill).
 int gio_setup(const kv_workload *w, kv_runner *r, const options *o, gio_bench *b, char *err, size_t errlen)
 {
 	const double t0 = kv_now_s();
 	char uri[512];
 	kv_fmt(uri, sizeof(uri), "mem://host?exec=gpu&size=%" PRIu64 "&queues=%u&depth=%u&sms=%u&warps=%u&mdts=8",
-	       kv_total_bytes(w), o->queues, o->depth, o->exec_sms, o->exec_warps);
+	       kv_lib_store_bytes(w), o->queues, o->depth, o->exec_sms, o->exec_warps);
 	if (gio_gpu_target_open(uri, &b->g)) {
 		kv_fmt(err, errlen, "%s: %s", uri, gio_last_error());
 		return -1;
 	}
 	std::fprintf(stderr, "giouring target: %s\n", uri);
-	kv_fill_kernel<<<r->sm_count * 8, 256, 0, r->stream>>>((uint4 *)b->g->backing, w->n_layers, w->n_blocks,
-								(uint32_t)(w->obj_bytes / 16));
-	KV_CK(cudaGetLastError());
-	kv_sync(r, "filling the target's backing store");
+	kv_lib_target t{};
+	gio_kv_pool pool;
+	kv_lib_pool(w, &pool);
 	uint64_t addr;
-	const uint64_t objs = kv_total_objects(w), pool_bytes = 2ull * w->pool_blocks * w->obj_bytes * w->n_layers;
-	const gio_dptr_caps caps = b->g->host_tgt.caps;
-	// Each object's PRP list in a chunk as Linux's driver allocates it (256 bytes for lists of up
-	// to 32 entries, a page above); consecutive chunks never cross a page end.
-	b->list_stride = (uint32_t)gio_prp_object_alloc_bytes(w->obj_bytes, caps.page_bytes, GIO_PRP_CHUNK_LINUX);
-	if (b->list_stride == 0)
-		b->list_stride = 8; // PRP1/PRP2 suffice: no list, a slot kept so the table code stays one
-
-	KV_CK(cudaMalloc((void **)&b->sgl, objs * sizeof(*b->sgl)));
-	KV_CK(cudaMalloc((void **)&b->prp, objs * sizeof(*b->prp)));
-	KV_CK(cudaMalloc((void **)&b->lists, objs * b->list_stride));
-	KV_CK(cudaMallocManaged((void **)&b->fails, 2 * sizeof(unsigned long long)));
-	b->fails[0] = b->fails[1] = 0;
-	if (gio_gpu_target_register(b->g, w->pool_base, pool_bytes, &addr) ||
-	    gio_gpu_target_register(b->g, b->lists, objs * b->list_stride, &addr)) {
-		kv_fmt(err, errlen, "register: %s", gio_last_error());
+	if (gio_gpu_target_register(b->g, w->pool_base, 2ull * w->pool_blocks * w->obj_bytes * w->n_layers, &addr) ||
+	    gio_kv_pool_bus_gpu(b->g, &pool, nullptr, &t.bus_pool)) {
+		kv_fmt(err, errlen, "register the pool: %s", gio_last_error());
 		return -1;
 	}
-	KV_CK(cudaEventRecord(r->ev_start, r->stream));
-	gio_build_tables<<<r->sm_count * 4, 256, 0, r->stream>>>(w->d_pool, w->d_perm, w->n_layers, w->n_blocks, w->pool_blocks,
-								  w->obj_bytes, caps, b->sgl, b->prp, b->lists, b->list_stride,
-								  b->fails);
-	KV_CK(cudaGetLastError());
-	KV_CK(cudaEventRecord(r->ev_stop, r->stream));
-	kv_sync(r, "building the data pointer tables");
-	float ms = 0;
-	KV_CK(cudaEventElapsedTime(&ms, r->ev_start, r->ev_stop));
-	b->table_ms = ms;
-	if (b->fails[0]) {
-		kv_fmt(err, errlen, "gio_prp_build refused %llu objects", b->fails[0]);
+	t.caps = b->g->host_tgt.caps;
+	for (uint32_t q = 0; q < b->g->cfg.queues; q++)
+		b->qps.push_back(gio_gpu_target_qp(b->g, q));
+	t.qps = b->qps.data();
+	t.nqps = (uint32_t)b->qps.size();
+	t.nsid = GIO_TGT_NSID;
+	t.lba_shift = b->g->cfg.lba_shift;
+	t.meta = gio_meta;
+	t.meta_arg = b;
+	gio_kv_store_params sp;
+	gio_kv_blockdev bd;
+	if (kv_lib_store_params(w, r->timeout_s, &sp, err, errlen))
+		return -1;
+	if (gio_kv_gpu_target_blockdev(b->g, &bd) || gio_kv_store_create_blockdevs(&bd, 1, &sp, &b->store)) {
+		kv_fmt(err, errlen, "store: %s", gio_last_error());
 		return -1;
 	}
-	b->lba_shift = b->g->cfg.lba_shift;
-	if (gio_gpu_preload((const void *)gio_restore_layer) ||
-	    gio_gpu_one_block_per_sm((const void *)gio_restore_layer, &b->smem) || gio_gpu_target_start(b->g)) {
+	if (kv_lib_init(&b->lib, w, r, &t, b->store, err, errlen))
+		return -1;
+	for (int k = 0; k < o->n_gio_sms; k++)
+		for (int form = KV_LIB_SGL; form <= KV_LIB_PRP; form++) {
+			if (!(form == KV_LIB_SGL ? o->gio : o->gio_prp))
+				continue;
+			kv_lib_row row;
+			char why[256] = "";
+			const int rc = kv_lib_row_init(&row, &b->lib, form, o->gio_sms[k], o->io_warps, r->timeout_s, why, sizeof(why));
+			if (rc == -1) {
+				kv_fmt(err, errlen, "%s", why);
+				return -1;
+			}
+			b->rows.push_back(row);
+			b->skipped.push_back(why);
+		}
+	if (gio_gpu_target_start(b->g)) {
 		kv_fmt(err, errlen, "start: %s", gio_last_error());
 		return -1;
 	}
 	b->setup_s = kv_now_s() - t0;
+	for (kv_lib_row &row : b->rows)
+		if (row.plan) {
+			const double t1 = kv_now_s();
+			if (kv_lib_fill(&row, r, err, errlen))
+				return -1;
+			b->fill_s = kv_now_s() - t1;
+			break;
+		}
 	return 0;
 }
 
@@ -492,6 +420,8 @@ int gio_teardown(gio_bench *b, char *err, size_t errlen)
 {
 	gio_tgt_stats ts{};
 	int rc = 0;
+	for (kv_lib_row &row : b->rows)
+		kv_lib_row_destroy(&row);
 	if (b->g && gio_gpu_target_stop(b->g, 10000, &ts)) {
 		kv_fmt(err, errlen, "stop: %s", gio_last_error());
 		return -1;
@@ -503,38 +433,37 @@ int gio_teardown(gio_bench *b, char *err, size_t errlen)
 		kv_fmt(err, errlen, "the target completed %llu commands with an error", (unsigned long long)ts.errors);
 		rc = -1;
 	}
+	if (b->store && gio_kv_store_close(b->store)) {
+		kv_fmt(err, errlen, "store close: %s", gio_last_error());
+		rc = -1;
+	}
 	gio_gpu_target_close(b->g);
-	KV_CK(cudaFree(b->sgl));
-	KV_CK(cudaFree(b->prp));
-	KV_CK(cudaFree(b->lists));
-	KV_CK(cudaFree(b->fails));
+	kv_lib_destroy(&b->lib);
+	for (void *p : b->meta)
+		KV_CK(cudaFree(p));
 	return rc;
 }
 
-int gio_row(const kv_workload *w, kv_runner *r, gio_bench *b, uint32_t io_sms, int prp, kv_result *res)
+int gio_row(const kv_workload *w, kv_runner *r, gio_bench *b, size_t i, kv_result *res)
 {
+	kv_lib_row &row = b->rows[i];
+	const int prp = row.form == KV_LIB_PRP;
 	char name[48], note[256];
-	b->io_sms = io_sms;
-	b->psdt = prp ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR;
-	kv_fmt(name, sizeof(name), "giouring-%s-%usm", prp ? "prp" : "sgl", io_sms);
+	kv_fmt(name, sizeof(name), "giouring-%s-%usm", prp ? "prp" : "sgl", row.io_sms);
+	if (!row.plan) {
+		kv_result_skip(res, w, name, "%s", b->skipped[i].c_str());
+		return 0;
+	}
 	const uint32_t fl = b->g->cfg.flags;
 	kv_fmt(note, sizeof(note),
-	       "I/O kernel %u SMs x %u warps; executor (the SSDs' stand-in) %u SMs x %u warps, %u queue pairs of %u "
-	       "(rings in %s, %s scope); %s table %u B/object built once in %.1f ms%s",
-	       io_sms, b->io_warps, b->g->cfg.exec_blocks, b->g->cfg.exec_warps, b->g->cfg.queues, b->g->cfg.depth,
+	       "gio_kv_load_layer() per layer: %u SMs x %u warps; executor (the SSDs' stand-in) %u SMs x %u warps, %u queue "
+	       "pairs of %u (rings in %s, %s scope); one command per block and layer (K and V); %s table %" PRIu64
+	       " B/object built once in %.1f ms",
+	       row.io_sms, row.io_warps, b->g->cfg.exec_blocks, b->g->cfg.exec_warps, b->g->cfg.queues, b->g->cfg.depth,
 	       (fl & GIO_GPU_RINGS_HOST) ? "host memory" : "HBM", (fl & GIO_GPU_SCOPE_SYS) ? "sys" : "gpu", prp ? "PRP" : "SGL",
-	       prp ? 16u + b->list_stride : 16u, b->table_ms,
-	       prp ? " (16 B PRP1/PRP2 + the list's chunk as Linux allocates it: 256 B up to 32 entries)" : "");
-	kv_path p = {name, note, NULL, gio_issue, b, KV_VERIFY_SHUFFLED, io_sms, w->n_layers};
-	b->fails[0] = b->fails[1] = 0;
-	int rc = kv_measure(w, r, &p, res);
-	if (b->fails[0]) {
-		res->status = KV_FAILED;
-		kv_fmt(res->error, sizeof(res->error), "%llu commands failed; first: rc -%llu, status 0x%04llx (%s)", b->fails[0],
-		       (b->fails[1] >> 16) & 0xffff, b->fails[1] & 0xffff, gio_status_str((uint16_t)(b->fails[1] & 0xffff)));
-		rc = -1;
-	}
-	return rc;
+	       kv_lib_meta_per_object(&b->lib, row.form), b->lib.table_ms[row.form]);
+	const kv_path p = kv_lib_path(&row, name, note);
+	return kv_measure(w, r, &p, res);
 }
 
 } // namespace
@@ -595,19 +524,15 @@ int main(int argc, char **argv)
 	if (o.gio || o.gio_prp) {
 		gio_bench b;
 		char err[256];
-		b.io_warps = o.io_warps;
 		if (gio_setup(&w, &r, &o, &b, err, sizeof(err))) {
 			kv_result_skip(&res, &w, "giouring", "%s", err);
 			res.status = KV_FAILED;
 			add(-1);
 		} else {
-			std::fprintf(stderr, "giouring: set up in %.1f s (tables %.1f ms)\n", b.setup_s, b.table_ms);
-			for (int k = 0; k < o.n_gio_sms; k++) {
-				if (o.gio)
-					add(gio_row(&w, &r, &b, o.gio_sms[k], 0, &res));
-				if (o.gio_prp)
-					add(gio_row(&w, &r, &b, o.gio_sms[k], 1, &res));
-			}
+			std::fprintf(stderr, "giouring: set up in %.1f s (tables: SGL %.1f ms, PRP %.1f ms); store written in %.1f s\n",
+				     b.setup_s, b.lib.table_ms[KV_LIB_SGL], b.lib.table_ms[KV_LIB_PRP], b.fill_s);
+			for (size_t i = 0; i < b.rows.size(); i++)
+				add(gio_row(&w, &r, &b, i, &res));
 		}
 		if (gio_teardown(&b, err, sizeof(err))) {
 			kv_result_skip(&res, &w, "giouring-teardown", "%s", err);

@@ -146,7 +146,7 @@ static inline int kv_baseline_pread(const struct kv_workload *view, struct kv_ru
 		       "cudaMemcpyAsync on its own stream%s",
 		       f->dir, f->tmpfs ? "tmpfs" : "disk", f->threads, f->ring, drop);
 	const struct kv_path p = {f->tmpfs ? "pread-tmpfs" : "pread-disk", note, kv_prepare_pread, kv_issue_pread, f,
-				  KV_VERIFY_SHUFFLED, 0u, 2 * kv_total_objects(view)};
+				  KV_VERIFY_SHUFFLED, 0u, 2 * kv_total_objects(view), NULL};
 	kv_bounce_ring_create(f, view->obj_bytes);
 	const int rc = kv_measure(view, r, &p, out);
 	out->threads = f->threads;

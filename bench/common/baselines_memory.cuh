@@ -74,7 +74,7 @@ static inline int kv_baseline_bulk(const struct kv_workload *w, struct kv_runner
 	if (!w->store || w->pool_blocks != w->n_blocks)
 		kv_die("kv_baseline_bulk needs the full workload");
 	const struct kv_path p = {"bulk", "one cudaMemcpyAsync of the whole store; lands unshuffled (PCIe limit, not a restore)",
-				  NULL, kv_issue_bulk, NULL, KV_VERIFY_IDENTITY, 0u, 1u};
+				  NULL, kv_issue_bulk, NULL, KV_VERIFY_IDENTITY, 0u, 1u, NULL};
 	return kv_measure(w, r, &p, out);
 }
 
@@ -98,7 +98,7 @@ static inline int kv_baseline_per_object(const struct kv_workload *w, struct kv_
 	if (!w->store)
 		kv_die("kv_baseline_per_object needs a workload with a store");
 	const struct kv_path p = {"per-object", "cudaMemcpyAsync per object into its shuffled slot (LMCache DRAM tier)",
-				  NULL, kv_issue_per_object, NULL, KV_VERIFY_SHUFFLED, 0u, kv_total_objects(w)};
+				  NULL, kv_issue_per_object, NULL, KV_VERIFY_SHUFFLED, 0u, kv_total_objects(w), NULL};
 	return kv_measure(w, r, &p, out);
 }
 
@@ -168,7 +168,7 @@ static inline int kv_baseline_batch(const struct kv_workload *w, struct kv_runne
 	a.srcs.resize(kv_total_objects(w));
 	a.sizes.resize(kv_total_objects(w));
 	const struct kv_path p = {"batch", "cudaMemcpyBatchAsync per layer (srcAccessOrder stream, source hint host)",
-				  NULL, kv_issue_batch, &a, KV_VERIFY_SHUFFLED, 0u, w->n_layers};
+				  NULL, kv_issue_batch, &a, KV_VERIFY_SHUFFLED, 0u, w->n_layers, NULL};
 	return kv_measure(w, r, &p, out);
 #endif
 }
@@ -215,7 +215,7 @@ static inline int kv_baseline_gather(const struct kv_workload *w, struct kv_runn
 	kv_fmt(note, sizeof(note),
 		      "GPU gather from mapped pinned memory, %u blocks x %d threads (%d block/SM max), a launch per layer", sms,
 		      KV_GATHER_THREADS, per_sm);
-	const struct kv_path p = {name, note, NULL, kv_issue_gather, &a, KV_VERIFY_SHUFFLED, sms, w->n_layers};
+	const struct kv_path p = {name, note, NULL, kv_issue_gather, &a, KV_VERIFY_SHUFFLED, sms, w->n_layers, NULL};
 	return kv_measure(w, r, &p, out);
 }
 

@@ -6,9 +6,10 @@
 // event observed complete; GPU time between the events; CPU time of the issuing thread with
 // CLOCK_THREAD_CPUTIME_ID around the issue call only; CPU time of every thread of the process with
 // CLOCK_PROCESS_CPUTIME_ID over the whole window, less the issuing thread's own spin waiting for
-// the stop event), verify the pool, and keep the medians. The second CPU figure is the one to
-// compare across paths: it holds the threads a path starts or keeps busy (pread workers, the
-// file target's executor threads) as well as the one that calls.
+// the stop event), run the optional untimed finish (a plan's per-request results), verify the
+// pool, and keep the medians. The second CPU figure is the one to compare across paths: it holds
+// the threads a path starts or keeps busy (pread workers, the file target's executor threads) as
+// well as the one that calls.
 // The baselines (baselines_memory.cuh, baselines_file.cuh) and the library's own paths (in the
 // benches) plug in the same way, each a kv_path with its issue function.
 #ifndef GIOURING_BENCH_COMMON_RUNNER_CUH
@@ -142,6 +143,7 @@ struct kv_path {
 	int verify;             // enum kv_verify_mode
 	uint32_t sms;
 	uint64_t calls;
+	kv_issue_fn finish;     // optional, untimed, after the stop event, before the verify (a plan's results)
 };
 
 static inline void kv_result_init(struct kv_result *out, const struct kv_workload *w, const char *name, const char *note)
@@ -193,7 +195,13 @@ static inline int kv_measure(const struct kv_workload *w, struct kv_runner *r, c
 		if (kv_wait_event(r->ev_stop, r->timeout_s))
 			kv_die("%s: the restore did not complete within %.0f s", p->name, r->timeout_s);
 		const double t1 = kv_now_s(), c2 = kv_thread_cpu_s(), a1 = kv_process_cpu_s();
-		if (rc) {
+		// The finish runs after a failed issue too: it ends what the issue began.
+		char issue_err[sizeof(r->err)];
+		kv_fmt(issue_err, sizeof(issue_err), "%s", r->err);
+		const int frc = p->finish ? p->finish(w, r, p->arg) : 0;
+		if (rc)
+			kv_fmt(r->err, sizeof(r->err), "%s", issue_err);
+		if (rc || frc) {
 			// A refused call (say cudaErrorInvalidValue) is not sticky but stays the last error;
 			// clear it so that the next path's checks do not report it as their own.
 			(void)cudaGetLastError();
