@@ -327,6 +327,7 @@ void progress(const kv_result &r)
 struct gio_bench {
 	gio_gpu_target *g = nullptr;
 	gio_kv_store *store = nullptr;
+	gio_kv_blockdev bd{};          // the store's device: read until the store closes
 	std::vector<gio_qp *> qps;     // the target's queue pairs (device pointers)
 	std::vector<void *> meta;      // list memory the tables point into (device memory, registered)
 	kv_lib lib{};
@@ -377,10 +378,9 @@ int gio_setup(const kv_workload *w, kv_runner *r, const options *o, gio_bench *b
 	t.meta = gio_meta;
 	t.meta_arg = b;
 	gio_kv_store_params sp;
-	gio_kv_blockdev bd;
 	if (kv_lib_store_params(w, r->timeout_s, &sp, err, errlen))
 		return -1;
-	if (gio_kv_gpu_target_blockdev(b->g, &bd) || gio_kv_store_create_blockdevs(&bd, 1, &sp, &b->store)) {
+	if (gio_kv_gpu_target_blockdev(b->g, &b->bd) || gio_kv_store_create_blockdevs(&b->bd, 1, &sp, &b->store)) {
 		kv_fmt(err, errlen, "store: %s", gio_last_error());
 		return -1;
 	}

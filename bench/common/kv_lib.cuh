@@ -148,8 +148,16 @@ static inline int kv_lib_init(struct kv_lib *lib, const struct kv_workload *w, s
 			meta_bytes = s.sgl_list_bytes;
 		} else {
 			lib->prp_cmds = s.prp_cmds;
-			lib->prp_list_stride = s.prp_list_bytes;
-			meta_bytes = s.objects * s.prp_cmds * s.prp_list_bytes;
+			// A list that crosses a page end would need a chain entry there: each list gets
+			// the smallest power-of-two chunk that holds it (whole pages above a page), so
+			// none crosses one.
+			uint64_t stride = s.prp_list_bytes ? 8 : 0;
+			while (stride && stride < s.prp_list_bytes && stride < t->caps.page_bytes)
+				stride <<= 1;
+			if (stride >= t->caps.page_bytes)
+				stride = (s.prp_list_bytes + t->caps.page_bytes - 1) / t->caps.page_bytes * t->caps.page_bytes;
+			lib->prp_list_stride = stride;
+			meta_bytes = s.objects * s.prp_cmds * lib->prp_list_stride;
 		}
 		if (meta_bytes && t->meta(t->meta_arg, meta_bytes, &meta, &meta_bus)) {
 			kv_fmt(err, errlen, "%s lists (%" PRIu64 " bytes): %s", form == KV_LIB_SGL ? "SGL segment" : "PRP",
@@ -324,10 +332,11 @@ static inline struct kv_path kv_lib_path(struct kv_lib_row *row, const char *nam
 	return p;
 }
 
-// The metadata a row's form takes per object (16 B descriptor or PRP pair, and its list).
+// The metadata a row's form takes per object as allocated: the SGL descriptor and its segment
+// list, or per PRP command its PRP1/PRP2 and its list's chunk.
 static inline uint64_t kv_lib_meta_per_object(const struct kv_lib *lib, int form)
 {
-	return form == KV_LIB_SGL ? lib->sizes.sgl_object_bytes : lib->sizes.prp_object_bytes;
+	return form == KV_LIB_SGL ? lib->sizes.sgl_object_bytes : lib->prp_cmds * (16 + lib->prp_list_stride);
 }
 
 static inline void kv_lib_destroy(struct kv_lib *lib)
