@@ -3,7 +3,9 @@
 // files as a crash or a bad disk would (a duplicate VALID entry with an equal and then a higher
 // sequence, a torn entry, a damaged superblock), each named by device and slot with exit status 1
 // and the duplicate resolved as the library's own open resolves it; a missing file and usage
-// errors exit 2. Runs the program it was built with (GIO_STORE_TOOL). [io_uring]: file targets.
+// errors exit 2; a store of 512-byte blocks read with lba=512 (clean) and without (each device a
+// problem naming both block sizes). Runs the program it was built with (GIO_STORE_TOOL).
+// [io_uring]: file targets.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -140,12 +142,14 @@ gio_kv_store_params params()
 	return p;
 }
 
-// Opens the files with the library, runs f on the store, closes all.
-template <class F> void with_store(const Dir &dir, bool create, F f)
+// Opens the files with the library (query: more URI options, each "&name=value"), runs f on the
+// store, closes all.
+template <class F> void with_store(const Dir &dir, bool create, F f, const std::string &query = "")
 {
 	std::vector<gio_ctx *> ctx(kDevices, nullptr);
 	for (uint32_t d = 0; d < kDevices; d++) {
-		const std::string uri = "file://" + dir.file(d) + (create ? "?size=8M" : "");
+		const std::string q = (create ? "&size=8M" : "") + query;
+		const std::string uri = "file://" + dir.file(d) + (q.empty() ? "" : "?" + q.substr(1));
 		INFO(uri << ": " << gio_last_error());
 		REQUIRE(gio_ctx_open(uri.c_str(), &ctx[d]) == 0);
 	}
@@ -299,6 +303,44 @@ TEST_CASE("giouring-store: targets that cannot be read exit 2, and part of a sto
 	CHECK(has(r, "device count 3, but 2 targets given"));
 	CHECK(has(r, "problem: no target given is device 1 of the store"));
 
+}
+
+TEST_CASE("giouring-store: a store of 512-byte blocks, read with lba=512 and without", "[kv][io_uring]")
+{
+	Dir dir;
+	gio_kv_store_stats st{};
+	with_store(
+		dir, true,
+		[&](gio_kv_store *s) {
+			for (uint64_t i = 0; i < 5; i++) {
+				const auto c = chunk(i);
+				INFO(gio_last_error());
+				REQUIRE(gio_kv_store_put(s, key(i), c.data(), kChunk) == 0);
+			}
+			gio_kv_store_info(s, &st);
+		},
+		"&lba=512");
+	const gio_kv_sb sb = read_sb(dir.file(0));
+	CHECK(sb.block_bytes == 512);
+	std::string uris, plain;
+	for (uint32_t d = 0; d < kDevices; d++) {
+		uris += " file://" + dir.file(d) + "?lba=512";
+		plain += " file://" + dir.file(d);
+	}
+	// 12000-byte chunks in 24 blocks of 512: slots of 12288 bytes, as with 4096-byte blocks.
+	Run r = tool("show" + uris);
+	INFO(r.out);
+	CHECK(r.status == 0);
+	CHECK(has(r, "geometry: 4 layers x 3000 bytes, slot 12288 bytes (24 blocks of 512), pool signature 0x00005eed5eed5eed"));
+	CHECK(has(r, "store: 3 devices; usage: 5 valid, 0 stale, " + std::to_string(st.capacity - 5) +
+			     " free, 0 damaged, 0 unreadable; 60000 bytes used"));
+	r = tool("check" + uris);
+	CHECK(r.status == 0);
+	// Read as 4096-byte blocks, every superblock's block size is not the device's: a problem
+	// that names it, never a clean check.
+	r = tool("check" + plain);
+	CHECK(r.status != 0);
+	CHECK(has(r, "device block size differs from the superblock's (superblock: 16384 blocks of 512; device: 2048 blocks of 4096)"));
 }
 
 TEST_CASE("giouring-store: usage errors exit 2, --help 0", "[kv]")
