@@ -25,6 +25,7 @@
 #include <vector>
 
 #include <giouring/host/ctx.h>
+#include <giouring/kv/bus.h>
 #include <giouring/kv/layer.cuh>
 #include <giouring/kv/plan.h>
 #include <giouring/kv/pool.h>
@@ -143,7 +144,7 @@ Point run_point(const Shape &sh, uint32_t n, const Opts &o)
 	KV_CK(cudaMalloc(&pool, total));
 	for (uint32_t d = 0; d < n; d++) {
 		uint64_t addr;
-		if (gio_gpu_target_register(g[d], pool, total, &addr) || addr != (uint64_t)(uintptr_t)pool)
+		if (gio_gpu_target_register(g[d], pool, total, &addr))
 			die_gio("register the pool");
 	}
 	// The pool: (layer, block, part, token, head, dim), contiguous.
@@ -163,13 +164,24 @@ Point run_point(const Shape &sh, uint32_t n, const Opts &o)
 	gio_kv_runs runs;
 	if (gio_kv_pool_check(&p, nullptr) || gio_kv_pool_runs(&p, &runs))
 		kv_die("pool refused");
-	// The P2P table (one for all targets: their bus addresses are device pointers), on the GPU.
+	// The P2P table, on the GPU: one for all targets, where their bus addresses agree (GPU
+	// targets' are the device pointers); a target whose translation differs is refused.
+	gio_kv_pool bus;
+	for (uint32_t d = 0; d < n; d++) {
+		gio_kv_pool b;
+		if (gio_kv_pool_bus_gpu(g[d], &p, nullptr, &b))
+			die_gio("the pool's bus addresses");
+		if (d == 0)
+			bus = b;
+		else if (b.base != bus.base)
+			kv_die("target %u translates the pool to another bus address: one table cannot serve all", d);
+	}
 	struct gio_dptr_caps caps{};
 	caps.sgls = g[0]->cfg.sgls ? 1u : 0u;
 	caps.page_bytes = 4096;
 	caps.max_xfer_bytes = (uint64_t)4096 << g[0]->cfg.mdts;
 	gio_kv_table_sizes sizes;
-	gio_kv_table_plan(&p, &runs, &caps, &sizes);
+	gio_kv_table_plan(&bus, &runs, &caps, &sizes);
 	pt.sgl_obj_bytes = sizes.sgl_object_bytes;
 	pt.prp_obj_bytes = sizes.prp_object_bytes;
 	union gio_dptr *table;
@@ -196,7 +208,7 @@ Point run_point(const Shape &sh, uint32_t n, const Opts &o)
 			KV_CK(cudaStreamWaitEvent(io, join, 0));
 		}
 	};
-	if (gio_kv_table_build(&p, &runs, &caps, table, nullptr, 0, table_rc, io))
+	if (gio_kv_table_build(&bus, &runs, &caps, table, nullptr, 0, table_rc, io))
 		die_gio("table");
 	KV_CK(cudaStreamSynchronize(io));
 	if (*table_rc)
