@@ -22,7 +22,6 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <random>
 #include <sstream>
 #include <string>
@@ -36,6 +35,7 @@
 #include <giouring/kv/store.h>
 
 #include "../src/kv/store_internal.h"
+#include "kill_pipe.h"
 
 namespace {
 
@@ -50,8 +50,6 @@ const uint64_t kChunk = kLayers * kObject; // 3 blocks of 4096 a slot
 const uint64_t kSlotsPerDevice = 8;
 const uint64_t kStoreBytes = (16 + 3 * kSlotsPerDevice) * 4096;
 const uint64_t kCapacity = kDevices * kSlotsPerDevice;
-// The child's first message: its store is open, puts start.
-const uint64_t kOpened = ~0ull;
 // Deadlines far above a put's milliseconds: on a loaded two-core machine one O_DIRECT write of a
 // file target was seen to take over 20 s, and this test is about crashes, not latency. The parent
 // waits longer for a report than a put may take.
@@ -248,11 +246,6 @@ size_t threads_of_this_process()
 	return n;
 }
 
-bool write_u64(int fd, uint64_t v)
-{
-	return write(fd, &v, sizeof(v)) == (ssize_t)sizeof(v); // one atomic pipe write (below PIPE_BUF)
-}
-
 // The writer: its own contexts and store (nothing of the parent's crosses the fork), keys from
 // first on, each reported on fd after its put returned 0 and before the next put starts. Never
 // returns; a failure exits with its own status and says why on stderr.
@@ -267,7 +260,7 @@ bool write_u64(int fd, uint64_t v)
 		std::fprintf(stderr, "writer: %s\n", err.c_str());
 		_exit(21);
 	}
-	if (!write_u64(fd, kOpened))
+	if (!gio_kill_write_u64(fd, GIO_KILL_OPENED))
 		_exit(22);
 	// Bounded, in case the parent neither kills nor dies.
 	for (uint64_t i = first; i < first + 100000; i++) {
@@ -277,44 +270,17 @@ bool write_u64(int fd, uint64_t v)
 			std::fprintf(stderr, "writer: put of key %llu: %d: %s\n", (unsigned long long)i, rc, gio_last_error());
 			_exit(23);
 		}
-		if (!write_u64(fd, i))
+		if (!gio_kill_write_u64(fd, i))
 			_exit(24);
 	}
 	_exit(25);
 }
 
-// Reads one 8-byte message within timeout_ms: 1, 0 at end of file, -1 on timeout or error.
-int read_u64(int fd, uint64_t *v, int timeout_ms)
-{
-	size_t got = 0;
-	while (got < sizeof(*v)) {
-		pollfd pfd{fd, POLLIN, 0};
-		const int pr = poll(&pfd, 1, timeout_ms);
-		if (pr <= 0)
-			return -1;
-		const ssize_t r = read(fd, reinterpret_cast<char *>(v) + got, sizeof(*v) - got);
-		if (r == 0)
-			return got ? -1 : 0;
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		got += size_t(r);
-	}
-	return 1;
-}
-
 std::string wait_status_str(int status)
 {
-	std::ostringstream o;
-	if (WIFSIGNALED(status))
-		o << "killed by signal " << WTERMSIG(status);
-	else if (WIFEXITED(status))
-		o << "exited with status " << WEXITSTATUS(status);
-	else
-		o << "wait status " << status;
-	return o.str();
+	char buf[64];
+	gio_kill_status_str(status, buf, sizeof(buf));
+	return buf;
 }
 
 // The writer's process and the parent's end of its pipe: killed, reaped and closed when the round
@@ -456,13 +422,13 @@ TEST_CASE("store kill: a writer killed at random points never costs a committed 
 		INFO(where.str());
 
 		uint64_t v = 0;
-		int r = read_u64(fds[0], &v, kReportWaitMs);
-		if (r != 1 || v != kOpened)
+		int r = gio_kill_read_u64(fds[0], &v, kReportWaitMs);
+		if (r != 1 || v != GIO_KILL_OPENED)
 			FAIL("the writer did not open the store (read " << r << "): " << reaper.reap());
 		uint64_t last = first; // one past the last key reported
 		auto t = Clock::now();
 		for (uint64_t j = 0; j < target; j++) {
-			r = read_u64(fds[0], &v, kReportWaitMs);
+			r = gio_kill_read_u64(fds[0], &v, kReportWaitMs);
 			if (r != 1)
 				FAIL("the writer stopped after " << j << " reports (read " << r << "): " << reaper.reap());
 			REQUIRE(v == last);
@@ -478,7 +444,7 @@ TEST_CASE("store kill: a writer killed at random points never costs a committed 
 		usleep(useconds_t(delay_us));
 		const std::string how = reaper.reap();
 		// Whatever it reported before it died, to the end of the pipe.
-		while ((r = read_u64(fds[0], &v, kReportWaitMs)) == 1) {
+		while ((r = gio_kill_read_u64(fds[0], &v, kReportWaitMs)) == 1) {
 			REQUIRE(v == last);
 			h.report(v);
 			last = v + 1;

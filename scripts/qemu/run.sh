@@ -17,13 +17,16 @@
 #   run.sh kv_store BUILD_DIR      the KV store over both controllers (tests/qemu/kv_store.c): each
 #                                  shape put, closed, opened with the controllers the other way
 #                                  round and read back, each device read raw; then a second boot on
-#                                  the same drive files opens the last store again
+#                                  the same drive files opens the last store again, and then kills
+#                                  a writer on a new store at random points, 10 to 20 times in at
+#                                  most 60 s, every reopen checked byte for byte
 #   run.sh bench BUILD_DIR [SECONDS]  commands/s at QD1 and QD32 (TCG: for regressions only)
 #
 # Exit 0 pass, 1 fail, 77 skipped (QEMU or busybox-static missing: scripts/deps.sh installs them,
 # GIO_QEMU_SKIP=1 skips on purpose). Environment: GIO_QEMU_CACHE (kernel cache, default
 # BUILD_DIR/qemu-cache), GIO_QEMU_TIMEOUT (outer timeout of each boot, default 240 s),
-# GIO_QEMU_KEEP=1 keeps the work directory, GIO_QEMU_REQUIRED=1 turns skips into failures.
+# GIO_QEMU_KEEP=1 keeps the work directory, GIO_QEMU_REQUIRED=1 turns skips into failures,
+# GIO_QEMU_KILL_SEED (a number) repeats the kv_store kill rounds of an earlier log's seed.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mode=${1:?usage: run.sh conformance|iommufd|info|kv_store|bench BUILD_DIR}
@@ -144,13 +147,18 @@ dump_faults canary
 M
   ;;
   # Boot 1 formats and fills the stores; boot 2 (gio_boot=2 on the kernel command line) finds
-  # the last one on the same drive files, after QEMU and its controllers were restarted.
-  kv_store) cat > "$root/mode.sh" <<'M'
+  # the last one on the same drive files, after QEMU and its controllers were restarted, then
+  # formats the drives again for the kill rounds (they need the reopen's store no more).
+  kv_store)
+    seed=${GIO_QEMU_KILL_SEED:-}
+    [[ -z "$seed" || "$seed" =~ ^[0-9]+$ ]] || { log "GIO_QEMU_KILL_SEED=$seed: want a decimal number"; exit 2; }
+    { [[ -z "$seed" ]] || echo "export GIO_QEMU_KILL_SEED=$seed"; cat <<'M'; } > "$root/mode.sh"
 load vfio-pci.ko
 dump_faults boot
 for b in $(nvme_bdfs); do to_vfio $b; done
 if grep -q 'gio_boot=2' /proc/cmdline; then
   gio-qemu-kv-store reopen 0000:00:04.0 0000:00:05.0; echo "==KV-RC reopen $?=="
+  gio-qemu-kv-store kill 0000:00:04.0 0000:00:05.0; echo "==KV-RC kill $?=="
 else
   gio-qemu-kv-store run 0000:00:04.0 0000:00:05.0; echo "==KV-RC run $?=="
 fi
@@ -265,14 +273,21 @@ case "$mode" in
     grep -q '^  IOMMU interface: iommufd (asked: auto)$' "$qlog.txt" || die "iommu=auto did not take iommufd"
     grep -E '^(RESULT|COMMANDS|CHURN)' "$qlog.txt" >&2 ;;
   kv_store)
-    for run in run reopen; do
+    for run in run reopen kill; do
       grep -q "^RESULT kv-store-$run pass=[1-9][0-9]* fail=0\$" "$qlog.txt" || die "want RESULT kv-store-$run ... fail=0"
       grep -q "^==KV-RC $run 0==\$" "$qlog.txt" || die "gio-qemu-kv-store $run did not exit 0"
     done
     # Every shape's store, and the last one again after the reboot.
     n=$(grep -c '^KV ' "$qlog.txt" || true)
     ((n == 4)) || die "want 4 KV lines (3 shapes, then the reboot), got $n"
-    grep -E '^(== controller|KV |RESULT)' "$qlog.txt" >&2 ;;
+    # Enough kill rounds ran, every one passed (its FAIL line and the RESULT line say so too).
+    kill_line=$(grep -m1 '^KILL seed=' "$qlog.txt" || true)
+    rounds=$(sed -n 's/.* rounds=\([0-9]*\) .*/\1/p' <<< "$kill_line")
+    failed=$(sed -n 's/.* failed=\([0-9]*\) .*/\1/p' <<< "$kill_line")
+    [[ -n "$rounds" ]] || die "no KILL line from the kill rounds"
+    ((${rounds:-0} >= 10)) || die "want at least 10 kill rounds, got ${rounds:-none}"
+    [[ "$failed" == 0 ]] || die "kill rounds failed: ${failed:-unknown}"
+    grep -E '^(== controller|KV |KILL |RESULT)' "$qlog.txt" >&2 ;;
   bench)
     grep -q '^BENCH QD32' "$qlog.txt" || die "no bench figures"
     grep '^BENCH' "$qlog.txt" >&2 ;;

@@ -3,18 +3,33 @@
  * (giouring/kv/store.h), chunks put and read back, the store closed and opened again with the
  * contexts in the other order, every chunk compared byte for byte, and each device's superblock,
  * index and slots then read raw (own queue pairs, the format's decoders) to see which chunks each
- * device holds and that their bytes are where the format puts them. Prints one PASS or FAIL line
- * per check, a KV line per shape and a RESULT line; exits 0 when every check passed.
+ * device holds and that their bytes are where the format puts them; and a writer killed at random
+ * points (the kill mode), every reopen checked. Prints one PASS or FAIL line per check, a KV line
+ * per shape (the kill mode: a line per round and a KILL line) and a RESULT line; exits 0 when
+ * every check passed.
  *
  *   gio-qemu-kv-store run BDF0 BDF1      every shape on a new store of its own (the last one stays)
  *   gio-qemu-kv-store reopen BDF0 BDF1   a later boot: the last shape's store opened and checked again
+ *   gio-qemu-kv-store kill BDF0 BDF1     a new store (of its own shape, over whole devices: the others'
+ *                                        are gone), then up to 20 rounds in at most 60 s of: a writer
+ *                                        forked that puts chunks and reports each one committed
+ *                                        through a pipe, SIGKILLed at a random point, the store
+ *                                        reopened in this process and every chunk checked (seed:
+ *                                        GIO_QEMU_KILL_SEED, else the clock; printed); a KILL line.
+ *                                        The same test over file targets, where the kernel's page
+ *                                        cache stands in for the controller: test_kv_store_kill.cpp
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <giouring/host/ctx.h>
 #include <giouring/kv/format.h>
@@ -24,6 +39,7 @@
 #include <giouring/proto/status.h>
 #include <giouring/ring/clock.h>
 
+#include "../kill_pipe.h"
 #include "guest_check.h"
 
 #define IO_TIMEOUT_NS (10ull * 1000000000ull)
@@ -46,8 +62,13 @@ static const struct shape shapes[] = {
 	{"straddle", 3, 3000, 64, 1u << 20},  /* objects across block boundaries of both block sizes */
 	{"fit", 4, 4096, 64, 1u << 20},       /* each object whole blocks of both sizes */
 	{"split", 2, 700000, 16, 20u << 20},  /* 1.4 MB chunks: over MDTS, and over the store's 1 MiB piece */
+	/* The kill mode's: 540 kB chunks, just over the first controller's MDTS (two data commands
+	 * there, one on the other), over whole devices; its writers put chunks until killed. */
+	{"kill", 2, 270000, 0, 0},
 };
-#define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
+#define NSHAPES 3 /* the run's shapes; then the kill mode's */
+#define KILL_SHAPE 3
+_Static_assert(sizeof(shapes) / sizeof(shapes[0]) == KILL_SHAPE + 1, "the run's shapes, then the kill mode's");
 
 static const char *bdf[2];
 
@@ -462,15 +483,392 @@ out:
 	free(want);
 }
 
+/* ---- kill: writers SIGKILLed at random points -------------------------------------------- */
+
+/* Rounds of the kill mode, and the time they may take in all: a round starts only while the
+ * longest one so far still fits. run.sh wants at least 10. */
+#define KILL_ROUNDS 20
+#define KILL_SECONDS 60.0
+/* Reports the parent awaits before a round's kill: 0 to KILL_MAX_REPORTS - 1. */
+#define KILL_MAX_REPORTS 8
+/* A report may take a put's deadline and then some. */
+#define KILL_REPORT_WAIT_MS ((int)(IO_TIMEOUT_NS / 1000000ull) + 10000)
+/* How long an open may keep getting -EBUSY from VFIO after a writer died. */
+#define KILL_EBUSY_NS (10ull * 1000000000ull)
+
+/* A store over both controllers, opened in this process. */
+struct kill_stack {
+	struct gio_ctx *ctx[2];
+	struct gio_kv_store *st;
+};
+
+/* Closes the store, then the contexts: the first failure, or 0. */
+static int kill_stack_close(struct kill_stack *k)
+{
+	int first = 0, d, rc;
+	if (k->st)
+		first = gio_kv_store_close(k->st);
+	k->st = NULL;
+	for (d = 0; d < 2; d++) {
+		if (k->ctx[d] && (rc = gio_ctx_close(k->ctx[d])) && !first)
+			first = rc;
+		k->ctx[d] = NULL;
+	}
+	return first;
+}
+
+/* Opens both controllers and the kill shape's store over them (create: a new one). A writer's
+ * VFIO group and device may stay busy for a while after it was killed, until the kernel has
+ * released them: an open refused with -EBUSY is tried again every 10 ms for up to
+ * KILL_EBUSY_NS, each refusal counted in *retries and the time spent in *waited_s. 0, or the
+ * failure with nothing left open. */
+static int kill_stack_open(struct kill_stack *k, int create, uint32_t *retries, double *waited_s)
+{
+	const struct gio_kv_store_params p = params_of(&shapes[KILL_SHAPE]);
+	const uint64_t t0 = gio_host_now_ns(), deadline = gio_deadline_in(KILL_EBUSY_NS);
+	int d, rc = 0;
+	memset(k, 0, sizeof(*k));
+	for (d = 0; d < 2 && !rc; d++)
+		while ((rc = open_ctx(bdf[d], &k->ctx[d])) == -EBUSY && !gio_deadline_passed(deadline)) {
+			(*retries)++;
+			gio_host_sleep_ns(10000000ull);
+		}
+	*waited_s = (double)(gio_host_now_ns() - t0) / 1e9;
+	if (!rc)
+		rc = create ? gio_kv_store_create(k->ctx, 2, &p, &k->st) : gio_kv_store_open(k->ctx, 2, &p, &k->st);
+	if (rc)
+		kill_stack_close(k);
+	return rc;
+}
+
+/* The writer (a forked child): its own contexts and store, nothing of the parent's; keys from
+ * `first` to `limit` put one after another, each reported on fd after its put returned 0 and
+ * before the next put starts; then it waits to be killed. A failure exits with its own status
+ * and says why on stderr. */
+static void __attribute__((noreturn)) kill_writer(int fd, uint32_t first, uint32_t limit, pid_t parent)
+{
+	unsigned char *buf = malloc(chunk_bytes(&shapes[KILL_SHAPE]));
+	struct kill_stack k;
+	uint32_t retries = 0, i;
+	double waited;
+	int rc;
+	prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a parent that died */
+	if (getppid() != parent || !buf)
+		_exit(20);
+	rc = kill_stack_open(&k, 0, &retries, &waited);
+	if (rc) {
+		fprintf(stderr, "writer: opening the store: %d (%s)\n", rc, gio_last_error());
+		_exit(21);
+	}
+	if (retries) /* the parent counts its own; the log shows the writer's */
+		fprintf(stderr, "writer: opened after %u EBUSY retries, %.2f s\n", retries, waited);
+	if (!gio_kill_write_u64(fd, GIO_KILL_OPENED))
+		_exit(22);
+	for (i = first; i < limit; i++) {
+		rc = put_one(k.st, KILL_SHAPE, i, buf);
+		if (rc) {
+			fprintf(stderr, "writer: put of chunk %u: %d (%s)\n", i, rc, gio_last_error());
+			_exit(23);
+		}
+		if (!gio_kill_write_u64(fd, i))
+			_exit(24);
+	}
+	for (;;) /* the store holds every key it can without an eviction: killed here */
+		pause();
+}
+
+/* splitmix64: the kill points, from the printed seed. */
+static uint64_t kill_rand(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* What the parent knows of the writers: reported[k], key k's put returned 0; served[k], whether
+ * the last check found key k; keys below next may have been put, none at or above it was. */
+struct kill_history {
+	unsigned char *reported, *served;
+	uint32_t next, reported_total;
+};
+
+/* Checks a store just reopened after a kill against h, over capacity slots that no put had to
+ * evict for (the writers stop before the store is full): every reported key served with exactly
+ * its bytes; any other key served (the put in flight at a kill) with exactly its bytes too; no
+ * key served that was never put; a key below `first` (checked after an earlier kill) served now
+ * exactly when it was then; the counters agree. Records in h->served what it found; 0, or -1 with
+ * what broke in why. */
+static int kill_check(struct gio_kv_store *st, struct kill_history *h, uint32_t first, uint64_t capacity,
+		      unsigned char *got, unsigned char *want, char *why, size_t why_len)
+{
+	const uint64_t len = chunk_bytes(&shapes[KILL_SHAPE]);
+	struct gio_kv_store_stats info;
+	uint32_t k, hits = 0;
+	gio_kv_store_info(st, &info);
+	if (info.capacity != capacity || info.valid + info.free != info.capacity || info.pinned || info.duplicates ||
+	    info.refused || info.unreadable || info.evictions) {
+		snprintf(why, why_len,
+			 "counters after the open: capacity %" PRIu64 " (want %" PRIu64 "), valid %" PRIu64 ", free %" PRIu64
+			 ", pinned %" PRIu64 ", duplicates %" PRIu64 ", refused %" PRIu64 ", unreadable %" PRIu64
+			 ", evictions %" PRIu64,
+			 info.capacity, capacity, info.valid, info.free, info.pinned, info.duplicates, info.refused,
+			 info.unreadable, info.evictions);
+		return -1;
+	}
+	for (k = 0; k <= h->next; k++) {
+		const int rep = k < h->next && h->reported[k];
+		int rc;
+		memset(got, 0xa5, len);
+		rc = gio_kv_store_get(st, key_of(KILL_SHAPE, k), got, len);
+		if (rc < 0) {
+			snprintf(why, why_len, "get of chunk %u: %d (%s)", k, rc, gio_last_error());
+			return -1;
+		}
+		if (rc == 0 && rep) {
+			snprintf(why, why_len, "chunk %u, committed (its put returned 0), is not served", k);
+			return -1;
+		}
+		if (k < first && rc != h->served[k]) {
+			snprintf(why, why_len, "chunk %u was %s after an earlier kill and is %s now", k,
+				 h->served[k] ? "served" : "not served", rc ? "served" : "not served");
+			return -1;
+		}
+		h->served[k] = (unsigned char)rc;
+		if (rc == 0)
+			continue;
+		hits++;
+		if (k >= h->next) {
+			snprintf(why, why_len, "chunk %u served but never put (chunks put: below %u)", k, h->next);
+			return -1;
+		}
+		gen(key_of(KILL_SHAPE, k), want, len);
+		if (memcmp(got, want, len)) {
+			uint64_t b = 0;
+			while (got[b] == want[b])
+				b++;
+			snprintf(why, why_len,
+				 "chunk %u (%s) served with other bytes: first at byte %" PRIu64 " of %" PRIu64 ", 0x%02x for 0x%02x",
+				 k, rep ? "committed" : "in flight at the kill", b, len, got[b], want[b]);
+			return -1;
+		}
+	}
+	if (hits != info.valid) {
+		snprintf(why, why_len, "%" PRIu64 " chunks valid but %u of chunks 0-%u served", info.valid, hits, h->next);
+		return -1;
+	}
+	return 0;
+}
+
+/* What the kill rounds saw, for the KILL line. */
+struct kill_counts {
+	uint32_t rounds, failed, in_flight_committed, in_flight_lost, idle, retries;
+	double longest_wait_s;
+};
+
+/* Reads reports from fd until end of file (r == 0 when it ended so), each the key after the last
+ * (*last: one past the last key reported). 0, or -1 with what was wrong in why. */
+static int kill_read_reports(int fd, uint32_t want_n, struct kill_history *h, uint32_t *last, double *put_s_sum,
+			     uint32_t *put_n, char *why, size_t why_len)
+{
+	double t = now_s();
+	uint64_t v = 0;
+	uint32_t j;
+	int r;
+	for (j = 0; j < want_n || want_n == UINT32_MAX; j++) {
+		r = gio_kill_read_u64(fd, &v, KILL_REPORT_WAIT_MS);
+		if (r == 0 && want_n == UINT32_MAX)
+			return 0;
+		if (r != 1) {
+			snprintf(why, why_len, "the writer stopped after %u reports (read %d)", j, r);
+			return -1;
+		}
+		if (v != *last) {
+			snprintf(why, why_len, "the writer reported chunk %" PRIu64 ", want %u", v, *last);
+			return -1;
+		}
+		h->reported[v] = 1;
+		h->reported_total++;
+		*last = (uint32_t)v + 1;
+		if (want_n != UINT32_MAX) { /* reports awaited one by one: the time of a put */
+			const double n = now_s();
+			*put_s_sum += n - t;
+			(*put_n)++;
+			t = n;
+		}
+	}
+	return 0;
+}
+
+/* One round: a writer forked, killed after `target` reports and then frac of a put's time, the
+ * store reopened and checked. 0 when the round passed. */
+static int kill_round(uint32_t round, uint32_t target, double frac, uint32_t limit, uint64_t capacity,
+		      struct kill_history *h, struct kill_counts *c, double *put_s_sum, uint32_t *put_n,
+		      unsigned char *got, unsigned char *want)
+{
+	const uint32_t first = h->next;
+	struct kill_stack k;
+	char why[256] = "", how[64] = "not started", name[32];
+	const pid_t parent = getpid();
+	uint32_t last = first, retries = 0;
+	double delay_s = 0, put_s, waited = 0;
+	int fds[2], status = 0, rc = -1, in_flight_served;
+	uint64_t v = 0;
+	pid_t pid;
+	snprintf(name, sizeof(name), "kill.round-%u", round);
+	if (pipe2(fds, O_CLOEXEC)) {
+		CHECK(name, 0, "pipe2: %s", strerror(errno));
+		return -1;
+	}
+	fflush(stdout); /* nothing buffered for the child to print again */
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		kill_writer(fds[1], first, limit, parent);
+	}
+	close(fds[1]);
+	if (pid < 0) {
+		close(fds[0]);
+		CHECK(name, 0, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (gio_kill_read_u64(fds[0], &v, KILL_REPORT_WAIT_MS) != 1 || v != GIO_KILL_OPENED)
+		snprintf(why, sizeof(why), "the writer did not open the store");
+	else if (!kill_read_reports(fds[0], target, h, &last, put_s_sum, put_n, why, sizeof(why)))
+		rc = 0;
+	put_s = *put_n ? *put_s_sum / *put_n : 0.02;
+	if (!rc) {
+		delay_s = frac * put_s;
+		gio_host_sleep_ns((uint64_t)(delay_s * 1e9));
+	}
+	kill(pid, SIGKILL);
+	if (waitpid(pid, &status, 0) == pid)
+		gio_kill_status_str(status, how, sizeof(how));
+	else
+		snprintf(how, sizeof(how), "not reaped: %s", strerror(errno));
+	/* Whatever it reported before it died, to the end of the pipe. */
+	if (!rc && kill_read_reports(fds[0], UINT32_MAX, h, &last, put_s_sum, put_n, why, sizeof(why)))
+		rc = -1;
+	close(fds[0]);
+	if (!rc && !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) {
+		snprintf(why, sizeof(why), "the writer %s, want killed by signal %d", how, SIGKILL);
+		rc = -1;
+	}
+	/* The chunk after the last reported may have been in flight: committed or not, both are
+	 * right. Later rounds start above it, so no key is put twice. */
+	h->next = last < limit ? last + 1 : last;
+	if (!rc) {
+		rc = kill_stack_open(&k, 0, &retries, &waited);
+		c->retries += retries;
+		if (waited > c->longest_wait_s)
+			c->longest_wait_s = waited;
+		if (rc)
+			snprintf(why, sizeof(why), "reopen: %d (%s)", rc, gio_last_error());
+		else {
+			int closed;
+			rc = kill_check(k.st, h, first, capacity, got, want, why, sizeof(why));
+			closed = kill_stack_close(&k);
+			if (!rc && closed) {
+				snprintf(why, sizeof(why), "close after the check: %d (%s)", closed, gio_last_error());
+				rc = closed;
+			}
+		}
+	}
+	/* The chunk in flight at the kill: committed or not (both right), or none. */
+	in_flight_served = last < limit ? h->served[last] : -1;
+	if (!rc) {
+		c->idle += in_flight_served < 0;
+		c->in_flight_committed += in_flight_served == 1;
+		c->in_flight_lost += in_flight_served == 0;
+	}
+	printf("  round %u: chunks from %u, killed %.1f ms after report %u (a put takes %.1f ms), %u committed, "
+	       "in flight: %s; the writer %s; reopen: %u EBUSY retries, %.2f s\n",
+	       round, first, delay_s * 1e3, target, put_s * 1e3, last - first,
+	       in_flight_served < 0 ? "none (every chunk the store holds put)"
+				    : in_flight_served ? "committed" : "not committed",
+	       how, retries, waited);
+	CHECK(name, rc == 0, "%s", why);
+	return rc;
+}
+
+/* The kill mode: a store of the kill shape formatted over both controllers, then rounds of
+ * kill_round() until KILL_ROUNDS or KILL_SECONDS; a KILL line with what they saw. Seed: from
+ * GIO_QEMU_KILL_SEED, else the clock. */
+static void kill_run(void)
+{
+	const char *env = getenv("GIO_QEMU_KILL_SEED");
+	const uint64_t len = chunk_bytes(&shapes[KILL_SHAPE]);
+	uint64_t seed = env && *env ? strtoull(env, NULL, 0) : gio_host_now_ns() ^ ((uint64_t)getpid() << 32), rng;
+	unsigned char *got = malloc(len), *want = malloc(len);
+	struct kill_history h;
+	struct kill_counts c;
+	struct kill_stack k;
+	struct gio_kv_store_stats info;
+	double t0 = now_s(), longest = 0, waited = 0, put_s_sum = 0;
+	uint32_t limit, put_n = 0;
+	int rc;
+	memset(&h, 0, sizeof(h));
+	memset(&c, 0, sizeof(c));
+	rng = seed;
+	printf("== kill: seed %" PRIu64 " (GIO_QEMU_KILL_SEED), up to %d rounds in %.0f s\n", seed, KILL_ROUNDS, KILL_SECONDS);
+	CHECK("kill.memory", got && want, "no memory for two %" PRIu64 "-byte chunks", len);
+	if (!got || !want)
+		goto out;
+	rc = kill_stack_open(&k, 1, &c.retries, &waited);
+	CHECK("kill.create", rc == 0, "gio_kv_store_create over %s and %s: %d", bdf[0], bdf[1], rc);
+	if (rc)
+		goto out;
+	gio_kv_store_info(k.st, &info);
+	rc = kill_stack_close(&k);
+	CHECK("kill.create.close", rc == 0, "closing the new store: %d", rc);
+	/* Keys below the capacity fit without an eviction: every committed one must stay. */
+	limit = (uint32_t)info.capacity;
+	h.reported = calloc(limit + 1, 1);
+	h.served = calloc(limit + 1, 1);
+	CHECK("kill.create.capacity", h.reported && h.served && limit >= KILL_ROUNDS * KILL_MAX_REPORTS,
+	      "%u slots, want at least %d (every round's reports without an eviction)", limit,
+	      KILL_ROUNDS * KILL_MAX_REPORTS);
+	if (rc || !h.reported || !h.served || limit < KILL_ROUNDS * KILL_MAX_REPORTS)
+		goto out;
+	while (c.rounds < KILL_ROUNDS && now_s() - t0 + longest <= KILL_SECONDS) {
+		const double r0 = now_s();
+		uint32_t target = (uint32_t)(kill_rand(&rng) % KILL_MAX_REPORTS);
+		const double frac = 1.5 * (double)(kill_rand(&rng) >> 11) / 9007199254740992.0; /* [0, 1.5) */
+		if (target > limit - h.next) /* the writer puts no key at or above limit */
+			target = limit - h.next;
+		c.failed += kill_round(c.rounds, target, frac, limit, info.capacity, &h, &c, &put_s_sum, &put_n, got, want) != 0;
+		c.rounds++;
+		if (now_s() - r0 > longest)
+			longest = now_s() - r0;
+	}
+out:
+	printf("KILL seed=%" PRIu64 " rounds=%u failed=%u seconds=%.1f committed=%u in_flight_committed=%u "
+	       "in_flight_lost=%u idle=%u ebusy_retries=%u longest_reopen_wait=%.2f\n",
+	       seed, c.rounds, c.failed, now_s() - t0, h.reported_total, c.in_flight_committed, c.in_flight_lost, c.idle,
+	       c.retries, c.longest_wait_s);
+	free(h.reported);
+	free(h.served);
+	free(got);
+	free(want);
+}
+
 int main(int argc, char **argv)
 {
 	struct gio_ctx *ctx[2] = {NULL, NULL};
 	const int run = argc == 4 && !strcmp(argv[1], "run"), reopen = argc == 4 && !strcmp(argv[1], "reopen");
+	const int kill_mode = argc == 4 && !strcmp(argv[1], "kill");
 	int d, rc = 0;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (!run && !reopen) {
-		fprintf(stderr, "usage: %s run|reopen BDF0 BDF1\n", argv[0]);
+	if (!run && !reopen && !kill_mode) {
+		fprintf(stderr, "usage: %s run|reopen|kill BDF0 BDF1\n", argv[0]);
 		return 2;
+	}
+	if (kill_mode) { /* its contexts are opened round by round: none may be open at a fork */
+		bdf[0] = argv[2];
+		bdf[1] = argv[3];
+		kill_run();
+		printf("RESULT kv-store-kill pass=%d fail=%d\n", npass, nfail);
+		return nfail != 0 || npass == 0;
 	}
 	for (d = 0; d < 2; d++) {
 		struct gio_ns_info info;
