@@ -103,6 +103,13 @@ struct gio_tgt_queue {
 	uint32_t head_seen;     /**< CQ: its head doorbell as last read (entries below it are consumed). */
 };
 
+/** @brief The GPU executor's SSD timing model's clock (%globaltimer ns; all 0 at start). */
+struct gio_tgt_model_clock {
+	unsigned long long busy_ns;   /**< When the device's booked transfers end: its one timeline. */
+	unsigned long long reads_ns;  /**< When its last booked read ends. */
+	unsigned long long writes_ns; /**< When its last booked write ends. */
+};
+
 /** @brief Controller state kept by the target. */
 struct gio_tgt {
 	struct gio_tgt_bar *bar;                    /**< Shared registers and doorbells. */
@@ -121,8 +128,7 @@ struct gio_tgt {
 	uint32_t scope;      /**< Ordering scope of its ring accesses (GIO_SCOPE_SYS unless every
 			          producer runs on the GPU that executes it: GIO_SCOPE_GPU). */
 	uint32_t rsvd;       /**< Zero. */
-	unsigned long long model_busy_ns; /**< GPU executor's SSD timing model: when the device's
-					       modelled transfers end (%globaltimer ns; 0 at start). */
+	struct gio_tgt_model_clock model; /**< GPU executor's SSD timing model. */
 };
 
 /** @brief Totals of the per-queue counters (gio_tgt_get_stats()). */

@@ -174,15 +174,18 @@ __device__ inline void gio__gpu_move_round(const struct gio_tgt_io_rules *rules,
 }
 
 /* Books a round's bytes (rd, wr: this lane's) on the device's timeline and returns, on every lane,
- * when their modelled transfer ends. The device is one timeline for all its warps (dev_busy: when
- * its booked transfers end), so that it gives its bandwidth however many queues are busy, as a
+ * when their modelled transfer ends. The device is one timeline for all its warps (clock->busy_ns:
+ * when its booked transfers end), so that it gives its bandwidth however many queues are busy, as a
  * drive does (a per-warp share of it gave one busy queue 1/nwarps of it). A round is booked when
  * its commands are fetched, before their data moves: a drive's transfer starts when it takes the
  * command, and the move here is that transfer, so booking after it would add the copy's time to
- * the modelled one and leave the timeline idle while warps copy. The rate is the round's: mixed
- * where the round holds reads and writes. */
+ * the modelled one and leave the timeline idle while warps copy. The rate is the mixed one where
+ * reads and writes are in flight at once: the round holds both, or it reads while a booked write
+ * has not ended (or writes while a read has not), whichever queue booked it; a drive's reads and
+ * writes share its mixed bandwidth then. A round booked alone keeps its own rate even if the other
+ * direction arrives during it: a drive cannot know what comes next either. */
 __device__ inline uint64_t gio__gpu_model_book(const struct gio_ssd_model *model, uint64_t rd, uint64_t wr,
-					       unsigned long long *dev_busy)
+					       struct gio_tgt_model_clock *clock)
 {
 	for (int o = 16; o; o >>= 1) {
 		rd += __shfl_xor_sync(0xffffffffu, rd, o);
@@ -190,16 +193,23 @@ __device__ inline uint64_t gio__gpu_model_book(const struct gio_ssd_model *model
 	}
 	unsigned long long end = 0;
 	if ((threadIdx.x & 31u) == 0 && rd + wr) {
-		const float gbps = rd && wr ? model->mixed_gbps : wr ? model->write_gbps : model->read_gbps;
 		const uint64_t now = gio_now_ns();
+		const int mixed = (rd && wr) || (rd && *(volatile unsigned long long *)&clock->writes_ns > now) ||
+				  (wr && *(volatile unsigned long long *)&clock->reads_ns > now);
+		const float gbps = mixed ? model->mixed_gbps : wr ? model->write_gbps : model->read_gbps;
 		const uint64_t xfer_ns = gbps > 0 ? (uint64_t)((double)(rd + wr) / gbps) : 0;
-		unsigned long long old = *(volatile unsigned long long *)dev_busy;
+		unsigned long long old = *(volatile unsigned long long *)&clock->busy_ns;
 		for (;;) { /* this round's slot on the device's timeline */
-			const unsigned long long prev = atomicCAS(dev_busy, old, end = (old > now ? old : now) + xfer_ns);
+			const unsigned long long prev =
+				atomicCAS(&clock->busy_ns, old, end = (old > now ? old : now) + xfer_ns);
 			if (prev == old)
 				break;
 			old = prev;
 		}
+		if (rd)
+			atomicMax(&clock->reads_ns, end);
+		if (wr)
+			atomicMax(&clock->writes_ns, end);
 	}
 	return __shfl_sync(0xffffffffu, (uint64_t)end, 0);
 }
@@ -223,7 +233,7 @@ __device__ inline void gio__gpu_model_hold(uint64_t done)
 __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct gio_tgt_io_rules *rules, uint16_t qid,
 					       struct gio_tgt_queue *sq, struct gio_tgt_queue *cq, uint32_t tail,
 					       unsigned char *backing, uint32_t flags, const struct gio_ssd_model *model,
-					       unsigned long long *dev_busy, uint64_t *prof)
+					       struct gio_tgt_model_clock *clock, uint64_t *prof)
 {
 	const unsigned lane = threadIdx.x & 31u;
 	uint64_t t0 = prof && lane == 0 ? gio_now_ns() : 0, t1 = 0, tdata = 0, data_ns = 0;
@@ -286,7 +296,7 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 		const int moves = mine && st[r] == 0 && io.bytes && io.opc != GIO_NVM_OPC_FLUSH;
 		if (flags & GIO_GPU_MODEL) {
 			const uint64_t end = gio__gpu_model_book(model, moves && !io.is_write ? io.bytes : 0,
-								 moves && io.is_write ? io.bytes : 0, dev_busy);
+								 moves && io.is_write ? io.bytes : 0, clock);
 			model_done = end > model_done ? end : model_done;
 		}
 		if (prof) {
@@ -451,7 +461,7 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 				const uint32_t n = gio__gpu_serve_warp(t, rules, sqid, local ? &env->sq[k] : &t->sq[sqid],
 								       local ? &env->cq[k] : &t->cq[cqid],
 								       __shfl_sync(0xffffffffu, tail, k), backing, flags, model,
-								       &t->model_busy_ns, pr);
+								       &t->model, pr);
 				did += n;
 				batches += n ? 1 : 0;
 			}

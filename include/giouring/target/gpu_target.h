@@ -24,7 +24,8 @@
  * command's data pointer, PRP lists and SGL segments against the registered regions before it
  * reaches the ring, and refuses one outside with `-EFAULT`: giouring/ring/check.h), and the SSD timing model
  * (docs/design.md, "Targets"): `model_read_gbps`, `model_write_gbps`, `model_mixed_gbps` (device
- * bandwidth; the mixed figure applies to a batch holding both), `model_lat_us` (per-command
+ * bandwidth; the mixed figure is both directions' together while reads and writes are in
+ * flight at once on the device, by default the smaller of the two), `model_lat_us` (per-command
  * latency). With a model, completions are held until the modelled time: figures measured with it
  * are **modelled**, and must say so. The queue pairs are for producers on this GPU only.
  *
