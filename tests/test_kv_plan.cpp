@@ -569,6 +569,9 @@ TEST_CASE("plan: bad input gets -EINVAL naming the problem", "[kv][io_uring]")
 	CHECK(gio_kv_plan_run_layer(r.plan, 0, 0) == -EINVAL); // a load call on a save batch
 	REQUIRE(gio_kv_plan_run_layer(r.plan, 0, 1) == 0);
 	CHECK(gio_kv_plan_run_layer(r.plan, 0, 1) == -EALREADY);
+	// Only a GPU-engine launcher takes a layer back: a CPU plan's layer is queued, never launched.
+	CHECK(gio_kv_plan_layer_cancel(r.plan, 0) == -EINVAL);
+	CHECK(gio_kv_plan_layer_cancel(nullptr, 0) == -EINVAL);
 	// Layers 1..3 never ran: nothing commits, the slots go back.
 	std::vector<gio_kv_io_result> res(2);
 	CHECK(gio_kv_plan_finish(r.plan, res.data(), 0) == -ECANCELED);

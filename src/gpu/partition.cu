@@ -19,8 +19,11 @@
 
 namespace {
 
-// Green contexts as CUDA 12.4 defined them, the first release with all of these calls.
-constexpr unsigned kDriverApi = 12040;
+// Each call in the ABI of the cuda.h it was compiled against (CUdevResource's layout is that
+// header's), which a driver older than the runtime would lack: -EOPNOTSUPP then. (Asked for at
+// CUDA 12.4's, the first with green contexts, driver 580 refused cuGreenCtxStreamCreate as
+// newer than that.)
+constexpr unsigned kDriverApi = CUDA_VERSION;
 // How long destroy waits for a side's stream to drain before it gives up (and keeps everything).
 constexpr uint64_t kDrainTimeoutNs = 10ull * 1000000000ull;
 
@@ -51,7 +54,7 @@ template <typename F> bool entry(const char *name, F *fn)
 	const cudaError_t e = cudaGetDriverEntryPointByVersion(name, &p, kDriverApi, cudaEnableDefault, &q);
 	if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || !p) {
 		if (!g_why[0])
-			snprintf(g_why, sizeof(g_why), "the CUDA driver has no %s (green contexts need CUDA 12.4): %s", name,
+			snprintf(g_why, sizeof(g_why), "the CUDA driver has no %s of CUDA %u's API: %s", name, kDriverApi,
 				 e != cudaSuccess ? cudaGetErrorString(e)
 				 : q == cudaDriverEntryPointVersionNotSufficent ? "driver too old"
 										 : "symbol not found");

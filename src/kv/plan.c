@@ -612,6 +612,17 @@ int gio_kv_plan_layer_begin(struct gio_kv_plan *pl, uint32_t layer, int write, v
 	return 1;
 }
 
+int gio_kv_plan_layer_cancel(struct gio_kv_plan *pl, uint32_t layer)
+{
+	/* No gio__clear_error(): the failed launch's message is what the caller reports. */
+	if (!pl || pl->batch == BATCH_NONE || layer >= pl->shape.layers || pl->p.engine != GIO_KV_ENGINE_GPU)
+		return -EINVAL;
+	if (!pl->ran[layer])
+		return -ENOENT;
+	pl->ran[layer] = 0;
+	return 0;
+}
+
 int gio_kv_plan_run_layer(struct gio_kv_plan *pl, uint32_t layer, int write)
 {
 	if (pl && pl->p.engine == GIO_KV_ENGINE_GPU)

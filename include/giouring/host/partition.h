@@ -15,8 +15,8 @@
  * (the driver's minSmPartitionSize and smCoscheduledAlignment: 8 and 8 on Hopper), so the I/O
  * partition asked for is rounded up to them; the compute partition gets every other SM.
  *
- * Where green contexts are unavailable (a driver or runtime before CUDA 12.4, a GPU that cannot
- * split, a device with too few SMs), gio_sm_partition_create() fails with `-EOPNOTSUPP` and a
+ * Where green contexts are unavailable (a driver older than the CUDA the library was built with, a
+ * GPU that cannot split), gio_sm_partition_create() fails with `-EOPNOTSUPP` and a
  * message that says why; with ::GIO_SM_PARTITION_FALLBACK it gives ordinary streams instead
  * (`isolated` 0), and everything in the library runs on them unchanged.
  *

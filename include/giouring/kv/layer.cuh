@@ -134,8 +134,29 @@ static inline int gio__kv_layer(struct gio_kv_plan *plan, uint32_t layer, int wr
 	int rc = gio_kv_plan_layer_begin(plan, layer, write, (void *)stream, &l);
 	if (rc <= 0)
 		return rc; /* an error, or the CPU engine took it */
+	/* Blocks no larger than the kernel allows (its registers bound them below the device's 1024
+	 * threads): the same warps in more blocks, since each warp takes its groups by its index in
+	 * the grid. Looked up once per program. */
+	static int max_threads;
+	if (!max_threads) {
+		struct cudaFuncAttributes fa;
+		const cudaError_t e = cudaFuncGetAttributes(&fa, gio_kv_layer_kernel<0>);
+		if (e != cudaSuccess) {
+			gio_kv_plan_layer_cancel(plan, layer);
+			return gio__kv_launch_rc(e, "gio_kv_load_layer/save_layer: cudaFuncGetAttributes of the I/O kernel");
+		}
+		max_threads = fa.maxThreadsPerBlock / 32 * 32;
+	}
+	if (l.threads > (uint32_t)max_threads) {
+		const uint32_t warps = l.ctas * (l.threads / 32u), per = (uint32_t)max_threads / 32u;
+		l.ctas = (warps + per - 1) / per;
+		l.threads = (uint32_t)max_threads;
+	}
 	gio_kv_layer_kernel<<<l.ctas, l.threads, 0, stream>>>(l.view, layer);
-	return gio__kv_launch_rc(cudaGetLastError(), write ? "gio_kv_save_layer" : "gio_kv_load_layer");
+	const cudaError_t e = cudaGetLastError();
+	if (e != cudaSuccess)
+		gio_kv_plan_layer_cancel(plan, layer); /* it never ran: finish must not wait for it */
+	return gio__kv_launch_rc(e, write ? "gio_kv_save_layer" : "gio_kv_load_layer");
 }
 /** @endcond */
 

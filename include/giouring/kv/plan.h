@@ -58,7 +58,7 @@ struct gio_kv_plan_params {
 	uint32_t max_requests; /**< Most requests of one batch, at least 1. */
 	uint32_t blocks;       /**< Blocks of the pool (the P2P tables' `layer x blocks + block` entries). */
 	uint32_t io_ctas;      /**< GPU: thread blocks of the I/O kernel, one per SM (0: 8). */
-	uint32_t io_warps;     /**< GPU: warps per thread block, 1 to 32 (0: 8). */
+	uint32_t io_warps;     /**< GPU: warps per thread block, 1 to 32 (0: 8); where the kernel's registers hold fewer, the launch gives the same warps in more blocks. */
 	uint32_t scope;        /**< GPU: GIO_SCOPE_GPU (0) or GIO_SCOPE_SYS for the layer words (sys where a
 				    waiter runs on another device). */
 	uint64_t timeout_ns;   /**< Deadline of each command group (0: the store's). */
@@ -173,6 +173,19 @@ struct gio_kv_plan_launch {
  */
 int gio_kv_plan_layer_begin(struct gio_kv_plan *plan, uint32_t layer, int write, void *stream,
 			    struct gio_kv_plan_launch *l);
+
+/**
+ * @brief Takes back a gio_kv_plan_layer_begin() whose launch failed: the layer counts as not run
+ * in this batch (finish waits for it no more; a save's chunks are then given back, `-ECANCELED`).
+ * @param plan   the plan, with a batch open.
+ * @param layer  the layer begun.
+ * @return 0; `-EINVAL` (no batch open, layer out of range, a CPU-engine plan: its layers are
+ *         queued to its thread, never launched); `-ENOENT` (the layer was not begun).
+ *
+ * The plan's thread, right after the failed launch, before anything else of the batch. Leaves
+ * gio_last_error() alone, so that the launch's message stays.
+ */
+int gio_kv_plan_layer_cancel(struct gio_kv_plan *plan, uint32_t layer);
 
 /**
  * @brief Runs layer @p layer of the batch with the plan's engine, the CPU engine's form of
