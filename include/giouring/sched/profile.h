@@ -405,6 +405,8 @@ GIO_HD int gio_sched_profile_fold(struct gio_sched_profile *t)
 	if (!t || t->layers > GIO_SCHED_LAYERS_MAX || t->ninput > GIO_SCHED_AXIS_MAX || t->nprefix > GIO_SCHED_AXIS_MAX)
 		return -EINVAL;
 	for (l = 0; l < t->layers; l++) {
+		if (t->factor[l] == 1.0)
+			continue; /* exact: a double holds only 53 bits of a time */
 		for (i = 0; i < t->ninput; i++)
 			for (p = 0; p < t->nprefix; p++) {
 				c = gio_sched_profile_cell(l, i, p);
