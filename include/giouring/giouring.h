@@ -12,7 +12,9 @@
  * 4. `giouring/host/`: the host library's API (ctx.h, version.h), linked from `giouring::host`;
  * 5. `giouring/kv/` above them: the store's format (format.h), the store (store.h), and the
  *    per-layer load and save of planned batches (io.h, plan.h; the GPU engine's kernel is
- *    `giouring/kv/layer.cuh`, CUDA only).
+ *    `giouring/kv/layer.cuh`, CUDA only);
+ * 6. `giouring/sched/`: the slack-aware I/O scheduler's decisions (sched.h) and slack profile
+ *    (profile.h), pure (`GIO_HD`), and the profiler and its file (profiler.h, host library).
  *
  * Not included here: the device verbs (`giouring/device/verbs.cuh`, CUDA only) and the software
  * NVMe target (`giouring/target/`), which an engine needs only to emulate a controller.
@@ -53,5 +55,9 @@
 #include "kv/io.h"
 #include "kv/plan.h"
 #include "kv/store.h"
+
+#include "sched/profile.h"
+#include "sched/profiler.h"
+#include "sched/sched.h"
 
 #endif /* GIOURING_GIOURING_H */
