@@ -425,7 +425,8 @@ TEST_CASE("sched: bad input is refused with the reason and the device or item", 
 
 TEST_CASE("sched: the naive policy, same model: a device read and written at once collapses", "[sched]")
 {
-	// The drive measured: 29 GB/s reading alone, 12 writing alone, 12 both together.
+	// The figures cited for one drive (not measured here): 29 GB/s reading alone, 12 writing
+	// alone, 12 both together.
 	const gio_sched_config c = config(1, 29, 12, 12);
 	Backlog b;
 	b.push(item(1, {12000000})); // 12 MB: 1 ms alone

@@ -9,8 +9,9 @@
  * 1. **Reads first, all of them.** A slot's reads (the next layer's KV) are on the critical path:
  *    every one is issued at the slot's start, alone on its device. Reads that outlast the slack
  *    delay the next layer: that excess is the predicted **bubble**, the stall the engine will see.
- * 2. **Never read and write one device at once.** A drive that does both collapses (measured on
- *    one: 29 GB/s read alone, 12 GB/s write alone, about 12 GB/s together). A write on a device
+ * 2. **Never read and write one device at once.** A drive that does both collapses (figures cited
+ *    by the design this follows, not measured here: 29 GB/s read alone, 12 GB/s write alone,
+ *    about 12 GB/s together). A write on a device
  *    starts only after that device's reads end (gio_sched_config::gate: after every read of the
  *    slot, or after those of the devices the write touches).
  * 3. **Writes only in slack.** Deferred writes (offloads of newly computed KV, one backlog item
