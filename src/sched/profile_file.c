@@ -157,7 +157,7 @@ int gio_sched_profile_save(const char *path, const struct gio_sched_profile *t, 
 	struct text txt = {NULL, 0, 0, 0};
 	char *tmp = NULL;
 	uint32_t reason;
-	int rc, fd = -1;
+	int rc, fd = -1, created = 0; /* created: tmp names a file of ours, to remove on failure */
 
 	gio__clear_error();
 	if (!path || !t || !id)
@@ -180,7 +180,7 @@ int gio_sched_profile_save(const char *path, const struct gio_sched_profile *t, 
 		goto out;
 	}
 	/* mkstemp's file is 0600; a profile is no secret, and engines may run as other users. */
-	if ((fd = mkstemp(tmp)) < 0 || fchmod(fd, 0644)) {
+	if ((fd = mkstemp(tmp)) < 0 || !(created = 1) || fchmod(fd, 0644)) {
 		rc = gio__fail(-errno, "gio_sched_profile_save: creating %s: %s", tmp, strerror(errno));
 		goto out;
 	}
@@ -198,16 +198,14 @@ int gio_sched_profile_save(const char *path, const struct gio_sched_profile *t, 
 		rc = gio__fail(-errno, "gio_sched_profile_save: renaming %s to %s: %s", tmp, path, strerror(errno));
 		goto out;
 	}
-	free(tmp);
-	tmp = NULL;
+	created = 0;
 	rc = 0;
 out:
 	if (fd >= 0)
 		close(fd);
-	if (tmp) {
+	if (created)
 		unlink(tmp);
-		free(tmp);
-	}
+	free(tmp);
 	free(txt.p);
 	free(folded);
 	return rc;
