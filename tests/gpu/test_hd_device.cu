@@ -1,8 +1,9 @@
 // Every GIO_HD function compiled for the GPU and run there, compared byte for byte with the same
-// call on the host. Without a GPU it compiles (so device code cannot rot) and exits 77, which
+// call on the host (the scheduler's too: sched/profile.h, sched/sched.h). Without a GPU it compiles (so device code cannot rot) and exits 77, which
 // ctest reports as skipped.
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 
@@ -86,6 +87,91 @@ __host__ __device__ void exercise_kv_format(KvFormatResults *r)
 		r->reason_names[i] = gio_kv_reason_str(i)[0];
 }
 
+// The scheduler: a slack profile (lookups, observations, fold) and slot decisions, slack-aware and
+// naive, over a backlog. Its floating point (bilinear weights, EWMA, bytes / bandwidth) must give
+// the same bits on both: the comparison says whether the device's contraction into fused
+// multiply-adds changes any.
+struct SchedResults {
+	gio_sched_profile prof;
+	gio_sched_estimate est[4];
+	int rc[24];
+	uint32_t reason[4];
+	gio_sched_config cfg;
+	gio_sched_item ring[8];
+	gio_sched_backlog bl; // its ring pointer cleared before the comparison
+	gio_sched_slot slot[3];
+	gio_sched_decision dec[4];
+	gio_sched_write w[4][8];
+	uint64_t xfer[3];
+	char names[24];
+};
+
+__host__ __device__ void exercise_sched(SchedResults *r)
+{
+	const uint32_t in[3] = {128, 1024, 8192}, pre[2] = {0, 32768};
+	r->rc[0] = gio_sched_profile_init(&r->prof, 4, in, 3, pre, 2, &r->reason[0]);
+	r->prof.has_sm = 1;
+	for (uint32_t l = 0; l < 4; l++)
+		for (uint32_t i = 0; i < 3; i++)
+			for (uint32_t p = 0; p < 2; p++) {
+				const uint32_t c = gio_sched_profile_cell(l, i, p);
+				r->prof.slack_ns[c] = 100000u + 1000u * l + 37ull * in[i] + 3ull * pre[p];
+				r->prof.sm[c] = (uint16_t)(4 + l + 3 * i + p);
+			}
+	r->rc[1] = gio_sched_profile_check(&r->prof, &r->reason[1]);
+	r->rc[2] = gio_sched_profile_lookup(&r->prof, 500, 20000, 2, &r->est[0]);
+	r->rc[3] = gio_sched_profile_lookup(&r->prof, 100000, 100000, 3, &r->est[1]);
+	for (uint32_t k = 0; k < 20; k++)
+		r->rc[4] = gio_sched_profile_observe(&r->prof, 700 + 300 * k, 1000 * k, 1,
+						     120000u + 5000u * (k % 3) + 41u * k, &r->reason[2]);
+	r->rc[5] = gio_sched_profile_observe(&r->prof, 700, 1000, 1, 100u * r->est[0].slack_ns, &r->reason[3]);
+	r->rc[6] = gio_sched_profile_lookup(&r->prof, 3000, 5000, 1, &r->est[2]);
+	r->rc[7] = gio_sched_profile_fold(&r->prof);
+	r->rc[8] = gio_sched_profile_lookup(&r->prof, 3000, 5000, 1, &r->est[3]);
+
+	r->cfg.ndevs = 3;
+	r->cfg.gate = GIO_SCHED_GATE_DEVICE;
+	r->cfg.sm_min = 2;
+	r->cfg.sm_max = 8;
+	r->cfg.decode_window_ns = 3000000;
+	for (uint32_t d = 0; d < 3; d++) {
+		r->cfg.dev[d].read_gbps = 7.25 - d;
+		r->cfg.dev[d].write_gbps = 3.1 + 0.3 * d;
+		r->cfg.dev[d].mixed_gbps = 2.9;
+	}
+	r->rc[9] = gio_sched_config_check(&r->cfg, &r->reason[0], &r->reason[1]);
+	r->rc[10] = gio_sched_backlog_init(&r->bl, r->ring, 8, 64ull << 20, 20ull << 20);
+	for (uint32_t k = 0; k < 7; k++) {
+		gio_sched_item it;
+		it.id = 100 + k;
+		for (uint32_t d = 0; d < GIO_SCHED_DEVS_MAX; d++)
+			it.bytes[d] = d < 3 && (k + d) % 3 ? (1ull << 20) * (1 + k) + 4096 * d : 0;
+		r->rc[11 + k] = gio_sched_backlog_push(&r->bl, &it);
+	}
+	for (uint32_t n = 0; n < 3; n++) {
+		for (uint32_t d = 0; d < 3; d++)
+			r->slot[n].read_bytes[d] = (16ull << 20) + 777 * d * n;
+		r->slot[n].phase = n == 2 ? GIO_SCHED_DECODE : GIO_SCHED_PREFILL;
+		r->slot[n].slack_ns = 6000000 + 250000 * n;
+		r->slot[n].sm = 3 * n;
+	}
+	r->rc[18] = gio_sched_plan(&r->cfg, &r->bl, &r->slot[0], r->w[0], 8, &r->dec[0]);
+	r->rc[19] = gio_sched_plan_naive(&r->cfg, &r->bl, &r->slot[0], r->w[1], 8, &r->dec[1]);
+	r->rc[20] = gio_sched_backlog_pop(&r->bl, r->dec[0].nwrites);
+	r->rc[21] = gio_sched_carry(&r->dec[0], &r->slot[2]);
+	r->rc[22] = gio_sched_plan(&r->cfg, &r->bl, &r->slot[2], r->w[2], 8, &r->dec[2]);
+	r->cfg.gate = GIO_SCHED_GATE_LAYER;
+	r->rc[23] = gio_sched_plan(&r->cfg, &r->bl, &r->slot[1], r->w[3], 8, &r->dec[3]);
+	r->xfer[0] = gio_sched_xfer_ns(123456789, 7.25);
+	r->xfer[1] = gio_sched_xfer_ns(1, 3.0);
+	r->xfer[2] = gio_sched_xfer_ns(~0ull, 1e-3);
+	for (uint32_t i = 0; i < 12; i++) {
+		r->names[i] = gio_sched_reason_name(i)[0];
+		r->names[12 + i] = gio_sched_profile_reason_name(i)[0];
+	}
+	r->bl.items = nullptr; // an address, of another space on each side
+}
+
 struct Results {
 	gio_sqe read_sqe, sgl_sqe, prp_sqe, admin_sqe[6];
 	gio_sgl_desc seg[8];
@@ -100,6 +186,7 @@ struct Results {
 	uint32_t status_bits[8];
 	char status_name[40];
 	KvFormatResults kv;
+	SchedResults sched;
 };
 
 // The body runs unchanged on host and device: that is the point of GIO_HD.
@@ -157,6 +244,7 @@ __host__ __device__ void exercise(Results *r, const gio_id_ctrl *id)
 		r->status_name[i] = name[i];
 	r->status_name[i] = 0;
 	exercise_kv_format(&r->kv);
+	exercise_sched(&r->sched);
 }
 
 __global__ void exercise_kernel(Results *r, const gio_id_ctrl *id)
@@ -182,6 +270,19 @@ int main()
 	if (host.kv.lay_rc[0] || host.kv.lay[0].slots != 511 || host.kv.rc[2] || host.kv.rc[4] ||
 	    host.kv.crc[0] != 0xe3069283u || host.kv.crc[1] != host.kv.crc[2] || host.kv.lay_rc[3] != -ENOSPC) {
 		std::printf("FAIL: host reference run of the KV format\n");
+		return 1;
+	}
+	const SchedResults &sh = host.sched;
+	for (int i = 0; i < 24; i++)
+		if (sh.rc[i] < 0) {
+			std::printf("FAIL: host reference run of the scheduler: call %d returned %d\n", i, sh.rc[i]);
+			return 1;
+		}
+	if (sh.dec[0].nwrites == 0 || sh.dec[1].bubble_ns <= sh.dec[0].bubble_ns || sh.prof.observed[1] != 21 ||
+	    sh.est[1].base_ns != 100000u + 3000u + 37ull * 8192 + 3ull * 32768) {
+		std::printf("FAIL: host reference run of the scheduler: %u writes, bubbles %llu / %llu, %llu observations\n",
+			    sh.dec[0].nwrites, (unsigned long long)sh.dec[0].bubble_ns,
+			    (unsigned long long)sh.dec[1].bubble_ns, (unsigned long long)sh.prof.observed[1]);
 		return 1;
 	}
 	if (host.sgl_st != 0 || host.prp_st != 0 || host.sgl_n != 2 || host.prp_n != 1) {
@@ -213,7 +314,12 @@ int main()
 		size_t i = 0;
 		while (a[i] == b[i])
 			i++;
-		std::printf("FAIL: device results differ from host results at byte %zu\n", i);
+		const size_t sched_at = offsetof(Results, sched);
+		if (i >= sched_at)
+			std::printf("FAIL: device results differ from host results at byte %zu, byte %zu of the scheduler's "
+				    "(SchedResults)\n", i, i - sched_at);
+		else
+			std::printf("FAIL: device results differ from host results at byte %zu\n", i);
 		return 1;
 	}
 	std::printf("PASS: %zu bytes of GIO_HD results identical on host and device\n", sizeof(host));
