@@ -58,6 +58,7 @@
 
 #include "sched/profile.h"
 #include "sched/profiler.h"
+#include "sched/issue.h"
 #include "sched/sched.h"
 
 #endif /* GIOURING_GIOURING_H */

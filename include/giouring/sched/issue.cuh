@@ -1,0 +1,28 @@
+/**
+ * @file giouring/sched/issue.cuh
+ * @brief The GPU engine's launcher for gio_sched_issue(): every layer on one stream (the I/O
+ *        side's, say), so that each save layer starts after the slot's load layer has ended.
+ */
+#ifndef GIOURING_SCHED_ISSUE_CUH
+#define GIOURING_SCHED_ISSUE_CUH
+
+#include "../kv/layer.cuh"
+#include "issue.h"
+
+/**
+ * @brief A gio_sched_launch_fn: gio_kv_load_layer() or gio_kv_save_layer() on stream @p stream.
+ * @param stream  the `cudaStream_t` (gio_sched_issuer::launch_arg).
+ * @param plan    the plan.
+ * @param layer   the layer.
+ * @param write   1 for a save layer.
+ * @return as gio_kv_load_layer() / gio_kv_save_layer().
+ *
+ * The plan's thread.
+ */
+static inline int gio_sched_stream_launch(void *stream, struct gio_kv_plan *plan, uint32_t layer, int write)
+{
+	return write ? gio_kv_save_layer(plan, layer, (cudaStream_t)stream)
+		     : gio_kv_load_layer(plan, layer, (cudaStream_t)stream);
+}
+
+#endif /* GIOURING_SCHED_ISSUE_CUH */
