@@ -489,9 +489,14 @@ int main(int argc, char **argv)
 	kv_runner r;
 	kv_runner_init(&r, o.device, o.warmup, o.reps, o.timeout_s);
 	// Every kernel loaded before anything spins on the device (the lazy-loading trap:
-	// workload.cuh); the giouring kernels are loaded by gio_gpu_preload() and the target's start.
+	// workload.cuh): the library's I/O, wait and table kernels here, before the target's executor
+	// starts (the executor's own kernel is loaded by the target's start).
 	kv_workload_load_kernels();
 	kv_baselines_memory_load_kernels();
+	if (gio_kv_layer_preload()) {
+		std::fprintf(stderr, "preload of the KV layer's kernels: %s\n", gio_last_error());
+		return 1;
+	}
 	kv_machine m;
 	kv_machine_probe(o.device, &m);
 
