@@ -34,6 +34,7 @@
 
 #include "common/check.cuh"
 #include "common/cli.cuh"
+#include "common/gpu_store.cuh"
 #include "common/json.cuh"
 #include "common/machine.cuh"
 #include "common/timing.cuh"
@@ -48,11 +49,6 @@ struct Shape {
 const Shape kLlama = {"llama3-8b-128k", 32, 8192, 16, 8, 128};
 const Shape kTutti = {"tutti-80x512k", 80, 64, 256, 4, 128}; // 2 x 256 x 4 x 128 x 2 = 512 KiB
 const Shape kQuickShape = {"quick", 4, 64, 16, 8, 128};
-
-uint64_t object_bytes(const Shape &s)
-{
-	return 2ull * s.tokens * s.heads * s.dim * 2;
-}
 
 struct Opts {
 	bool quick = false;
@@ -124,71 +120,20 @@ Point run_point(const Shape &sh, uint32_t n, const Opts &o)
 	Point pt;
 	pt.shape = sh.name;
 	pt.targets = n;
-	const uint64_t obj = object_bytes(sh), total = obj * sh.layers * sh.blocks;
-	// Each target's share of the chunks, one spare, the index (a block a slot: under 1%), and
-	// the superblock region, in whole MiB.
-	const uint64_t per_target = ((total / n + obj * sh.layers) * 102 / 100 + (16u << 20)) >> 20 << 20;
-	std::fprintf(stderr, "bench_kv_layer: %s on %u targets: %.2f GiB, %.2f GiB of backing store each\n", sh.name, n,
-		     total / 1073741824.0, per_target / 1073741824.0);
-	std::vector<gio_gpu_target *> g(n, nullptr);
-	for (uint32_t d = 0; d < n; d++) {
-		char uri[512];
-		kv_fmt(uri, sizeof(uri),
-		       "mem://host?exec=gpu&size=%" PRIu64 "&queues=16&depth=1024&sms=4&warps=8&mdts=7"
-		       "&model_read_gbps=%g&model_write_gbps=%g&model_lat_us=%g",
-		       per_target, (double)o.read_gbps, (double)o.write_gbps, (double)o.lat_us);
-		if (gio_gpu_target_open(uri, &g[d]))
-			die_gio(uri);
-	}
-	unsigned char *pool;
-	KV_CK(cudaMalloc(&pool, total));
-	for (uint32_t d = 0; d < n; d++) {
-		uint64_t addr;
-		if (gio_gpu_target_register(g[d], pool, total, &addr))
-			die_gio("register the pool");
-	}
-	// The pool: (layer, block, part, token, head, dim), contiguous.
-	gio_kv_pool p{};
-	p.base = (uint64_t)(uintptr_t)pool;
-	p.base_mode = GIO_KV_BASE_ONE;
-	p.elem_bytes = 2;
-	const uint32_t ext[GIO_KV_DIMS] = {sh.layers, sh.blocks, 2, sh.tokens, sh.heads, sh.dim};
-	for (int d = 0; d < GIO_KV_DIMS; d++)
-		p.extent[d] = ext[d];
-	p.stride[GIO_KV_CHANNEL] = 1;
-	p.stride[GIO_KV_HEAD] = sh.dim;
-	p.stride[GIO_KV_TOKEN] = (uint64_t)sh.dim * sh.heads;
-	p.stride[GIO_KV_PART] = (uint64_t)sh.dim * sh.heads * sh.tokens;
-	p.stride[GIO_KV_BLOCK] = 2 * p.stride[GIO_KV_PART];
-	p.stride[GIO_KV_LAYER] = p.stride[GIO_KV_BLOCK] * sh.blocks;
-	gio_kv_runs runs;
-	if (gio_kv_pool_check(&p, nullptr) || gio_kv_pool_runs(&p, &runs))
-		kv_die("pool refused");
-	// The P2P table, on the GPU: one for all targets, where their bus addresses agree (GPU
-	// targets' are the device pointers); a target whose translation differs is refused.
-	gio_kv_pool bus;
-	for (uint32_t d = 0; d < n; d++) {
-		gio_kv_pool b;
-		if (gio_kv_pool_bus_gpu(g[d], &p, nullptr, &b))
-			die_gio("the pool's bus addresses");
-		if (d == 0)
-			bus = b;
-		else if (b.base != bus.base)
-			kv_die("target %u translates the pool to another bus address: one table cannot serve all", d);
-	}
-	struct gio_dptr_caps caps{};
-	caps.sgls = g[0]->cfg.sgls ? 1u : 0u;
-	caps.page_bytes = 4096;
-	caps.max_xfer_bytes = (uint64_t)4096 << g[0]->cfg.mdts;
-	gio_kv_table_sizes sizes;
-	gio_kv_table_plan(&bus, &runs, &caps, &sizes);
-	pt.sgl_obj_bytes = sizes.sgl_object_bytes;
-	pt.prp_obj_bytes = sizes.prp_object_bytes;
-	union gio_dptr *table;
-	int *table_rc;
-	KV_CK(cudaMalloc(&table, sizes.sgl_desc_bytes));
-	KV_CK(cudaMallocManaged(&table_rc, sizeof(int)));
-	*table_rc = 0;
+	kv_gpu_store_params sp{};
+	sp.who = "bench_kv_layer";
+	sp.targets = n;
+	sp.layers = sh.layers;
+	sp.blocks = sh.blocks;
+	sp.tokens = sh.tokens;
+	sp.heads = sh.heads;
+	sp.dim = sh.dim;
+	sp.chunks = sh.blocks;
+	sp.read_gbps = o.read_gbps;
+	sp.write_gbps = o.write_gbps;
+	sp.lat_us = o.lat_us;
+	sp.queues = 16;
+	sp.exec_sms = 4;
 	// --streams I/O streams, layers taking them in turn: each layer is one launch, and a layer's
 	// last commands overlap the next layers' first (the layers' words are their own, so nothing
 	// orders them). io is the first; the others fork from it and join it.
@@ -196,6 +141,12 @@ Point run_point(const Shape &sh, uint32_t n, const Opts &o)
 	for (auto &s : ios)
 		KV_CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 	cudaStream_t io = ios[0];
+	kv_gpu_store gs;
+	kv_gpu_store_open(&gs, &sp, io);
+	const uint64_t obj = gs.obj, total = gs.pool_bytes;
+	unsigned char *pool = gs.pool;
+	pt.sgl_obj_bytes = gs.sizes.sgl_object_bytes;
+	pt.prp_obj_bytes = gs.sizes.prp_object_bytes;
 	cudaEvent_t join;
 	KV_CK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
 	auto fork_from = [&](cudaEvent_t ev) {
@@ -208,37 +159,6 @@ Point run_point(const Shape &sh, uint32_t n, const Opts &o)
 			KV_CK(cudaStreamWaitEvent(io, join, 0));
 		}
 	};
-	if (gio_kv_table_build(&bus, &runs, &caps, table, nullptr, 0, table_rc, io))
-		die_gio("table");
-	KV_CK(cudaStreamSynchronize(io));
-	if (*table_rc)
-		kv_die("table entry refused: %d", *table_rc);
-
-	std::vector<gio_kv_blockdev> bds(n);
-	for (uint32_t d = 0; d < n; d++)
-		if (gio_kv_gpu_target_blockdev(g[d], &bds[d]))
-			die_gio("blockdev");
-	gio_kv_store_params sp{};
-	sp.layers = sh.layers;
-	sp.object_bytes = obj;
-	sp.pool_signature = gio_kv_pool_signature(&p, &runs);
-	sp.timeout_ns = 30ull * 1000000000ull;
-	gio_kv_store *store = nullptr;
-	if (gio_kv_store_create_blockdevs(bds.data(), n, &sp, &store))
-		die_gio("store");
-	std::vector<gio_qp *> qps;
-	for (uint32_t d = 0; d < n; d++)
-		for (uint32_t q = 0; q < g[d]->cfg.queues; q++)
-			qps.push_back(gio_gpu_target_qp(g[d], q));
-	std::vector<gio_kv_io_dev> devs(n);
-	for (uint32_t d = 0; d < n; d++) {
-		devs[d].qps = &qps[d * g[d]->cfg.queues];
-		devs[d].table = table;
-		devs[d].nqps = g[d]->cfg.queues;
-		devs[d].nsid = GIO_TGT_NSID;
-		devs[d].lba_shift = g[d]->cfg.lba_shift;
-		devs[d].psdt = GIO_PSDT_SGL_MPTR;
-	}
 	gio_kv_plan_params pp{};
 	pp.engine = GIO_KV_ENGINE_GPU;
 	pp.max_requests = sh.blocks;
@@ -246,13 +166,11 @@ Point run_point(const Shape &sh, uint32_t n, const Opts &o)
 	// --streams layers in flight: at most io_sms thread blocks in all.
 	pp.io_ctas = o.io_sms / o.streams ? o.io_sms / o.streams : 1;
 	pp.io_warps = o.io_warps;
-	pp.devs = devs.data();
+	pp.devs = gs.devs.data();
 	gio_kv_plan *plan = nullptr;
-	if (gio_kv_plan_create(store, &pp, &plan))
+	if (gio_kv_plan_create(gs.store, &pp, &plan))
 		die_gio("plan");
-	for (uint32_t d = 0; d < n; d++)
-		if (gio_gpu_target_start(g[d]))
-			die_gio("start");
+	kv_gpu_store_start(&gs, &sp);
 
 	// Save every chunk (chunk c from block c): modelled writes.
 	std::vector<gio_kv_u128> keys(sh.blocks);
@@ -330,7 +248,7 @@ Point run_point(const Shape &sh, uint32_t n, const Opts &o)
 	// The bulk copy of the same bytes from the same pinned memory (the targets' backing stores).
 	KV_CK(cudaEventRecord(e0, io));
 	for (uint32_t d = 0; d < n; d++)
-		KV_CK(cudaMemcpyAsync(pool + d * (total / n), g[d]->backing_host, total / n, cudaMemcpyHostToDevice, io));
+		KV_CK(cudaMemcpyAsync(pool + d * (total / n), gs.g[d]->backing_host, total / n, cudaMemcpyHostToDevice, io));
 	KV_CK(cudaEventRecord(e1, io));
 	if (kv_wait_event(e1, 120) != 0)
 		kv_die("the bulk copy did not finish");
@@ -339,21 +257,8 @@ Point run_point(const Shape &sh, uint32_t n, const Opts &o)
 
 	if (gio_kv_plan_destroy(plan))
 		die_gio("plan destroy");
-	for (uint32_t d = 0; d < n; d++) {
-		gio_tgt_stats st;
-		if (gio_gpu_target_stop(g[d], 10000, &st))
-			die_gio("stop");
-		if (st.errors)
-			kv_die("target %u: %" PRIu64 " commands failed", d, st.errors);
-		pt.per_dev.push_back(st.commands); // the save's and the loads' commands each device served
-	}
-	if (gio_kv_store_close(store))
-		die_gio("store close");
-	for (uint32_t d = 0; d < n; d++)
-		gio_gpu_target_close(g[d]);
-	KV_CK(cudaFree(pool));
-	KV_CK(cudaFree(table));
-	KV_CK(cudaFree(table_rc));
+	kv_gpu_store_stop(&gs, &sp, &pt.per_dev); // the save's and the loads' commands each device served
+	kv_gpu_store_close(&gs, &sp);
 	KV_CK(cudaFree(wrong));
 	for (auto &s : ios)
 		KV_CK(cudaStreamDestroy(s));
