@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <giouring/host/ctx.h>
@@ -661,6 +662,20 @@ TEST_CASE("plan: an object that is not whole blocks is refused at creation", "[k
 	CHECK(gio_kv_store_close(s) == 0);
 }
 
+// A second CPU-engine plan on the rig's store (the scheduler's tests: a save batch beside the
+// rig's load batch).
+static gio_kv_plan *second_plan(Rig &r)
+{
+	gio_kv_plan *p = nullptr;
+	gio_kv_plan_params pp{};
+	pp.engine = GIO_KV_ENGINE_CPU;
+	pp.max_requests = kBlocks;
+	pp.blocks = kBlocks;
+	pp.devs = r.devs.data();
+	REQUIRE(gio_kv_plan_create(r.store, &pp, &p) == 0);
+	return p;
+}
+
 // The plan driven through the scheduler (giouring/sched/issue.h), CPU engine: a load batch's
 // layers are the reads of four prefill slots, a save batch's layers the deferred writes. Modelled
 // devices of 4 GB/s read and 2 GB/s write: a slot reads 4 chunks' 16 KiB objects a device (64 KiB:
@@ -671,15 +686,7 @@ TEST_CASE("plan: loads and saves issued through the scheduler (reads first; writ
 {
 	Rig r(4, kTogether);
 	save(r, 0, 16, identity); // chunks 0-15 stored, from blocks 0-15
-	gio_kv_plan *sp = nullptr;
-	{
-		gio_kv_plan_params pp{};
-		pp.engine = GIO_KV_ENGINE_CPU;
-		pp.max_requests = kBlocks;
-		pp.blocks = kBlocks;
-		pp.devs = r.devs.data();
-		REQUIRE(gio_kv_plan_create(r.store, &pp, &sp) == 0);
-	}
+	gio_kv_plan *sp = second_plan(r);
 	// The save batch: chunks 16-31 from blocks 16-31.
 	std::vector<gio_kv_u128> skeys, lkeys;
 	std::vector<uint32_t> sblocks, lblocks;
@@ -766,4 +773,101 @@ TEST_CASE("plan: loads and saves issued through the scheduler (reads first; writ
 		for (uint32_t l = 0; l < kLayers; l++)
 			CHECK(r.pool.holds(l, 32 + i, 16 + i));
 	CHECK(gio_kv_plan_destroy(sp) == 0);
+}
+
+// A launcher gets each slot's SM budget: gio_sched_decision::sm, the slot's clamped to the
+// config's [sm_min, sm_max] (0: sm_max). This one records what it was given and runs the layer
+// with the CPU engine (a load waited for before anything else, as one stream would order it).
+struct Recorded {
+	uint32_t layer, write, sm;
+	bool operator==(const Recorded &o) const { return layer == o.layer && write == o.write && sm == o.sm; }
+};
+
+static int record_launch(void *arg, gio_kv_plan *plan, uint32_t layer, int write, uint32_t sm)
+{
+	static_cast<std::vector<Recorded> *>(arg)->push_back({layer, (uint32_t)write, sm});
+	const int rc = gio_kv_plan_run_layer(plan, layer, write);
+	return rc || write ? rc : gio_kv_plan_wait_layer(plan, layer, 10 * kSecond);
+}
+
+TEST_CASE("plan: the scheduler hands each launch its slot's SM budget", "[kv][io_uring]")
+{
+	Rig r(4, kTogether);
+	save(r, 0, 8, identity);
+	gio_kv_plan *sp = second_plan(r);
+	std::vector<gio_kv_u128> skeys, lkeys;
+	std::vector<uint32_t> sblocks, lblocks;
+	for (uint32_t i = 0; i < 8; i++) {
+		skeys.push_back(key(100 + i));
+		sblocks.push_back(i);
+		lkeys.push_back(key(i));
+		lblocks.push_back(16 + i);
+	}
+	REQUIRE(gio_kv_plan_save(sp, skeys.data(), sblocks.data(), 8, nullptr) == 8);
+	REQUIRE(gio_kv_plan_load(r.plan, lkeys.data(), lblocks.data(), 8, nullptr) == 8);
+	gio_sched_config cfg{};
+	cfg.ndevs = 4;
+	cfg.sm_min = 2;
+	cfg.sm_max = 6;
+	for (uint32_t d = 0; d < 4; d++)
+		cfg.dev[d] = gio_sched_dev{4.0, 2.0, 1.0};
+	std::vector<gio_sched_item> ring(kLayers);
+	gio_sched_backlog bl{};
+	REQUIRE(gio_sched_backlog_init(&bl, ring.data(), kLayers, 1ull << 30, 0) == 0);
+	for (uint32_t l = 0; l < kLayers; l++) {
+		gio_sched_item it{};
+		it.id = gio_sched_save_id(0, l);
+		it.bytes[0] = 2 * kObject;
+		REQUIRE(gio_sched_backlog_push(&bl, &it) == 0);
+	}
+	std::vector<Recorded> got;
+	gio_kv_plan *saves[1] = {sp};
+	gio_sched_issuer is{&cfg, &bl, saves, 1, record_launch, &got, 10 * kSecond};
+	gio_sched_write w[8];
+	gio_sched_decision dec{};
+	const uint32_t budget[4] = {0, 1, 4, 9}; // no budget, under sm_min, inside, over sm_max
+	static_assert(kLayers == 4, "one budget a layer");
+	std::vector<Recorded> want;
+	for (uint32_t l = 0; l < kLayers; l++) {
+		gio_sched_slot slot{};
+		slot.phase = GIO_SCHED_PREFILL;
+		slot.sm = budget[l];
+		slot.slack_ns = 1000000000; // room for every write
+		slot.read_bytes[0] = 2 * kObject;
+		INFO("layer " << l << ": " << gio_last_error());
+		REQUIRE(gio_sched_issue(&is, &slot, r.plan, l, w, 8, &dec) == 0);
+		const uint32_t sm = l == 0 ? 6 : l == 1 ? 2 : l == 2 ? 4 : 6;
+		CHECK(dec.sm == sm);
+		want.push_back({l, 0, sm});
+		for (uint32_t k = 0; k < dec.nwrites; k++)
+			want.push_back({(uint32_t)w[k].id, 1, sm});
+	}
+	CHECK(bl.count == 0);
+	CHECK(got == want);
+	REQUIRE(gio_kv_plan_finish(sp, nullptr, 0) == 0);
+	REQUIRE(gio_kv_plan_finish(r.plan, nullptr, 0) == 0);
+	for (uint32_t i = 0; i < 8; i++)
+		for (uint32_t l = 0; l < kLayers; l++)
+			CHECK(r.pool.holds(l, 16 + i, i));
+	CHECK(gio_kv_plan_destroy(sp) == 0);
+}
+
+// The launch's shape: blocks wider than the kernel allows split into more blocks of the same
+// warps, then the SM budget cuts the blocks.
+TEST_CASE("plan: a layer's launch fitted to the kernel's block bound and an SM budget", "[kv]")
+{
+	auto fit = [](uint32_t ctas, uint32_t threads, uint32_t max_threads, uint32_t max_ctas) {
+		gio_kv_plan_launch l{};
+		l.ctas = ctas;
+		l.threads = threads;
+		gio_kv_plan_launch_fit(&l, max_threads, max_ctas);
+		return std::make_pair(l.ctas, l.threads);
+	};
+	CHECK(fit(8, 256, 1024, 0) == std::make_pair(8u, 256u));   // fits: unchanged
+	CHECK(fit(8, 1024, 512, 0) == std::make_pair(16u, 512u));  // split: the same 256 warps
+	CHECK(fit(3, 1024, 384, 0) == std::make_pair(8u, 384u));   // 96 warps in blocks of 12: 8 blocks
+	CHECK(fit(8, 256, 1024, 2) == std::make_pair(2u, 256u));   // budget of 2 SMs
+	CHECK(fit(8, 256, 1024, 16) == std::make_pair(8u, 256u));  // a budget above the plan's blocks
+	CHECK(fit(8, 1024, 512, 4) == std::make_pair(4u, 512u));   // split, then the budget
+	CHECK(fit(8, 256, 0, 0) == std::make_pair(8u, 256u));      // no bounds
 }

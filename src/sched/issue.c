@@ -7,10 +7,12 @@
 
 #include "../internal.h"
 
-/* Layer `layer` of `plan` with the issuer's engine: the launcher, or the CPU engine's thread. */
-static int issue_layer(const struct gio_sched_issuer *is, struct gio_kv_plan *plan, uint32_t layer, int write)
+/* Layer `layer` of `plan` with the issuer's engine: the launcher (on at most `sm` SMs), or the
+ * CPU engine's thread. */
+static int issue_layer(const struct gio_sched_issuer *is, struct gio_kv_plan *plan, uint32_t layer, int write,
+		       uint32_t sm)
 {
-	return is->launch ? is->launch(is->launch_arg, plan, layer, write) : gio_kv_plan_run_layer(plan, layer, write);
+	return is->launch ? is->launch(is->launch_arg, plan, layer, write, sm) : gio_kv_plan_run_layer(plan, layer, write);
 }
 
 int gio_sched_issue(struct gio_sched_issuer *is, const struct gio_sched_slot *slot, struct gio_kv_plan *load,
@@ -32,7 +34,7 @@ int gio_sched_issue(struct gio_sched_issuer *is, const struct gio_sched_slot *sl
 			return gio__fail(-EINVAL, "giouring: gio_sched_issue: backlog item %u (id 0x%llx) names save plan %u of %u",
 					 k, (unsigned long long)writes[k].id, (unsigned)(writes[k].id >> 32), is->nsaves);
 	if (load) {
-		if ((rc = issue_layer(is, load, load_layer, 0)) != 0)
+		if ((rc = issue_layer(is, load, load_layer, 0, out->sm)) != 0)
 			return rc; /* its message names the layer */
 		/* The CPU engine's plans each have a thread: the load must end before a save starts. */
 		if (!is->launch && out->nwrites &&
@@ -44,7 +46,7 @@ int gio_sched_issue(struct gio_sched_issuer *is, const struct gio_sched_slot *sl
 	for (k = 0; k < out->nwrites; k++) {
 		struct gio_kv_plan *save = is->saves[writes[k].id >> 32];
 		const uint32_t layer = (uint32_t)writes[k].id;
-		if ((rc = issue_layer(is, save, layer, 1)) != 0)
+		if ((rc = issue_layer(is, save, layer, 1, out->sm)) != 0)
 			break;
 	}
 	gio_sched_backlog_pop(is->backlog, k); /* exactly those issued */

@@ -265,10 +265,12 @@ void teardown(Rig &r)
 		CK(cudaFreeHost(r.segs));
 }
 
-void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8)
+// sms: the loads' SM budget (gio_kv_layer_launch()); 0: the plan's blocks.
+void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint32_t sms = 0)
 {
-	std::printf("== K and V %s%s, %s table, %u warps a block\n", kv_apart ? "apart (two runs)" : "together (one run)",
-		    pad ? " starting inside pages" : "", prp ? pad ? "PRP (a target without SGLs), a command per run" : "PRP (a target without SGLs)" : "SGL", io_warps);
+	std::printf("== K and V %s%s, %s table, %u warps a block%s\n", kv_apart ? "apart (two runs)" : "together (one run)",
+		    pad ? " starting inside pages" : "", prp ? pad ? "PRP (a target without SGLs), a command per run" : "PRP (a target without SGLs)" : "SGL", io_warps,
+		    sms ? ", loads on one SM (an SM budget)" : "");
 	cudaStream_t io, compute, other;
 	CK(cudaStreamCreateWithFlags(&io, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
@@ -335,7 +337,7 @@ void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8)
 	call_ns = 0;
 	for (uint32_t l = 0; l < kLayers; l++) {
 		const uint64_t t0 = gio_host_now_ns();
-		rc = gio_kv_load_layer(r.plan, l, io);
+		rc = gio_kv_layer_launch(r.plan, l, 0, io, sms);
 		call_ns += (double)(gio_host_now_ns() - t0);
 		EXPECT(rc == 0, "load layer %u: %d %s", l, rc, gio_last_error());
 	}
@@ -407,6 +409,7 @@ int main()
 	run(true, false, 0, 32);
 	run(true, true);
 	run(true, true, 256); // 512 bytes between blocks: PRPs take a command per run
+	run(false, false, 0, 8, 1); // every load layer's I/O kernel in one block: its warps take every group
 	std::printf(failures ? "FAILED: %d\n" : "PASSED\n", failures);
 	return failures ? 1 : 0;
 }

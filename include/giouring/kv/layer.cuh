@@ -128,15 +128,31 @@ static inline int gio__kv_launch_rc(cudaError_t e, const char *what)
 	return e == cudaSuccess ? 0 : gio_kv_launch_error((int)e, what);
 }
 
-static inline int gio__kv_layer(struct gio_kv_plan *plan, uint32_t layer, int write, cudaStream_t stream)
+/** @endcond */
+
+/**
+ * @brief Loads (@p write 0) or saves (@p write 1) layer @p layer of the batch on at most @p sms
+ * SMs: gio_kv_load_layer() / gio_kv_save_layer() with the I/O kernel's grid cut to @p sms blocks
+ * (gio_kv_plan_launch_fit()). The scheduler's launcher (giouring/sched/issue.cuh) passes each
+ * slot's SM budget here.
+ * @param plan    the plan.
+ * @param layer   the layer.
+ * @param write   1 for a save's layer, 0 for a load's: must match the batch.
+ * @param stream  the stream.
+ * @param sms     most blocks, one per SM; 0: the plan's io_ctas.
+ * @return as gio_kv_load_layer().
+ *
+ * The plan's thread. A CPU-engine plan runs the layer on its thread (@p sms unused).
+ */
+static inline int gio_kv_layer_launch(struct gio_kv_plan *plan, uint32_t layer, int write, cudaStream_t stream,
+				      uint32_t sms)
 {
 	struct gio_kv_plan_launch l;
 	int rc = gio_kv_plan_layer_begin(plan, layer, write, (void *)stream, &l);
 	if (rc <= 0)
 		return rc; /* an error, or the CPU engine took it */
-	/* Blocks no larger than the kernel allows (its registers bound them below the device's 1024
-	 * threads): the same warps in more blocks, since each warp takes its groups by its index in
-	 * the grid. Looked up once per program. */
+	/* The kernel's registers bound its blocks below the device's 1024 threads. Looked up once per
+	 * program. */
 	static int max_threads;
 	if (!max_threads) {
 		struct cudaFuncAttributes fa;
@@ -147,18 +163,13 @@ static inline int gio__kv_layer(struct gio_kv_plan *plan, uint32_t layer, int wr
 		}
 		max_threads = fa.maxThreadsPerBlock / 32 * 32;
 	}
-	if (l.threads > (uint32_t)max_threads) {
-		const uint32_t warps = l.ctas * (l.threads / 32u), per = (uint32_t)max_threads / 32u;
-		l.ctas = (warps + per - 1) / per;
-		l.threads = (uint32_t)max_threads;
-	}
+	gio_kv_plan_launch_fit(&l, (uint32_t)max_threads, sms);
 	gio_kv_layer_kernel<<<l.ctas, l.threads, 0, stream>>>(l.view, layer);
 	const cudaError_t e = cudaGetLastError();
 	if (e != cudaSuccess)
 		gio_kv_plan_layer_cancel(plan, layer); /* it never ran: finish must not wait for it */
 	return gio__kv_launch_rc(e, write ? "gio_kv_save_layer" : "gio_kv_load_layer");
 }
-/** @endcond */
 
 /**
  * @brief Loads (restores) layer @p layer of the batch planned by gio_kv_plan_load(): one launch
@@ -173,7 +184,7 @@ static inline int gio__kv_layer(struct gio_kv_plan *plan, uint32_t layer, int wr
  */
 static inline int gio_kv_load_layer(struct gio_kv_plan *plan, uint32_t layer, cudaStream_t stream)
 {
-	return gio__kv_layer(plan, layer, 0, stream);
+	return gio_kv_layer_launch(plan, layer, 0, stream, 0);
 }
 
 /**
@@ -186,7 +197,7 @@ static inline int gio_kv_load_layer(struct gio_kv_plan *plan, uint32_t layer, cu
  */
 static inline int gio_kv_save_layer(struct gio_kv_plan *plan, uint32_t layer, cudaStream_t stream)
 {
-	return gio__kv_layer(plan, layer, 1, stream);
+	return gio_kv_layer_launch(plan, layer, 1, stream, 0);
 }
 
 /**

@@ -175,6 +175,30 @@ int gio_kv_plan_layer_begin(struct gio_kv_plan *plan, uint32_t layer, int write,
 			    struct gio_kv_plan_launch *l);
 
 /**
+ * @brief Fits a layer's launch to what the I/O kernel and the caller allow: blocks of more
+ * threads than @p max_threads become more blocks of @p max_threads (the same warps: each warp
+ * takes its groups by its index in the grid), then at most @p max_ctas blocks (an SM budget:
+ * one block per SM, so the kernel runs on at most that many SMs; fewer warps then share the
+ * layer's groups).
+ * @param l            the launch from gio_kv_plan_layer_begin(), changed in place.
+ * @param max_threads  the most threads a block of the kernel may have (its registers bound it), a
+ *                     multiple of 32; 0: no bound.
+ * @param max_ctas     the most blocks (the slot's SM budget, gio_sched_decision::sm); 0: no bound.
+ *
+ * Pure; any thread.
+ */
+static inline void gio_kv_plan_launch_fit(struct gio_kv_plan_launch *l, uint32_t max_threads, uint32_t max_ctas)
+{
+	if (max_threads >= 32 && l->threads > max_threads) {
+		const uint32_t warps = l->ctas * (l->threads / 32u), per = max_threads / 32u;
+		l->ctas = (warps + per - 1) / per;
+		l->threads = per * 32u;
+	}
+	if (max_ctas && l->ctas > max_ctas)
+		l->ctas = max_ctas;
+}
+
+/**
  * @brief Takes back a gio_kv_plan_layer_begin() whose launch failed: the layer counts as not run
  * in this batch (finish waits for it no more; a save's chunks are then given back, `-ECANCELED`).
  * @param plan   the plan, with a batch open.

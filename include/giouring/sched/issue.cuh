@@ -10,19 +10,20 @@
 #include "issue.h"
 
 /**
- * @brief A gio_sched_launch_fn: gio_kv_load_layer() or gio_kv_save_layer() on stream @p stream.
+ * @brief A gio_sched_launch_fn: layer @p layer of @p plan on stream @p stream, its I/O kernel on
+ * at most @p sm SMs (gio_kv_layer_launch()).
  * @param stream  the `cudaStream_t` (gio_sched_issuer::launch_arg).
  * @param plan    the plan.
  * @param layer   the layer.
  * @param write   1 for a save layer.
+ * @param sm      the slot's SM budget.
  * @return as gio_kv_load_layer() / gio_kv_save_layer().
  *
  * The plan's thread.
  */
-static inline int gio_sched_stream_launch(void *stream, struct gio_kv_plan *plan, uint32_t layer, int write)
+static inline int gio_sched_stream_launch(void *stream, struct gio_kv_plan *plan, uint32_t layer, int write, uint32_t sm)
 {
-	return write ? gio_kv_save_layer(plan, layer, (cudaStream_t)stream)
-		     : gio_kv_load_layer(plan, layer, (cudaStream_t)stream);
+	return gio_kv_layer_launch(plan, layer, write, (cudaStream_t)stream, sm);
 }
 
 #endif /* GIOURING_SCHED_ISSUE_CUH */

@@ -4,7 +4,9 @@
  *        save layers the slot may write, issued through the KV layer's per-layer calls.
  *
  * gio_sched_issue() plans a slot (gio_sched_plan()), issues the slot's load layer, then the save
- * layers of the first `nwrites` backlog items, and takes exactly those off the backlog. Reads
+ * layers of the first `nwrites` backlog items, and takes exactly those off the backlog. Each
+ * launch gets the slot's SM budget (gio_sched_decision::sm): the GPU engine's I/O kernels of the
+ * slot run on at most that many SMs. Reads
  * never run beside writes: with a launcher (the GPU engine), every call goes to one stream, so
  * each save layer starts after the load layer has ended (GIO_SCHED_GATE_LAYER); with the CPU
  * engine (no launcher), the load layer is waited for, with a deadline, before the first save
@@ -37,15 +39,17 @@ GIO_HD uint64_t gio_sched_save_id(uint32_t save, uint32_t layer)
 }
 
 /**
- * @brief Launches one layer of a plan: gio_kv_load_layer() (@p write 0) or gio_kv_save_layer()
- * (@p write 1) on the launcher's stream (giouring/sched/issue.cuh has one).
+ * @brief Launches one layer of a plan: a load (@p write 0) or save (@p write 1) layer on the
+ * launcher's stream, its I/O kernel on at most @p sm SMs (gio_kv_layer_launch();
+ * giouring/sched/issue.cuh has such a launcher).
  * @param arg    the launcher's argument.
  * @param plan   the plan.
  * @param layer  the layer.
  * @param write  1 for a save layer.
+ * @param sm     the slot's SM budget (gio_sched_decision::sm, within the config's sm_min and sm_max).
  * @return 0 or the call's -errno.
  */
-typedef int (*gio_sched_launch_fn)(void *arg, struct gio_kv_plan *plan, uint32_t layer, int write);
+typedef int (*gio_sched_launch_fn)(void *arg, struct gio_kv_plan *plan, uint32_t layer, int write, uint32_t sm);
 
 /** @brief What gio_sched_issue() issues through. */
 struct gio_sched_issuer {
