@@ -30,7 +30,11 @@
 //
 //   bench_sched [--quick] [--prefix N] [--input N,N] [--requests N] [--decode-steps N]
 //               [--decode-ms X] [--reps N] [--read-gbps X] [--write-gbps X] [--mixed-gbps X]
-//               [--io-sms N] [--no-partition] [--json FILE]
+//               [--io-sms N] [--slot-sms N] [--no-partition] [--json FILE]
+//
+// --slot-sms N gives every slot an SM budget of N (clamped to the I/O SMs): the slot's I/O
+// kernels then run on at most N SMs (gio_kv_layer_launch()). --decode-steps 0 runs requests back
+// to back: sustained eviction, where the bounded backlog reports back-pressure.
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
@@ -60,6 +64,7 @@ constexpr uint64_t kSecond = 1000000000ull;
 struct Opts {
 	bool quick = false, partition = true;
 	uint32_t layers = 32, prefix = 16384, requests = 3, decode_steps = 16, reps = 2, io_sms = 8, targets = 4;
+	uint32_t slot_sms = 0; // every slot's SM budget; 0: none (the profile's, else all io_sms)
 	std::vector<uint32_t> inputs{2048, 512};
 	double decode_ms = 1.5, read_gbps = 7.25, write_gbps = 3.0, mixed_gbps = 3.0, lat_us = 20.0;
 	const char *json = nullptr;
@@ -220,12 +225,12 @@ size_t at(const Bench &b, uint32_t r, uint32_t l)
 
 // The gio_sched_launch_fn of both modes: a load on the I/O stream, stamped and recorded for the
 // compute stream to wait on; a save on the write stream (the same stream in sched mode) after
-// its layer was computed, stamped before and after.
-int launch(void *arg, gio_kv_plan *plan, uint32_t layer, int write)
+// its layer was computed, stamped before and after; each on at most the slot's sm SMs.
+int launch(void *arg, gio_kv_plan *plan, uint32_t layer, int write, uint32_t sm)
 {
 	Bench &b = *static_cast<Bench *>(arg);
 	if (!write) {
-		const int rc = gio_kv_load_layer(plan, layer, b.io);
+		const int rc = gio_kv_layer_launch(plan, layer, 0, b.io, sm);
 		if (rc)
 			return rc;
 		stamp<<<1, 1, 0, b.io>>>(&b.st.lend[at(b, b.cur_req, layer)]);
@@ -239,7 +244,7 @@ int launch(void *arg, gio_kv_plan *plan, uint32_t layer, int write)
 		kv_die("bench_sched: a save of no request");
 	KV_CK(cudaStreamWaitEvent(b.write_stream, b.ev_cend[at(b, r, layer)], 0));
 	stamp<<<1, 1, 0, b.write_stream>>>(&b.st.sstart[at(b, r, layer)]);
-	const int rc = gio_kv_save_layer(plan, layer, b.write_stream);
+	const int rc = gio_kv_layer_launch(plan, layer, 1, b.write_stream, sm);
 	if (rc)
 		return rc;
 	stamp<<<1, 1, 0, b.write_stream>>>(&b.st.send[at(b, r, layer)]);
@@ -364,7 +369,7 @@ RunResult run(Bench &b, const Mode &m, uint32_t input, uint32_t rep)
 		wait_streams(b, "the memset");
 		// Layer 0's load: nothing to hide behind.
 		stamp<<<1, 1, 0, b.io>>>(&b.st.req0[r]);
-		if (launch(&b, b.load, 0, 0))
+		if (launch(&b, b.load, 0, 0, 0))
 			die_gio("load layer 0");
 		for (uint32_t l = 0; l < L; l++) {
 			KV_CK(cudaStreamWaitEvent(b.comp, b.ev_lend[at(b, r, l)], 0));
@@ -378,7 +383,7 @@ RunResult run(Bench &b, const Mode &m, uint32_t input, uint32_t rep)
 			if (gio_sched_profile_lookup(b.prof, input, o.prefix, l, &est))
 				kv_die("bench_sched: profile lookup");
 			slot.slack_ns = est.slack_ns;
-			slot.sm = est.sm;
+			slot.sm = o.slot_sms ? o.slot_sms : est.sm;
 			if (l + 1 < L)
 				for (uint32_t d = 0; d < b.cfg.ndevs; d++)
 					slot.read_bytes[d] = load_dev[d];
@@ -393,10 +398,10 @@ RunResult run(Bench &b, const Mode &m, uint32_t input, uint32_t rep)
 			} else {
 				if (gio_sched_plan_naive(&b.cfg, &bl, &slot, w.data(), (uint32_t)w.size(), &dec))
 					kv_die("bench_sched: naive plan: %s", gio_sched_reason_name(dec.fault));
-				if (l + 1 < L && launch(&b, b.load, l + 1, 0))
+				if (l + 1 < L && launch(&b, b.load, l + 1, 0, dec.sm))
 					die_gio("load layer");
 				for (uint32_t k = 0; k < dec.nwrites; k++)
-					if (launch(&b, b.saves[w[k].id >> 32], (uint32_t)w[k].id, 1))
+					if (launch(&b, b.saves[w[k].id >> 32], (uint32_t)w[k].id, 1, dec.sm))
 						die_gio("save layer");
 				gio_sched_backlog_pop(&bl, dec.nwrites);
 			}
@@ -416,6 +421,7 @@ RunResult run(Bench &b, const Mode &m, uint32_t input, uint32_t rep)
 			gio_sched_slot slot{};
 			slot.phase = GIO_SCHED_DECODE;
 			slot.slack_ns = decode_ns;
+			slot.sm = o.slot_sms;
 			gio_sched_carry(&prev, &slot);
 			gio_sched_decision dec;
 			const double c0 = kv_thread_cpu_s();
@@ -427,7 +433,7 @@ RunResult run(Bench &b, const Mode &m, uint32_t input, uint32_t rep)
 				if (gio_sched_plan_naive(&b.cfg, &bl, &slot, w.data(), (uint32_t)w.size(), &dec))
 					kv_die("bench_sched: naive plan: %s", gio_sched_reason_name(dec.fault));
 				for (uint32_t k = 0; k < dec.nwrites; k++)
-					if (launch(&b, b.saves[w[k].id >> 32], (uint32_t)w[k].id, 1))
+					if (launch(&b, b.saves[w[k].id >> 32], (uint32_t)w[k].id, 1, dec.sm))
 						die_gio("save layer");
 				gio_sched_backlog_pop(&bl, dec.nwrites);
 			}
@@ -768,6 +774,18 @@ int main(int argc, char **argv)
 {
 	Bench b;
 	Opts &o = b.o;
+	// --quick sets the smoke run's defaults first: the options after it may change them.
+	for (int i = 1; i < argc; i++)
+		if (std::strcmp(argv[i], "--quick") == 0) {
+			o.quick = true;
+			o.layers = 4;
+			o.prefix = 512;
+			o.inputs = {128};
+			o.requests = 2;
+			o.decode_steps = 2;
+			o.decode_ms = 0.2;
+			o.reps = 1;
+		}
 	for (int i = 1; i < argc; i++) {
 		const std::string a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -780,7 +798,7 @@ int main(int argc, char **argv)
 			return x;
 		};
 		if (a == "--quick") {
-			o.quick = true;
+			// taken above
 		} else if (a == "--no-partition") {
 			o.partition = false;
 		} else if (a == "--prefix") {
@@ -808,24 +826,17 @@ int main(int argc, char **argv)
 			o.mixed_gbps = num(0.01, 1000);
 		} else if (a == "--io-sms") {
 			o.io_sms = (uint32_t)num(1, 64);
+		} else if (a == "--slot-sms") {
+			o.slot_sms = (uint32_t)num(0, 64);
 		} else if (a == "--json" && v) {
 			o.json = v;
 			i++;
 		} else {
 			std::printf("usage: bench_sched [--quick] [--prefix N] [--input N,N] [--requests N] [--decode-steps N]\n"
 				    "                   [--decode-ms X] [--reps N] [--read-gbps X] [--write-gbps X] [--mixed-gbps X]\n"
-				    "                   [--io-sms N] [--no-partition] [--json FILE]\n");
+				    "                   [--io-sms N] [--slot-sms N] [--no-partition] [--json FILE]\n");
 			return a == "-h" || a == "--help" ? 0 : 2;
 		}
-	}
-	if (o.quick) {
-		o.layers = 4;
-		o.prefix = 512;
-		o.inputs = {128};
-		o.requests = 2;
-		o.decode_steps = 2;
-		o.decode_ms = 0.2;
-		o.reps = 1;
 	}
 	if (o.prefix % kTokens)
 		kv_die("bench_sched: --prefix must be whole blocks of %u tokens", kTokens);
@@ -860,18 +871,20 @@ int main(int argc, char **argv)
 					     m.name, input, rep, median(rr.prefill_ms), median(rr.bubble_ms), rr.drain_ms);
 			}
 
+	const std::string budget = o.slot_sms ? std::to_string(std::min(o.slot_sms, b.io_ctas)) + " SMs (--slot-sms)"
+					      : "none (every I/O SM)";
 	std::printf("\n# bench_sched: slack-aware scheduling against naive overlap (%u modelled drives)\n\n", o.targets);
 	std::printf("Drives: %u GPU-executed memory targets with the SSD timing model, each read %.2f GB/s, write %.2f GB/s, "
 		    "%.2f GB/s for both at once, %.0f us a command (MODELLED; the bytes really cross PCIe from pinned host "
 		    "memory into HBM). Model: Llama3-8B KV (32 KiB K + 32 KiB V per block of 16 tokens and layer, %u layers), "
 		    "prefix %u tokens in the store, %u requests a run, each followed by %u decode steps of %.2f ms. Compute: "
-		    "a stand-in kernel (%u blocks spinning) per layer, %s. I/O kernels: %u SMs (%s). "
+		    "a stand-in kernel (%u blocks spinning) per layer, %s. I/O kernels: %u SMs (%s), SM budget a slot: %s. "
 		    "Times: GPU clock stamps, measured; medians over %u requests x %u reps [min, max].\n\n",
 		    o.targets, o.read_gbps, o.write_gbps, o.mixed_gbps, o.lat_us, o.layers, o.prefix, o.requests,
 		    o.decode_steps, o.decode_ms, kStandinBlocks, "bilinear through measured Llama3-8B layer times", b.io_ctas,
 		    b.pinfo.isolated ? "an I/O partition of green contexts; compute on the other SMs"
 				     : "ordinary streams: no green contexts, or --no-partition",
-		    o.requests, o.reps);
+		    budget.c_str(), o.requests, o.reps);
 	std::printf("Profile: %u x %u grid, %u reps + 1 warm-up a point, %" PRIu64 " steps in %.2f s (%.2f s inside steps); "
 		    "largest spread of a cell %.2f%%; written to a file and read back.\n\n",
 		    b.prof->ninput, b.prof->nprefix, b.pstats.reps, b.pstats.step_calls, b.pstats.wall_ns / 1e9,
@@ -934,9 +947,9 @@ int main(int argc, char **argv)
 		kv_json_string(f, mline);
 		std::fprintf(f, ", \"modelled\": true, \"targets\": %u, \"read_gbps\": %g, \"write_gbps\": %g, \"mixed_gbps\": %g, "
 			     "\"layers\": %u, \"prefix\": %u, \"requests\": %u, \"decode_steps\": %u, \"decode_ms\": %g, \"io_sms\": %u, "
-			     "\"isolated\": %u, \"profile_s\": %.3f, \"profile_steps\": %" PRIu64 ", \"runs\": [",
+			     "\"slot_sms\": %u, \"isolated\": %u, \"profile_s\": %.3f, \"profile_steps\": %" PRIu64 ", \"runs\": [",
 			     o.targets, o.read_gbps, o.write_gbps, o.mixed_gbps, o.layers, o.prefix, o.requests, o.decode_steps,
-			     o.decode_ms, b.io_ctas, b.pinfo.isolated, b.pstats.wall_ns / 1e9, b.pstats.step_calls);
+			     o.decode_ms, b.io_ctas, o.slot_sms, b.pinfo.isolated, b.pstats.wall_ns / 1e9, b.pstats.step_calls);
 		for (size_t i = 0; i < runs.size(); i++) {
 			const RunResult &rr = runs[i];
 			auto arr = [&](const char *name, const std::vector<double> &v) {

@@ -9,7 +9,9 @@ against I/O SMs (one line per ring placement and scope, the measured ceiling dot
 bench_kv_restore JSON -> GB/s per path
 (bars), the bulk copy's line drawn across; bench_gpu_file JSON -> GB/s per path, file and CPU
 thread count; bench_kv_layer JSON -> load GB/s per shape and target count (MODELLED drives), beside
-N x the one-target figure and the bulk copy. Needs matplotlib (Debian: python3-matplotlib).
+N x the one-target figure and the bulk copy; bench_sched JSON -> per input length, the bubble per
+layer (naive overlap against the scheduler) and the writes pending over the run's time. Needs
+matplotlib (Debian: python3-matplotlib).
 """
 import json
 import sys
@@ -131,6 +133,46 @@ def kv_layer(doc, out):
     fig.savefig(out, dpi=120)
 
 
+def sched(doc, out):
+    inputs = sorted({r["input"] for r in doc["runs"]}, reverse=True)
+    modes = [m for m in ("naive", "sched") if any(r["mode"] == m for r in doc["runs"])]
+    colors = {"naive": "tab:red", "sched": "tab:blue"}
+    fig, axes = plt.subplots(2, len(inputs), figsize=(max(8.0, 5.5 * len(inputs)), 6.8), squeeze=False)
+    for col, inp in enumerate(inputs):
+        runs = [r for r in doc["runs"] if r["input"] == inp]
+        ax = axes[0][col]
+        width = 0.4
+        for k, mode in enumerate(modes):
+            rs = [r for r in runs if r["mode"] == mode]
+            layers = len(rs[0]["bubble_layer_ms"])
+            # Mean over the reps of each layer's mean over requests.
+            mean = [sum(r["bubble_layer_ms"][l] for r in rs) / len(rs) for l in range(layers)]
+            total = sorted(b for r in rs for b in r["bubble_ms"])
+            med = total[len(total) // 2]
+            ax.bar([l + (k - 0.5) * width for l in range(layers)], mean, width, color=colors[mode],
+                   label=f"{mode}: {med:.1f} ms a request")
+        ax.set_xlabel("layer (its compute waiting for its load)")
+        ax.set_ylabel("bubble ms (measured)")
+        ax.set_title(f"{inp} new tokens over a {doc['prefix']}-token prefix, layer compute {runs[0]['layer_ms']:.2f} ms",
+                     fontsize=8)
+        ax.legend(fontsize=7)
+        ax = axes[1][col]
+        for mode in modes:
+            r = next(r for r in runs if r["mode"] == mode and r["rep"] == 0)
+            pts = r["pending"]
+            ax.step([p[0] for p in pts], [p[1] for p in pts], where="post", color=colors[mode],
+                    label=f"{mode}: most {r['pending_high_bytes'] / 1048576:.0f} MiB, drain {r['drain_ms']:.1f} ms, "
+                    f"stalls {r['stalls']}")
+        ax.set_xlabel("ms from the first request's first load (rep 0)")
+        ax.set_ylabel("writes pending, MiB")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"bench_sched: {doc['targets']} MODELLED drives (read {doc['read_gbps']}, write {doc['write_gbps']}, "
+                 f"both {doc['mixed_gbps']} GB/s each),\n{doc['requests']} requests, {doc['decode_steps']} decode steps "
+                 f"each; times measured on the GPU clock\n{doc.get('machine', '').replace('; ', chr(10))}", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
 def main(paths):
     if not paths:
         print(__doc__)
@@ -148,6 +190,8 @@ def main(paths):
             gpu_file(doc, out)
         elif kind == "bench_kv_layer":
             kv_layer(doc, out)
+        elif kind == "bench_sched":
+            sched(doc, out)
         else:
             print(f"{path}: no plot for bench '{kind}'", file=sys.stderr)
             continue

@@ -23,6 +23,7 @@
 #     restore   bench_kv_restore at 32K and 128K tokens beside every baseline
 #     layer     bench_kv_layer: per-layer loads through the plan on 1 and 4 modelled targets
 #     file      bench_gpu_file: the file target's CPU executor fed by GPU warps
+#     sched     bench_sched: the slack-aware scheduler against naive overlap on 4 modelled drives
 #     quick     the GPU benches' smoke runs (ctest -L bench, not cpu_rings), instead of the three
 #               above when debugging
 #   GIO_GPU_BUILD   build folder (default build-gpu)
@@ -30,7 +31,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${1:-${OUT:-gpu-out}}
-stages=" ${GIO_GPU_STAGES:-tests sanitize cmdrate check restore layer file} "
+stages=" ${GIO_GPU_STAGES:-tests sanitize cmdrate check restore layer file sched} "
 build=${GIO_GPU_BUILD:-build-gpu}
 mkdir -p "$out"
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -147,6 +148,13 @@ fi
 if want file; then
 	bench file gpu-file.md timeout 300 "$b/bench_gpu_file" --tokens 16384 --dir /tmp --reps 3 --warmup 1 --threads 1,8 \
 		--json "$out/json/gpu-file.json"
+fi
+if want sched; then
+	bench sched sched.md timeout 400 "$b/bench_sched" --json "$out/json/sched.json"
+	# Sustained eviction: requests back to back with no decode steps to drain in, so that the
+	# bounded backlog fills and reports back-pressure.
+	bench sched.sustained sched-sustained.md timeout 300 "$b/bench_sched" --input 512 --decode-steps 0 --requests 6 \
+		--reps 1 --json "$out/json/sched-sustained.json"
 fi
 if compgen -G "$out/json/*.json" >/dev/null; then
 	tar -C "$out" -cf "$out/json.tar" json
