@@ -160,15 +160,16 @@ int gpy_gpu_plan_init(struct gpy_plan *p)
 	DeviceScope scope(s->device);
 	if (scope.err != cudaSuccess)
 		return cuda_fail(scope.err, "selecting the pool's device");
-	for (uint32_t d = 0; d < s->ndevs; d++) {
-		const uint32_t n = s->dev[d].gpu->cfg.queues;
+	for (uint32_t d = 0; d < s->ndevs; d++) { // in the store's order
+		struct gpy_dev *x = &s->dev[s->order[d]];
+		const uint32_t n = x->gpu->cfg.queues;
 		if (!(p->gpu_qps[d] = (struct gio_qp **)calloc(n, sizeof(struct gio_qp *))))
 			return gpy_fail(-ENOMEM, "no memory");
 		for (uint32_t q = 0; q < n; q++)
-			p->gpu_qps[d][q] = gio_gpu_target_qp(s->dev[d].gpu, q);
+			p->gpu_qps[d][q] = gio_gpu_target_qp(x->gpu, q);
 		p->devs[d].qps = p->gpu_qps[d];
 		p->devs[d].nqps = n;
-		p->devs[d].table = s->dev[d].table_dev;
+		p->devs[d].table = x->table_dev;
 	}
 	void **grown = (void **)realloc(s->pinned, (s->npinned + 1) * sizeof(void *));
 	if (!grown)

@@ -62,7 +62,7 @@ static int plan_free(struct gpy_plan *p)
 		ret = gpy_lib(rc, "destroying the plan");
 	for (d = 0; d < p->s->ndevs; d++)
 		for (q = 0; q < GPY_MAX_QPS; q++)
-			if (p->qps[d][q] && (rc = gio_ctx_qp_destroy(p->s->dev[d].ctx, p->qps[d][q], p->timeout_ns, NULL, NULL)) < 0 &&
+			if (p->qps[d][q] && (rc = gio_ctx_qp_destroy(p->s->dev[p->s->order[d]].ctx, p->qps[d][q], p->timeout_ns, NULL, NULL)) < 0 &&
 			    !ret)
 				ret = gpy_lib(rc, "destroying a queue pair");
 	gpy_gpu_plan_free(p);
@@ -103,8 +103,8 @@ int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests,
 	p->layers = s->pool.extent[GIO_KV_LAYER];
 	p->max_requests = max_requests;
 	p->timeout_ns = timeout_ns ? timeout_ns : s->timeout_ns;
-	for (d = 0; d < s->ndevs; d++) {
-		struct gpy_dev *x = &s->dev[d];
+	for (d = 0; d < s->ndevs; d++) { /* in the store's order */
+		struct gpy_dev *x = &s->dev[s->order[d]];
 		p->devs[d].table = x->table;
 		p->devs[d].nsid = x->nsid;
 		p->devs[d].lba_shift = x->lba_shift;

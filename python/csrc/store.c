@@ -197,6 +197,8 @@ int gpy_store_open(const char *const *uris, uint32_t n, const struct gpy_pool_de
 		rc = gpy_lib(rc, create ? "creating the store" : "opening the store");
 		goto fail;
 	}
+	for (i = 0; i < n; i++)
+		s->order[i] = (uint32_t)gio_kv_store_device_pos(s->store, i); /* i < n: cannot fail */
 	*out = s;
 	return 0;
 fail: {
