@@ -65,6 +65,8 @@ struct gpy_store {
 	uint32_t ndevs;
 	struct gpy_dev dev[GIO_KV_STORE_MAX_DEVICES];
 	struct gio_kv_store *store;
+	struct gio_kv_blockdev bds[GIO_KV_STORE_MAX_DEVICES]; /* GPU targets: what the store reads
+							     until its close */
 	uint32_t order[GIO_KV_STORE_MAX_DEVICES]; /* the store's device d is dev[order[d]] (an open may
 						     take the targets in another order) */
 	struct gio_kv_pool pool;         /* the engine's addresses; bases points at pool_bases */

@@ -126,7 +126,6 @@ int gpy_store_open(const char *const *uris, uint32_t n, const struct gpy_pool_de
 {
 	struct gio_kv_store_params sp;
 	struct gio_ctx *ctxs[GIO_KV_STORE_MAX_DEVICES];
-	struct gio_kv_blockdev bds[GIO_KV_STORE_MAX_DEVICES];
 	struct gpy_store *s;
 	uint64_t object_bytes, signature;
 	uint32_t i, gpu = 0;
@@ -180,7 +179,7 @@ int gpy_store_open(const char *const *uris, uint32_t n, const struct gpy_pool_de
 			goto fail;
 		}
 		ctxs[i] = s->dev[i].ctx;
-		bds[i] = s->dev[i].bd;
+		s->bds[i] = s->dev[i].bd;
 	}
 	memset(&sp, 0, sizeof(sp));
 	sp.layers = s->pool.extent[GIO_KV_LAYER];
@@ -189,8 +188,8 @@ int gpy_store_open(const char *const *uris, uint32_t n, const struct gpy_pool_de
 	sp.store_bytes = store_bytes;
 	sp.timeout_ns = s->timeout_ns;
 	if (s->gpu_targets)
-		rc = create ? gio_kv_store_create_blockdevs(bds, n, &sp, &s->store)
-			    : gio_kv_store_open_blockdevs(bds, n, &sp, &s->store);
+		rc = create ? gio_kv_store_create_blockdevs(s->bds, n, &sp, &s->store)
+			    : gio_kv_store_open_blockdevs(s->bds, n, &sp, &s->store);
 	else
 		rc = create ? gio_kv_store_create(ctxs, n, &sp, &s->store) : gio_kv_store_open(ctxs, n, &sp, &s->store);
 	if (rc) {

@@ -51,10 +51,24 @@ def warm(kv, expected, dst):
     return mism
 
 
-@pytest.mark.parametrize("backing", ["mem://host?exec=gpu&sms=4", "mem://hbm?sms=2"], ids=["host", "hbm"])
-def test_gpu_engine_restores_layer_by_layer_while_compute_waits_on_the_device(backing):
-    kv = [torch.zeros(2, BLOCKS, TOKENS, HEADS, DIM, dtype=torch.bfloat16, device="cuda") for _ in range(LAYERS)]
+def gpu_pool(layout):
+    """"apart": vLLM's tensor per layer, K and V apart (two runs an object, an SGL segment list
+    in device memory); "one-run": one buffer [layers, blocks, 2, ...] seen as the same per-layer
+    views (an object is one range)."""
+    if layout == "apart":
+        kv = [torch.zeros(2, BLOCKS, TOKENS, HEADS, DIM, dtype=torch.bfloat16, device="cuda") for _ in range(LAYERS)]
+    else:
+        big = torch.zeros(LAYERS, BLOCKS, 2, TOKENS, HEADS, DIM, dtype=torch.bfloat16, device="cuda")
+        kv = [big[layer].transpose(0, 1) for layer in range(LAYERS)]
     pool = giouring.KVPool(kv, dims=DIMS)
+    assert pool.runs == (2 if layout == "apart" else 1)
+    return kv, pool
+
+
+@pytest.mark.parametrize("layout", ["apart", "one-run"])
+@pytest.mark.parametrize("backing", ["mem://host?exec=gpu&sms=4", "mem://hbm?sms=2"], ids=["host", "hbm"])
+def test_gpu_engine_restores_layer_by_layer_while_compute_waits_on_the_device(backing, layout):
+    kv, pool = gpu_pool(layout)
     uris = [f"{backing}&size={POOL_MIB // 2 + 64}M" for _ in range(2)]
     keys = [0x6C61796572000000 + c for c in range(BLOCKS)]
     dst = torch.tensor([shuffled(c) for c in range(BLOCKS)], device="cuda")
