@@ -3,8 +3,10 @@
 #         -P gio_doc_snippets.cmake
 # Each ```c block is a whole C11 program: compiled with -Wall -Wextra -Werror against the headers,
 # linked with giouring::host, and run (it must exit 0 on a machine without a GPU or an NVMe
-# device). Each ```cuda block is a translation unit nvcc compiles (-c), where CUDA is built. A
-# block whose opening fence names no language fails: say ```sh, ```cmake or ```text.
+# device). Each ```cuda block is a translation unit nvcc compiles (-c), where CUDA is built. Each
+# ```python block is run by the Python package's suite (tests/python/test_docs.py, ctest
+# python.pytest): counted here. A block whose opening fence names no language fails: say ```sh,
+# ```cmake or ```text.
 cmake_minimum_required(VERSION 3.25)
 include(${GIO_PARAMS})
 
@@ -13,6 +15,7 @@ file(MAKE_DIRECTORY ${GIO_WORK_DIR})
 set(failures "")
 set(counts_c 0)
 set(counts_cuda 0)
+set(counts_python 0)
 foreach(md IN LISTS GIO_DOCS)
   get_filename_component(stem ${md} NAME_WE)
   # awk writes every block to <work>/<stem>-<line>.<lang> and names them on stdout; a fence that
@@ -82,6 +85,9 @@ foreach(md IN LISTS GIO_DOCS)
         continue()
       endif()
       message(STATUS "${where}: cuda: compiled")
+    elseif(lang STREQUAL "python")
+      math(EXPR counts_python "${counts_python} + 1")
+      message(STATUS "${where}: python: run by python.pytest (tests/python/test_docs.py)")
     endif()
   endforeach()
 endforeach()
@@ -89,4 +95,5 @@ if(failures)
   list(JOIN failures "\n" shown)
   message(FATAL_ERROR "docs.snippets:\n${shown}")
 endif()
-message(STATUS "docs.snippets: ${counts_c} C programs compiled and run, ${counts_cuda} CUDA blocks")
+message(STATUS "docs.snippets: ${counts_c} C programs compiled and run, ${counts_cuda} CUDA blocks, "
+               "${counts_python} Python blocks (run by python.pytest)")

@@ -46,6 +46,11 @@ packages+=(
   qemu-user
   liburing-dev:arm64
 )
+# The Python package's stage (scripts/python-test.sh): a venv for torch from PyPI.
+packages+=(
+  python3
+  python3-venv
+)
 extra_packages=()
 if [[ -n "${GIO_EXTRA_PACKAGES:-}" ]]; then
   read -r -a env_extra <<<"$GIO_EXTRA_PACKAGES"

@@ -197,6 +197,12 @@ TEST_CASE("store: create, round trip across 4 file devices, round-robin spread, 
 	t.reopen();
 	std::vector<gio_ctx *> shuffled{t.ctx[2], t.ctx[0], t.ctx[3], t.ctx[1]};
 	REQUIRE(gio_kv_store_open(shuffled.data(), 4, &p, &s) == 0);
+	// The store's device d (its superblock's index) is where ctx[d] was put in the array.
+	const int pos[4] = {1, 3, 0, 2};
+	for (uint32_t d = 0; d < 4; d++)
+		CHECK(gio_kv_store_device_pos(s, d) == pos[d]);
+	CHECK(gio_kv_store_device_pos(s, 4) == -EINVAL);
+	CHECK(gio_kv_store_device_pos(nullptr, 0) == -EINVAL);
 	gio_kv_store_info(s, &st);
 	CHECK(gio_kv_u128_eq(st.store_id, id));
 	CHECK(st.valid == n);

@@ -597,6 +597,14 @@ void gio_kv_store_info(struct gio_kv_store *s, struct gio_kv_store_stats *st)
 	pthread_mutex_unlock(&s->lock);
 }
 
+int gio_kv_store_device_pos(const struct gio_kv_store *s, uint32_t d)
+{
+	gio__clear_error();
+	if (!s || d >= s->n)
+		return gio__fail(-EINVAL, "giouring: kv store: no device %u", d);
+	return (int)s->dev[d].pos; /* set once at open, never changed: no lock */
+}
+
 void gio__kv_store_shape(struct gio_kv_store *s, struct gio__kv_shape *shape)
 {
 	uint32_t d;

@@ -230,6 +230,20 @@ int gio_kv_store_get(struct gio_kv_store *store, struct gio_kv_u128 key, void *d
  */
 void gio_kv_store_info(struct gio_kv_store *store, struct gio_kv_store_stats *st);
 
+/**
+ * @brief Where device @p d of the store was in the array given to create or open.
+ * @param store  the store.
+ * @param d      a device of the store, in the store's order (the order gio_kv_plan_params::devs
+ *               takes): below gio_kv_store_stats::devices.
+ * @return its position in the ctxs (or devs) array of gio_kv_store_create() / gio_kv_store_open()
+ *         and their _blockdevs forms; `-EINVAL` for a NULL @p store or @p d out of range.
+ *
+ * Any thread. A store opened with its devices in another order than it was created in (each
+ * superblock says which device it is) has its own order, which a plan's devices must follow:
+ * plan device d is the one at position gio_kv_store_device_pos(store, d) of the caller's array.
+ */
+int gio_kv_store_device_pos(const struct gio_kv_store *store, uint32_t d);
+
 GIO_EXTERN_C_END
 
 #endif /* GIOURING_KV_STORE_H */

@@ -1,0 +1,211 @@
+// The GPU half of the package: GPU-executed targets (mem://hbm, mem://host?exec=gpu) with the
+// pool registered and their P2P tables in device memory, and the GPU engine's layer calls on the
+// caller's stream (PyTorch's current stream, ops.cpp). The I/O kernel is a template of
+// giouring/kv/layer.cuh instantiated in this translation unit, so that gio_kv_layer_preload()
+// here loads it before any executor starts (docs/design.md, "Persistent kernels and lazy
+// loading": a kernel lazily loaded while a persistent kernel spins waits for it for ever).
+#include <cuda_runtime.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include <giouring/kv/layer.cuh>
+#include <giouring/target/gpu_target.h>
+
+#include "gpy.h"
+
+namespace {
+
+int cuda_fail(cudaError_t e, const char *what)
+{
+	return gpy_fail(gio_cuda_errno((int)e), "%s: %s: %s", what, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+// Makes the pool's device current for this thread's CUDA calls, and restores the caller's: the
+// driver's current context is shared with PyTorch's runtime.
+struct DeviceScope {
+	int prev = -1;
+	cudaError_t err = cudaSuccess;
+	explicit DeviceScope(int dev)
+	{
+		if ((err = cudaGetDevice(&prev)) == cudaSuccess && prev != dev)
+			err = cudaSetDevice(dev);
+	}
+	~DeviceScope()
+	{
+		int now = -1;
+		if (prev >= 0 && cudaGetDevice(&now) == cudaSuccess && now != prev)
+			cudaSetDevice(prev);
+	}
+};
+
+// The lists of a GPU target's table: device memory registered with the target.
+int lists_bus(struct gpy_store *, struct gpy_dev *d, uint64_t *addr)
+{
+	const cudaError_t e = cudaMalloc(&d->lists_dev, d->lists_bytes);
+	if (e != cudaSuccess)
+		return cuda_fail(e, "allocating the P2P table's lists");
+	const int rc = gio_gpu_target_register(d->gpu, d->lists_dev, d->lists_bytes, addr);
+	return rc ? gpy_lib(rc, "registering the P2P table's lists") : 0;
+}
+
+} // namespace
+
+extern "C" {
+
+int gpy_has_gpu(void)
+{
+	return 1;
+}
+
+int gpy_gpu_open(struct gpy_store *s, struct gpy_dev *d, const char *uri)
+{
+	struct gio_gpu_target_config cfg;
+	if (gio_gpu_target_parse(uri, &cfg) != 0)
+		return 0; // a context's URI (a malformed GPU one is refused by gio_ctx_open() by name)
+	if (s->device < 0)
+		return gpy_fail(-EINVAL, "GPU-executed targets move data to and from GPU memory: put the pool's tensors "
+					 "on a CUDA device");
+	DeviceScope scope(s->device);
+	if (scope.err != cudaSuccess)
+		return cuda_fail(scope.err, "selecting the pool's device");
+	int rc = gio_gpu_target_open(uri, &d->gpu);
+	if (rc)
+		return gpy_lib(rc, "opening the GPU-executed target");
+	if ((rc = gio_kv_gpu_target_blockdev(d->gpu, &d->bd)) != 0)
+		return gpy_lib(rc, "the target's block device");
+	d->caps.sgls = d->gpu->cfg.sgls ? 1u : 0u;
+	d->caps.page_bytes = 4096;
+	d->caps.max_xfer_bytes = (uint64_t)4096 << d->gpu->cfg.mdts;
+	d->nsid = GIO_TGT_NSID;
+	d->lba_shift = d->gpu->cfg.lba_shift;
+	return 1;
+}
+
+int gpy_gpu_attach(struct gpy_store *s, struct gpy_dev *d)
+{
+	DeviceScope scope(s->device);
+	if (scope.err != cudaSuccess)
+		return cuda_fail(scope.err, "selecting the pool's device");
+	for (uint32_t i = 0; i < s->nregions; i++) {
+		const int rc = gio_gpu_target_register(d->gpu, (void *)(uintptr_t)s->regions[2 * i],
+						       (size_t)s->regions[2 * i + 1], nullptr);
+		if (rc)
+			return gpy_lib(rc, "registering the pool's memory");
+	}
+	uint64_t *bases = nullptr;
+	if (s->pool.base_mode != GIO_KV_BASE_ONE &&
+	    !(bases = (uint64_t *)calloc((size_t)s->pool.extent[GIO_KV_LAYER] * s->pool.extent[GIO_KV_PART], sizeof(*bases))))
+		return gpy_fail(-ENOMEM, "no memory");
+	struct gio_kv_pool bus;
+	int rc = gio_kv_pool_bus_gpu(d->gpu, &s->pool, bases, &bus);
+	// Built on the host (the entries are pure arithmetic on bus addresses), then copied: the
+	// executor only ever reads the device copy. SGL only: the GPU executor's PRP path is not
+	// what this package drives.
+	rc = rc ? gpy_lib(rc, "the pool at the target's bus addresses") : gpy_table_build(s, d, &bus, 0, lists_bus);
+	free(bases);
+	if (rc)
+		return rc;
+	cudaError_t e = cudaMalloc(&d->table_dev, d->table_entries * sizeof(union gio_dptr));
+	if (e == cudaSuccess)
+		e = cudaMemcpy(d->table_dev, d->table, d->table_entries * sizeof(union gio_dptr), cudaMemcpyHostToDevice);
+	if (e == cudaSuccess && d->lists_bytes)
+		e = cudaMemcpy(d->lists_dev, d->lists, d->lists_bytes, cudaMemcpyHostToDevice);
+	return e == cudaSuccess ? 0 : cuda_fail(e, "copying the P2P table to the GPU");
+}
+
+int gpy_gpu_start(struct gpy_store *s)
+{
+	DeviceScope scope(s->device);
+	if (scope.err != cudaSuccess)
+		return cuda_fail(scope.err, "selecting the pool's device");
+	int rc = gio_kv_layer_preload();
+	if (rc)
+		return gpy_lib(rc, "loading the layer kernels");
+	for (uint32_t i = 0; i < s->ndevs; i++)
+		if ((rc = gio_gpu_target_start(s->dev[i].gpu)) != 0)
+			return gpy_lib(rc, "starting a GPU target's executor");
+	return 0;
+}
+
+int gpy_gpu_close(struct gpy_store *s, struct gpy_dev *d)
+{
+	DeviceScope scope(s->device);
+	const int rc = gio_gpu_target_close(d->gpu); // stops the executor first (5 s at most)
+	d->gpu = nullptr;
+	if (rc)
+		return gpy_lib(rc, "closing a GPU target"); // its memory, and so our lists, may still be read
+	if (d->table_dev)
+		cudaFree(d->table_dev);
+	if (d->lists_dev)
+		cudaFree(d->lists_dev);
+	d->table_dev = nullptr;
+	d->lists_dev = nullptr;
+	return 0;
+}
+
+void gpy_gpu_release(struct gpy_store *s)
+{
+	for (uint32_t i = 0; i < s->npinned; i++)
+		cudaFreeHost(s->pinned[i]);
+	free(s->pinned);
+	s->pinned = nullptr;
+	s->npinned = 0;
+}
+
+int gpy_gpu_plan_init(struct gpy_plan *p)
+{
+	struct gpy_store *s = p->s;
+	DeviceScope scope(s->device);
+	if (scope.err != cudaSuccess)
+		return cuda_fail(scope.err, "selecting the pool's device");
+	for (uint32_t d = 0; d < s->ndevs; d++) { // in the store's order
+		struct gpy_dev *x = &s->dev[s->order[d]];
+		const uint32_t n = x->gpu->cfg.queues;
+		if (!(p->gpu_qps[d] = (struct gio_qp **)calloc(n, sizeof(struct gio_qp *))))
+			return gpy_fail(-ENOMEM, "no memory");
+		for (uint32_t q = 0; q < n; q++)
+			p->gpu_qps[d][q] = gio_gpu_target_qp(x->gpu, q);
+		p->devs[d].qps = p->gpu_qps[d];
+		p->devs[d].nqps = n;
+		p->devs[d].table = x->table_dev;
+	}
+	void **grown = (void **)realloc(s->pinned, (s->npinned + 1) * sizeof(void *));
+	if (!grown)
+		return gpy_fail(-ENOMEM, "no memory");
+	s->pinned = grown;
+	const cudaError_t e = cudaHostAlloc((void **)&p->timed_out, p->layers * sizeof(int), cudaHostAllocMapped);
+	if (e != cudaSuccess)
+		return cuda_fail(e, "allocating the stream waits' flags");
+	memset(p->timed_out, 0, p->layers * sizeof(int));
+	s->pinned[s->npinned++] = p->timed_out; // freed at the store's close, after the executors
+	return 0;
+}
+
+void gpy_gpu_plan_free(struct gpy_plan *p)
+{
+	for (uint32_t d = 0; d < GIO_KV_STORE_MAX_DEVICES; d++)
+		free(p->gpu_qps[d]);
+}
+
+int gpy_gpu_layer(struct gpy_plan *p, uint32_t layer, int write, void *stream)
+{
+	DeviceScope scope(p->s->device);
+	if (scope.err != cudaSuccess)
+		return cuda_fail(scope.err, "selecting the pool's device");
+	return write ? gio_kv_save_layer(p->plan, layer, (cudaStream_t)stream)
+		     : gio_kv_load_layer(p->plan, layer, (cudaStream_t)stream);
+}
+
+int gpy_gpu_wait(struct gpy_plan *p, uint32_t layer, void *stream, uint64_t timeout_ns)
+{
+	DeviceScope scope(p->s->device);
+	if (scope.err != cudaSuccess)
+		return cuda_fail(scope.err, "selecting the pool's device");
+	if (layer >= p->layers)
+		return gpy_fail(-EINVAL, "layer %u beyond the plan's %u", layer, p->layers);
+	return gio_kv_wait_layer_on(p->plan, layer, (cudaStream_t)stream, timeout_ns, &p->timed_out[layer]);
+}
+
+} // extern "C"

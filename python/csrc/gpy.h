@@ -1,0 +1,206 @@
+/*
+ * The Python package's native layer (libgiouring_torch.so): a flat C API over giouring's host
+ * library for the package's ctypes calls (giouring/_lib.py), and the layer calls its torch ops
+ * make (ops.cpp). Handles are opaque; every call that can fail returns -errno and leaves a message
+ * for gpy_last_error() on the calling thread.
+ *
+ * Why ctypes and not the Python C API: the library then holds no Python symbol, so one build
+ * serves every Python version, and torch is reached only through its stable C ABI (ops.cpp).
+ *
+ * Layout of the objects:
+ *   gpy_store  the targets (contexts, or GPU-executed targets in a CUDA build), the pool
+ *              registered with each and its P2P table per target, and the KV store over them;
+ *   gpy_plan   a plan (giouring/kv/plan.h) over a store: its queue pairs (CPU engine) and, for
+ *              the GPU engine, the flags of its stream waits.
+ */
+#ifndef GIOURING_PY_GPY_H
+#define GIOURING_PY_GPY_H
+
+#include <stdint.h>
+
+#include <giouring/giouring.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPY_EXPORT __attribute__((visibility("default")))
+
+/** Most pool memory regions a store registers with each target (one per torch storage). */
+#define GPY_MAX_REGIONS 48u
+/** Most queue pairs a CPU-engine plan creates per device. */
+#define GPY_MAX_QPS 8u
+
+/** The pool as Python describes it from torch tensors (giouring/_lib.py mirrors this struct). */
+struct gpy_pool_desc {
+	uint32_t base_mode;        /* enum gio_kv_base_mode */
+	uint32_t elem_bytes;       /* the tensors' element size */
+	uint32_t extent[GIO_KV_DIMS];
+	uint64_t stride[GIO_KV_DIMS]; /* in elements, as torch reports them */
+	uint64_t base;             /* GIO_KV_BASE_ONE: the tensor's data pointer */
+	const uint64_t *bases;     /* the other modes: a data pointer per layer (and part) */
+	const uint64_t *regions;   /* nregions pairs (address, bytes): the torch storages to register */
+	uint32_t nregions;
+	int32_t device;            /* -1: host memory; else the CUDA device the tensors are on */
+};
+
+/** A device of a store: a context, or (CUDA builds) a GPU-executed target. */
+struct gpy_dev {
+	struct gio_ctx *ctx;
+	struct gio_gpu_target *gpu;
+	struct gio_kv_blockdev bd;       /* GPU target: the store's block device */
+	struct gio_dptr_caps caps;
+	uint32_t nsid, lba_shift;
+	uint32_t psdt, cmds;             /* the table's form (gio_kv_io_dev) */
+	union gio_dptr *table;           /* host image of the P2P table */
+	uint64_t table_entries;
+	void *lists;                     /* SGL segment lists or PRP lists: host memory (contexts) or
+					    the host image of the GPU copy */
+	uint64_t lists_bytes;
+	union gio_dptr *table_dev;       /* GPU target: the table in device memory */
+	void *lists_dev;                 /* GPU target: the lists in device memory */
+};
+
+struct gpy_store {
+	uint32_t ndevs;
+	struct gpy_dev dev[GIO_KV_STORE_MAX_DEVICES];
+	struct gio_kv_store *store;
+	struct gio_kv_blockdev bds[GIO_KV_STORE_MAX_DEVICES]; /* GPU targets: what the store reads
+							     until its close */
+	uint32_t order[GIO_KV_STORE_MAX_DEVICES]; /* the store's device d is dev[order[d]] (an open may
+						     take the targets in another order) */
+	struct gio_kv_pool pool;         /* the engine's addresses; bases points at pool_bases */
+	uint64_t *pool_bases;
+	struct gio_kv_runs runs;
+	int32_t device;                  /* the pool's CUDA device, or -1 */
+	int gpu_targets;                 /* every device is GPU-executed */
+	int started;                     /* GPU targets' executors running */
+	uint32_t plans;                  /* plans alive */
+	uint64_t timeout_ns;
+	uint64_t regions[2 * GPY_MAX_REGIONS]; /* the pool's storages: (address, bytes) pairs */
+	uint32_t nregions;
+	void **pinned;                   /* GPU engine: plans' pinned blocks, freed at close, once the
+					    executors stopped (freeing pinned memory waits for every
+					    kernel, a persistent executor's too) */
+	uint32_t npinned;
+};
+
+/** Statistics of a plan, the order of gpy_plan_stats(). */
+enum gpy_plan_stat {
+	GPY_PLAN_LOADS, GPY_PLAN_SAVES, GPY_PLAN_REQUESTS, GPY_PLAN_LAYERS, GPY_PLAN_FAILED,
+	GPY_PLAN_STREAM_TIMEOUTS, GPY_PLAN_STATS
+};
+
+struct gpy_plan {
+	struct gpy_store *s;
+	struct gio_kv_plan *plan;
+	uint32_t engine, layers, max_requests;
+	uint32_t nqps;                   /* CPU engine: queue pairs per device */
+	struct gio_qp *qps[GIO_KV_STORE_MAX_DEVICES][GPY_MAX_QPS];
+	struct gio_qp **gpu_qps[GIO_KV_STORE_MAX_DEVICES]; /* GPU engine: the targets' (device pointers) */
+	struct gio_kv_io_dev devs[GIO_KV_STORE_MAX_DEVICES];
+	int *timed_out;                  /* GPU engine: per layer, set by a stream wait that timed out
+					    (mapped pinned memory) */
+	int batch_open, batch_write;
+	uint32_t batch_n;                /* keys of the open batch */
+	uint64_t timeout_ns;
+	uint64_t stats[GPY_PLAN_STATS];
+};
+
+/* ---- errors (error.c) ---- */
+/** The calling thread's message about its latest failed gpy_* call ("" after a success). */
+GPY_EXPORT const char *gpy_last_error(void);
+void gpy_clear_error(void);
+/** The name of an NVMe status field (gio_status_str()). */
+GPY_EXPORT const char *gpy_status_str(uint32_t status);
+/** Sets the message and returns rc. */
+int gpy_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** A message kept across cleanup calls that may overwrite it. */
+struct gpy_saved_error {
+	char message[1024];
+};
+void gpy_error_save(struct gpy_saved_error *e);
+/** Puts a saved message back; returns rc. */
+int gpy_error_restore(int rc, const struct gpy_saved_error *e);
+/** rc of a library call: with its message (gio_last_error()) after @p what. */
+int gpy_lib(int rc, const char *what);
+
+/* ---- pools (pool.c) ---- */
+/** sizeof(struct gpy_pool_desc), for the Python mirror to check itself against. */
+GPY_EXPORT uint32_t gpy_pool_desc_size(void);
+/** Checks a pool and gives what the store needs of it: its object bytes, device order signature
+ *  and runs per object. -EINVAL with a message naming the dimensions or layers at fault. */
+GPY_EXPORT int gpy_pool_check(const struct gpy_pool_desc *d, uint64_t *object_bytes, uint64_t *signature,
+			      uint32_t *nruns);
+/** The library's pool from a description (bases into @p bases, layers x parts entries). */
+int gpy_pool_from_desc(const struct gpy_pool_desc *d, struct gio_kv_pool *pool, uint64_t *bases);
+
+/* ---- stores (store.c) ---- */
+GPY_EXPORT int gpy_store_open(const char *const *uris, uint32_t n, const struct gpy_pool_desc *pool, int create,
+			      uint64_t store_bytes, uint64_t timeout_ns, struct gpy_store **out);
+GPY_EXPORT int gpy_store_close(struct gpy_store *s);
+/** gio_kv_store_stats in the order of giouring/store.py's STORE_STATS (16 numbers). */
+GPY_EXPORT int gpy_store_stats(struct gpy_store *s, uint64_t *out, uint32_t n);
+/** gio_ctx_inject() on device @p dev: fail its @p fail_nth I/O command from now on with @p status
+ *  (0 and 0: no fault). Software targets only; for tests. */
+GPY_EXPORT int gpy_store_inject(struct gpy_store *s, uint32_t dev, uint64_t fail_nth, uint32_t status);
+/** 1 when the store's devices are GPU-executed targets (the GPU engine's). */
+GPY_EXPORT int gpy_store_gpu_targets(const struct gpy_store *s);
+/** Builds device @p d's P2P table from the pool at its bus addresses @p bus into d->table and
+ *  d->lists (allocated here: @p lists_bus_of gives the bus address of the lists' memory). */
+int gpy_table_build(struct gpy_store *s, struct gpy_dev *d, const struct gio_kv_pool *bus, int allow_prp,
+		    int (*lists_bus_of)(struct gpy_store *s, struct gpy_dev *d, uint64_t *addr));
+
+/* ---- plans (plan.c) ---- */
+GPY_EXPORT int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests, uint32_t queues,
+			       uint32_t queue_depth, uint32_t io_ctas, uint32_t io_warps, uint64_t timeout_ns,
+			       struct gpy_plan **out);
+GPY_EXPORT int gpy_plan_destroy(struct gpy_plan *p);
+/** keys: n pairs (hi, lo). Returns the hits. */
+GPY_EXPORT int gpy_plan_load(struct gpy_plan *p, const uint64_t *keys, const uint32_t *blocks, uint32_t n,
+			     uint8_t *hit);
+/** Returns the requests planned; rc[i] each key's outcome. */
+GPY_EXPORT int gpy_plan_save(struct gpy_plan *p, const uint64_t *keys, const uint32_t *blocks, uint32_t n,
+			     int32_t *rc);
+/** Ends the batch; per key of it (gpy_plan_batch_keys()): rc, NVMe status and failing layer. */
+GPY_EXPORT int gpy_plan_finish(struct gpy_plan *p, int32_t *rc, uint16_t *status, uint16_t *layer,
+			       uint64_t timeout_ns);
+GPY_EXPORT uint32_t gpy_plan_batch_keys(const struct gpy_plan *p);
+GPY_EXPORT int gpy_plan_stats(const struct gpy_plan *p, uint64_t *out, uint32_t n);
+/** The plan's engine (GIO_KV_ENGINE_*) and layers. */
+GPY_EXPORT uint32_t gpy_plan_engine(const struct gpy_plan *p);
+/** The live plan whose handle is @p handle, or NULL (a destroyed or made-up handle): the torch
+ *  ops get plans as integers. */
+struct gpy_plan *gpy_plan_lookup(int64_t handle);
+/** Checks that @p ptrs are the pool's tensors (their data pointers, in the pool's order). */
+int gpy_plan_check_pool(const struct gpy_plan *p, const uint64_t *ptrs, uint32_t n);
+/** Runs (CPU engine) or launches on @p stream (GPU engine) layer @p layer of the open batch. */
+int gpy_plan_layer(struct gpy_plan *p, uint32_t layer, int write, void *stream);
+/** Waits for layer @p layer: the host (CPU engine), or @p stream (GPU engine), up to @p timeout_ns. */
+int gpy_plan_wait(struct gpy_plan *p, uint32_t layer, void *stream, uint64_t timeout_ns);
+
+/* ---- the GPU half (gpu.cu; stubs in nogpu.c where CUDA is not built) ---- */
+/** 1 where this build has the GPU engine. */
+GPY_EXPORT int gpy_has_gpu(void);
+/** Opens device @p d as a GPU-executed target when @p uri names one: 1 (opened), 0 (not a GPU
+ *  target URI), or -errno. */
+int gpy_gpu_open(struct gpy_store *s, struct gpy_dev *d, const char *uri);
+/** Registers the pool with GPU target @p d and builds its table in device memory. */
+int gpy_gpu_attach(struct gpy_store *s, struct gpy_dev *d);
+/** Starts the GPU targets' executors (the layer kernels preloaded first). */
+int gpy_gpu_start(struct gpy_store *s);
+/** Stops and closes GPU target @p d, frees its device tables. */
+int gpy_gpu_close(struct gpy_store *s, struct gpy_dev *d);
+/** Frees the store's pinned blocks (after every target closed). */
+void gpy_gpu_release(struct gpy_store *s);
+/** The GPU engine's parts of a plan: the targets' queue pairs and the wait flags. */
+int gpy_gpu_plan_init(struct gpy_plan *p);
+void gpy_gpu_plan_free(struct gpy_plan *p);
+int gpy_gpu_layer(struct gpy_plan *p, uint32_t layer, int write, void *stream);
+int gpy_gpu_wait(struct gpy_plan *p, uint32_t layer, void *stream, uint64_t timeout_ns);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GIOURING_PY_GPY_H */

@@ -1,0 +1,311 @@
+/* Plans over a store (giouring/kv/plan.h): created with the engine the store's targets take (the
+ * CPU engine's queue pairs here, the GPU engine's parts in gpu.cu), batches planned from Python's
+ * keys and blocks, layers run or launched by the torch ops (ops.cpp), and each key's result at
+ * finish. Live plans are listed, so that an op given a stale integer handle refuses it instead of
+ * following it. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpy.h"
+
+#define GPY_MAX_PLANS 256u
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gpy_plan *live[GPY_MAX_PLANS];
+
+static int live_add(struct gpy_plan *p)
+{
+	uint32_t i;
+	int rc = -ENOSPC;
+	pthread_mutex_lock(&live_lock);
+	for (i = 0; i < GPY_MAX_PLANS && rc; i++)
+		if (!live[i]) {
+			live[i] = p;
+			rc = 0;
+		}
+	pthread_mutex_unlock(&live_lock);
+	return rc ? gpy_fail(rc, "%u plans are alive already", GPY_MAX_PLANS) : 0;
+}
+
+static void live_remove(struct gpy_plan *p)
+{
+	uint32_t i;
+	pthread_mutex_lock(&live_lock);
+	for (i = 0; i < GPY_MAX_PLANS; i++)
+		if (live[i] == p)
+			live[i] = NULL;
+	pthread_mutex_unlock(&live_lock);
+}
+
+struct gpy_plan *gpy_plan_lookup(int64_t handle)
+{
+	struct gpy_plan *found = NULL;
+	uint32_t i;
+	pthread_mutex_lock(&live_lock);
+	for (i = 0; i < GPY_MAX_PLANS; i++)
+		if (live[i] && (int64_t)(uintptr_t)live[i] == handle)
+			found = live[i];
+	pthread_mutex_unlock(&live_lock);
+	return found;
+}
+
+/* Destroys the plan's parts; the first failure's rc. */
+static int plan_free(struct gpy_plan *p)
+{
+	int ret = 0, rc;
+	uint32_t d, q;
+	live_remove(p);
+	if (p->plan && (rc = gio_kv_plan_destroy(p->plan)) != 0)
+		ret = gpy_lib(rc, "destroying the plan");
+	for (d = 0; d < p->s->ndevs; d++)
+		for (q = 0; q < GPY_MAX_QPS; q++)
+			if (p->qps[d][q] && (rc = gio_ctx_qp_destroy(p->s->dev[p->s->order[d]].ctx, p->qps[d][q], p->timeout_ns, NULL, NULL)) < 0 &&
+			    !ret)
+				ret = gpy_lib(rc, "destroying a queue pair");
+	gpy_gpu_plan_free(p);
+	if (p->plan)
+		p->s->plans--;
+	free(p);
+	return ret;
+}
+
+int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests, uint32_t queues,
+		    uint32_t queue_depth, uint32_t io_ctas, uint32_t io_warps, uint64_t timeout_ns, struct gpy_plan **out)
+{
+	struct gio_kv_plan_params pp;
+	struct gpy_plan *p;
+	uint32_t d, q;
+	int rc;
+	gpy_clear_error();
+	if (!s || !out)
+		return gpy_fail(-EINVAL, "no store");
+	if (engine == GIO_KV_ENGINE_CPU && s->gpu_targets)
+		return gpy_fail(-EINVAL, "the store's targets are GPU-executed: they take the GPU engine");
+	if (engine == GIO_KV_ENGINE_GPU && !s->gpu_targets)
+		return gpy_fail(-EOPNOTSUPP, "the GPU engine drives GPU-executed targets (mem://hbm, exec=gpu) in this package; "
+					     "CPU-executed targets (file://, mem://host) take the CPU engine");
+	if (engine > GIO_KV_ENGINE_GPU)
+		return gpy_fail(-EINVAL, "unknown engine %u", engine);
+	if (engine == GIO_KV_ENGINE_GPU && s->started)
+		return gpy_fail(-EBUSY, "create every plan of GPU-executed targets before the first batch: their executors "
+					"run now, and a plan's allocations must not wait behind them");
+	if (queues == 0)
+		queues = 2;
+	if (queues > GPY_MAX_QPS)
+		return gpy_fail(-EINVAL, "at most %u queue pairs per device, not %u", GPY_MAX_QPS, queues);
+	if (!(p = calloc(1, sizeof(*p))))
+		return gpy_fail(-ENOMEM, "no memory");
+	p->s = s;
+	p->engine = engine;
+	p->layers = s->pool.extent[GIO_KV_LAYER];
+	p->max_requests = max_requests;
+	p->timeout_ns = timeout_ns ? timeout_ns : s->timeout_ns;
+	for (d = 0; d < s->ndevs; d++) { /* in the store's order */
+		struct gpy_dev *x = &s->dev[s->order[d]];
+		p->devs[d].table = x->table;
+		p->devs[d].nsid = x->nsid;
+		p->devs[d].lba_shift = x->lba_shift;
+		p->devs[d].psdt = x->psdt;
+		p->devs[d].cmds = x->cmds;
+		if (engine == GIO_KV_ENGINE_GPU)
+			continue;
+		for (q = 0; q < queues; q++)
+			if ((rc = gio_ctx_qp_create(x->ctx, queue_depth ? queue_depth : 64, &p->qps[d][q])) != 0) {
+				rc = gpy_lib(rc, "creating a queue pair");
+				goto fail;
+			}
+		p->devs[d].qps = p->qps[d];
+		p->devs[d].nqps = queues;
+	}
+	if (engine == GIO_KV_ENGINE_GPU && (rc = gpy_gpu_plan_init(p)) != 0)
+		goto fail;
+	memset(&pp, 0, sizeof(pp));
+	pp.engine = engine;
+	pp.max_requests = max_requests;
+	pp.blocks = s->pool.extent[GIO_KV_BLOCK];
+	pp.io_ctas = io_ctas;
+	pp.io_warps = io_warps;
+	pp.timeout_ns = p->timeout_ns;
+	pp.devs = p->devs;
+	if ((rc = gio_kv_plan_create(s->store, &pp, &p->plan)) != 0) {
+		rc = gpy_lib(rc, "creating the plan");
+		goto fail;
+	}
+	s->plans++;
+	if ((rc = live_add(p)) != 0)
+		goto fail;
+	*out = p;
+	return 0;
+fail: {
+	struct gpy_saved_error e;
+	gpy_error_save(&e);
+	plan_free(p);
+	return gpy_error_restore(rc, &e);
+}
+}
+
+int gpy_plan_destroy(struct gpy_plan *p)
+{
+	gpy_clear_error();
+	return p ? plan_free(p) : 0;
+}
+
+static struct gio_kv_u128 *keys_of(const uint64_t *keys, uint32_t n)
+{
+	struct gio_kv_u128 *k = calloc(n ? n : 1, sizeof(*k));
+	uint32_t i;
+	for (i = 0; k && i < n; i++) {
+		k[i].hi = keys[2 * i];
+		k[i].lo = keys[2 * i + 1];
+	}
+	return k;
+}
+
+/* The GPU targets' executors start with the first batch: every plan exists by then. */
+static int start_targets(struct gpy_plan *p)
+{
+	int rc;
+	if (p->engine != GIO_KV_ENGINE_GPU || p->s->started)
+		return 0;
+	if ((rc = gpy_gpu_start(p->s)) != 0)
+		return rc;
+	p->s->started = 1;
+	return 0;
+}
+
+/* Plans a batch: a load (@p write 0: hit[] per key) or a save (rcs[] per key). */
+static int plan_batch(struct gpy_plan *p, const uint64_t *keys, const uint32_t *blocks, uint32_t n, int write,
+		      uint8_t *hit, int32_t *rcs)
+{
+	struct gio_kv_u128 *k;
+	int rc;
+	gpy_clear_error();
+	if (!p || (n && (!keys || !blocks)))
+		return gpy_fail(-EINVAL, "no plan, keys or blocks");
+	if ((rc = start_targets(p)) != 0)
+		return rc;
+	if (!(k = keys_of(keys, n)))
+		return gpy_fail(-ENOMEM, "no memory");
+	rc = write ? gio_kv_plan_save(p->plan, k, blocks, n, rcs) : gio_kv_plan_load(p->plan, k, blocks, n, hit);
+	free(k);
+	if (rc < 0)
+		return gpy_lib(rc, write ? "planning the save" : "planning the load");
+	p->batch_open = 1;
+	p->batch_write = write;
+	p->batch_n = n;
+	p->stats[write ? GPY_PLAN_SAVES : GPY_PLAN_LOADS]++;
+	p->stats[GPY_PLAN_REQUESTS] += (uint64_t)rc;
+	return rc;
+}
+
+int gpy_plan_load(struct gpy_plan *p, const uint64_t *keys, const uint32_t *blocks, uint32_t n, uint8_t *hit)
+{
+	return plan_batch(p, keys, blocks, n, 0, hit, NULL);
+}
+
+int gpy_plan_save(struct gpy_plan *p, const uint64_t *keys, const uint32_t *blocks, uint32_t n, int32_t *rcs)
+{
+	return plan_batch(p, keys, blocks, n, 1, NULL, rcs);
+}
+
+uint32_t gpy_plan_batch_keys(const struct gpy_plan *p)
+{
+	return p && p->batch_open ? p->batch_n : 0;
+}
+
+uint32_t gpy_plan_engine(const struct gpy_plan *p)
+{
+	return p ? p->engine : 0;
+}
+
+int gpy_plan_finish(struct gpy_plan *p, int32_t *rcs, uint16_t *status, uint16_t *layer, uint64_t timeout_ns)
+{
+	struct gio_kv_io_result *res;
+	uint32_t i, n, l;
+	int rc;
+	gpy_clear_error();
+	if (!p)
+		return gpy_fail(-EINVAL, "no plan");
+	if (!p->batch_open)
+		return gpy_fail(-EINVAL, "no batch open: plan one with load() or save() first");
+	n = p->batch_n;
+	if (!(res = calloc(n ? n : 1, sizeof(*res))))
+		return gpy_fail(-ENOMEM, "no memory");
+	rc = gio_kv_plan_finish(p->plan, res, timeout_ns);
+	if (rc < 0)
+		gpy_lib(rc, "finishing the batch");
+	p->batch_open = 0;
+	for (i = 0; i < n; i++) {
+		if (rcs)
+			rcs[i] = res[i].rc;
+		if (status)
+			status[i] = res[i].status;
+		if (layer)
+			layer[i] = res[i].layer;
+		p->stats[GPY_PLAN_FAILED] += res[i].rc != 0 && res[i].layer != 0xffff;
+	}
+	free(res);
+	/* A stream wait that timed out let its stream run on without the layer's data. */
+	for (l = 0; p->timed_out && l < p->layers; l++)
+		if (p->timed_out[l]) {
+			p->timed_out[l] = 0;
+			p->stats[GPY_PLAN_STREAM_TIMEOUTS]++;
+			if (rc == 0)
+				rc = gpy_fail(-ETIME, "a stream's wait for layer %u timed out: the stream ran on without its data", l);
+		}
+	return rc;
+}
+
+int gpy_plan_stats(const struct gpy_plan *p, uint64_t *out, uint32_t n)
+{
+	gpy_clear_error();
+	if (!p || !out || n > GPY_PLAN_STATS)
+		return gpy_fail(-EINVAL, "no plan, or more than %u numbers asked", GPY_PLAN_STATS);
+	memcpy(out, p->stats, n * sizeof(uint64_t));
+	return 0;
+}
+
+int gpy_plan_check_pool(const struct gpy_plan *p, const uint64_t *ptrs, uint32_t n)
+{
+	const struct gio_kv_pool *pool = &p->s->pool;
+	const uint32_t want = pool->base_mode == GIO_KV_BASE_ONE	 ? 1u
+			      : pool->base_mode == GIO_KV_BASE_LAYER ? pool->extent[GIO_KV_LAYER]
+								     : pool->extent[GIO_KV_LAYER] * pool->extent[GIO_KV_PART];
+	uint32_t i;
+	if (n != want)
+		return gpy_fail(-EINVAL, "the op was given %u pool tensors; the plan's pool has %u", n, want);
+	for (i = 0; i < n; i++)
+		if (ptrs[i] != (pool->base_mode == GIO_KV_BASE_ONE ? pool->base : pool->bases[i]))
+			return gpy_fail(-EINVAL, "pool tensor %u is not the one the store registered", i);
+	return 0;
+}
+
+int gpy_plan_layer(struct gpy_plan *p, uint32_t layer, int write, void *stream)
+{
+	int rc;
+	gpy_clear_error();
+	rc = p->engine == GIO_KV_ENGINE_GPU ? gpy_gpu_layer(p, layer, write, stream)
+					    : gio_kv_plan_run_layer(p->plan, layer, write);
+	if (rc)
+		return gpy_lib(rc, write ? "save_layer" : "load_layer");
+	p->stats[GPY_PLAN_LAYERS]++;
+	return 0;
+}
+
+int gpy_plan_wait(struct gpy_plan *p, uint32_t layer, void *stream, uint64_t timeout_ns)
+{
+	int rc;
+	gpy_clear_error();
+	if (!p->batch_open)
+		return gpy_fail(-EINVAL, "no batch open");
+	if (p->engine == GIO_KV_ENGINE_GPU)
+		rc = gpy_gpu_wait(p, layer, stream, timeout_ns);
+	else
+		rc = gio_kv_plan_wait_layer(p->plan, layer, timeout_ns);
+	if (rc == -ETIME && p->engine != GIO_KV_ENGINE_GPU)
+		return gpy_fail(rc, "layer %u did not finish within %.3f s", layer, timeout_ns / 1e9);
+	return rc ? gpy_lib(rc, "wait_layer") : 0;
+}

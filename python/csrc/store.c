@@ -1,0 +1,270 @@
+/* Stores over N targets: each target opened from its URI, the pool's torch storages registered
+ * with it, its P2P table built (SGL where the controller takes SGLs, PRP otherwise), and the KV
+ * store created (formatted) or opened over them (giouring/kv/store.h). GPU-executed targets are
+ * gpu.cu's. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpy.h"
+
+static const uint64_t kDefaultTimeout = 5000000000ull;
+
+/* The lists of a context's table live in host memory registered with the context. */
+static int ctx_lists_bus(struct gpy_store *s, struct gpy_dev *d, uint64_t *addr)
+{
+	int rc = gio_ctx_register(d->ctx, d->lists, d->lists_bytes, addr);
+	(void)s;
+	return rc ? gpy_lib(rc, "registering the P2P table's lists") : 0;
+}
+
+int gpy_table_build(struct gpy_store *s, struct gpy_dev *d, const struct gio_kv_pool *bus, int allow_prp,
+		    int (*lists_bus_of)(struct gpy_store *s, struct gpy_dev *d, uint64_t *addr))
+{
+	struct gio_kv_table_sizes sz;
+	uint64_t list_stride = 0, addr = 0, e;
+	int rc;
+	gio_kv_table_plan(bus, &s->runs, &d->caps, &sz);
+	if (sz.sgl_rc == 0) {
+		d->psdt = GIO_PSDT_SGL_MPTR;
+		d->cmds = 1;
+		d->table_entries = sz.objects;
+		d->lists_bytes = sz.sgl_list_bytes;
+	} else if (allow_prp && sz.prp_rc == 0) {
+		d->psdt = GIO_PSDT_PRP;
+		d->cmds = gio_kv_table_prp_cmds(bus, &s->runs, &d->caps);
+		/* One command an object: lists in 256-byte chunks, as Linux's driver allocates them;
+		 * one a run: the plan's bound for a run's list. */
+		list_stride = d->cmds == 1 ? gio_prp_object_alloc_bytes(s->runs.object_bytes, d->caps.page_bytes,
+									GIO_PRP_CHUNK_LINUX)
+					   : sz.prp_list_bytes;
+		d->table_entries = sz.objects * d->cmds;
+		d->lists_bytes = d->table_entries * list_stride;
+	} else {
+		return gpy_fail(allow_prp ? sz.sgl_rc : -EOPNOTSUPP,
+				"the pool's objects fit neither an SGL command (%d) nor %s", sz.sgl_rc,
+				allow_prp ? "PRP commands" : "PRPs on this kind of target");
+	}
+	d->table = calloc(d->table_entries, sizeof(*d->table));
+	if (!d->table)
+		return gpy_fail(-ENOMEM, "no memory for a P2P table of %llu entries", (unsigned long long)d->table_entries);
+	if (d->lists_bytes) {
+		d->lists = aligned_alloc(4096, (d->lists_bytes + 4095) / 4096 * 4096);
+		if (!d->lists)
+			return gpy_fail(-ENOMEM, "no memory for the P2P table's lists");
+		memset(d->lists, 0, d->lists_bytes);
+		if ((rc = lists_bus_of(s, d, &addr)) != 0)
+			return rc;
+	}
+	for (e = 0; e < d->table_entries; e++) {
+		rc = d->psdt == GIO_PSDT_PRP
+			     ? gio_kv_table_entry_prp(bus, &s->runs, &d->caps, e, addr, list_stride, &d->table[e], d->lists)
+			     : gio_kv_table_entry(bus, &s->runs, &d->caps, e, addr, &d->table[e].sgl, d->lists);
+		if (rc)
+			return gpy_fail(rc, "P2P table entry %llu refused", (unsigned long long)e);
+	}
+	return 0;
+}
+
+/* Registers the pool with a context and builds its table. */
+static int ctx_attach(struct gpy_store *s, struct gpy_dev *d)
+{
+	struct gio_kv_pool bus;
+	struct gio_ns_info ns;
+	uint64_t *bases = NULL;
+	uint32_t i;
+	int rc;
+	for (i = 0; i < s->nregions; i++) {
+		void *ptr = (void *)(uintptr_t)s->regions[2 * i];
+		const size_t len = (size_t)s->regions[2 * i + 1];
+		rc = s->device < 0 ? gio_ctx_register(d->ctx, ptr, len, NULL)
+				      : gio_ctx_register_device(d->ctx, ptr, len, NULL);
+		if (rc)
+			return gpy_lib(rc, "registering the pool's memory");
+	}
+	if (s->pool.base_mode != GIO_KV_BASE_ONE &&
+	    !(bases = calloc((size_t)s->pool.extent[GIO_KV_LAYER] * s->pool.extent[GIO_KV_PART], sizeof(*bases))))
+		return gpy_fail(-ENOMEM, "no memory");
+	gio_ctx_info(d->ctx, &ns);
+	d->caps = *gio_ctx_dptr_caps(d->ctx);
+	d->nsid = ns.nsid;
+	d->lba_shift = (uint32_t)__builtin_ctz(ns.lba_bytes);
+	rc = gio_kv_pool_bus(d->ctx, &s->pool, bases, &bus);
+	if (rc == 0)
+		rc = gpy_table_build(s, d, &bus, 1, ctx_lists_bus);
+	else
+		rc = gpy_lib(rc, "the pool at the target's bus addresses");
+	free(bases);
+	return rc;
+}
+
+/* Frees a store; the first failure's rc (messages are the caller's to set). */
+static int store_free(struct gpy_store *s)
+{
+	int ret = 0, rc;
+	uint32_t i;
+	if (s->store && (rc = gio_kv_store_close(s->store)) != 0 && !ret)
+		ret = gpy_lib(rc, "closing the store");
+	for (i = 0; i < s->ndevs; i++) {
+		struct gpy_dev *d = &s->dev[i];
+		if (d->gpu && (rc = gpy_gpu_close(s, d)) != 0 && !ret)
+			ret = rc;
+		if (d->ctx && (rc = gio_ctx_close(d->ctx)) != 0 && !ret)
+			ret = gpy_lib(rc, "closing a target");
+		free(d->table);
+		free(d->lists);
+	}
+	gpy_gpu_release(s);
+	free(s->pool_bases);
+	free(s);
+	return ret;
+}
+
+int gpy_store_open(const char *const *uris, uint32_t n, const struct gpy_pool_desc *desc, int create,
+		   uint64_t store_bytes, uint64_t timeout_ns, struct gpy_store **out)
+{
+	struct gio_kv_store_params sp;
+	struct gio_ctx *ctxs[GIO_KV_STORE_MAX_DEVICES];
+	struct gpy_store *s;
+	uint64_t object_bytes, signature;
+	uint32_t i, gpu = 0;
+	int rc;
+	gpy_clear_error();
+	if (!uris || !out || n == 0 || n > GIO_KV_STORE_MAX_DEVICES)
+		return gpy_fail(-EINVAL, "a store spans 1 to %u targets, not %u", GIO_KV_STORE_MAX_DEVICES, n);
+	if ((rc = gpy_pool_check(desc, &object_bytes, &signature, NULL)) != 0)
+		return rc;
+	if (!(s = calloc(1, sizeof(*s))))
+		return gpy_fail(-ENOMEM, "no memory");
+	s->device = desc->device;
+	if (desc->nregions > GPY_MAX_REGIONS || (desc->nregions && !desc->regions)) {
+		free(s);
+		return gpy_fail(-EINVAL, "the pool's tensors are in %u storages; at most %u", desc->nregions, GPY_MAX_REGIONS);
+	}
+	s->nregions = desc->nregions;
+	memcpy(s->regions, desc->regions, 2 * sizeof(uint64_t) * desc->nregions);
+	s->timeout_ns = timeout_ns ? timeout_ns : kDefaultTimeout;
+	if (!(s->pool_bases = calloc((size_t)desc->extent[GIO_KV_LAYER] * desc->extent[GIO_KV_PART] + 1, sizeof(uint64_t)))) {
+		free(s);
+		return gpy_fail(-ENOMEM, "no memory");
+	}
+	gpy_pool_from_desc(desc, &s->pool, s->pool_bases);
+	if (s->pool.base_mode == GIO_KV_BASE_ONE)
+		s->pool.bases = NULL;
+	gio_kv_pool_runs(&s->pool, &s->runs); /* checked by gpy_pool_check() */
+	for (i = 0; i < n; i++, s->ndevs++) {
+		struct gpy_dev *d = &s->dev[i];
+		rc = gpy_gpu_open(s, d, uris[i]);
+		if (rc == 1) {
+			gpu++;
+			continue;
+		}
+		if (rc == 0 && (rc = gio_ctx_open(uris[i], &d->ctx)) != 0)
+			rc = gpy_lib(rc, "opening the target");
+		if (rc) {
+			gpy_fail(rc, "target %u (%s): %s", i, uris[i], gpy_last_error());
+			goto fail;
+		}
+	}
+	if (gpu && gpu != n) {
+		rc = gpy_fail(-EINVAL, "a store's targets are all GPU-executed (mem://hbm, exec=gpu) or none is");
+		goto fail;
+	}
+	s->gpu_targets = gpu == n;
+	for (i = 0; i < n; i++) {
+		rc = s->gpu_targets ? gpy_gpu_attach(s, &s->dev[i]) : ctx_attach(s, &s->dev[i]);
+		if (rc) {
+			gpy_fail(rc, "target %u (%s): %s", i, uris[i], gpy_last_error());
+			goto fail;
+		}
+		ctxs[i] = s->dev[i].ctx;
+		s->bds[i] = s->dev[i].bd;
+	}
+	memset(&sp, 0, sizeof(sp));
+	sp.layers = s->pool.extent[GIO_KV_LAYER];
+	sp.object_bytes = object_bytes;
+	sp.pool_signature = signature;
+	sp.store_bytes = store_bytes;
+	sp.timeout_ns = s->timeout_ns;
+	if (s->gpu_targets)
+		rc = create ? gio_kv_store_create_blockdevs(s->bds, n, &sp, &s->store)
+			    : gio_kv_store_open_blockdevs(s->bds, n, &sp, &s->store);
+	else
+		rc = create ? gio_kv_store_create(ctxs, n, &sp, &s->store) : gio_kv_store_open(ctxs, n, &sp, &s->store);
+	if (rc) {
+		rc = gpy_lib(rc, create ? "creating the store" : "opening the store");
+		goto fail;
+	}
+	for (i = 0; i < n; i++)
+		s->order[i] = (uint32_t)gio_kv_store_device_pos(s->store, i); /* i < n: cannot fail */
+	*out = s;
+	return 0;
+fail: {
+	struct gpy_saved_error e;
+	gpy_error_save(&e);
+	store_free(s);
+	return gpy_error_restore(rc, &e);
+}
+}
+
+int gpy_store_close(struct gpy_store *s)
+{
+	gpy_clear_error();
+	if (!s)
+		return 0;
+	if (s->plans)
+		return gpy_fail(-EBUSY, "%u plans of the store are alive: destroy them first", s->plans);
+	return store_free(s);
+}
+
+int gpy_store_stats(struct gpy_store *s, uint64_t *out, uint32_t n)
+{
+	struct gio_kv_store_stats st;
+	uint64_t all[16];
+	gpy_clear_error();
+	if (!s || !out || n > 16)
+		return gpy_fail(-EINVAL, "no store, or more than 16 numbers asked");
+	gio_kv_store_info(s->store, &st);
+	all[0] = st.capacity;
+	all[1] = st.valid;
+	all[2] = st.free;
+	all[3] = st.pinned;
+	all[4] = st.hits;
+	all[5] = st.misses;
+	all[6] = st.evictions;
+	all[7] = st.duplicates;
+	all[8] = st.refused;
+	all[9] = st.unreadable;
+	all[10] = st.bytes_read;
+	all[11] = st.bytes_written;
+	all[12] = st.next_seq;
+	all[13] = st.devices;
+	all[14] = st.store_id.hi;
+	all[15] = st.store_id.lo;
+	memcpy(out, all, n * sizeof(uint64_t));
+	return 0;
+}
+
+int gpy_store_inject(struct gpy_store *s, uint32_t dev, uint64_t fail_nth, uint32_t status)
+{
+	struct gio_fault f;
+	int rc;
+	gpy_clear_error();
+	if (!s || dev >= s->ndevs)
+		return gpy_fail(-EINVAL, "no device %u", dev);
+	if (!s->dev[dev].ctx)
+		return gpy_fail(-EOPNOTSUPP, "device %u is GPU-executed: faults are injected into CPU-executed targets only", dev);
+	if (status > 0xffff)
+		return gpy_fail(-EINVAL, "an NVMe status field has 16 bits, not 0x%x", status);
+	memset(&f, 0, sizeof(f));
+	f.fail_nth = fail_nth;
+	f.fail_status = (uint16_t)status;
+	rc = gio_ctx_inject(s->dev[dev].ctx, fail_nth ? &f : NULL);
+	return rc ? gpy_lib(rc, "injecting the fault") : 0;
+}
+
+int gpy_store_gpu_targets(const struct gpy_store *s)
+{
+	return s && s->gpu_targets;
+}

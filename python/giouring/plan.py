@@ -1,0 +1,192 @@
+"""Plans: per-layer load and save of batches of chunks (giouring/kv/plan.h)."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+from typing import NamedTuple, Sequence
+
+import torch
+
+from . import _lib
+from .errors import GiouringError
+
+#: The numbers of :meth:`Plan.stats`, in the order python/csrc/plan.c counts them.
+PLAN_STATS = ("loads", "saves", "requests", "layers", "failed", "stream_timeouts")
+
+_KEY_MASK = (1 << 64) - 1
+
+
+class Result(NamedTuple):
+    """One key's outcome in a finished batch."""
+
+    rc: int
+    """0, or the negative errno of its first failure (``-EIO``, ``-ETIME``, ``-ECANCELED``...);
+    for a key that was no request, its planning outcome (0 for a load's miss, ``-EEXIST`` for a
+    save of a key stored already)."""
+    nvme_status: int
+    """The NVMe status field of that failure (0 unless ``-EIO``)."""
+    layer: int
+    """The layer that failed; 0xffff for a key that was no request."""
+
+
+def _key(k) -> tuple[int, int]:
+    if isinstance(k, (bytes, bytearray)):
+        if len(k) != 16:
+            raise GiouringError(errno.EINVAL, f"a key of bytes has 16 of them, not {len(k)}")
+        k = int.from_bytes(k, "big")
+    if not isinstance(k, int) or isinstance(k, bool):
+        raise TypeError(f"a key is an int below 2**128 or 16 bytes, not {type(k).__name__}")
+    if not 0 <= k < 1 << 128:
+        raise GiouringError(errno.EINVAL, f"key {k} is not in [0, 2**128)")
+    return k >> 64, k & _KEY_MASK
+
+
+def _batch(keys, blocks):
+    keys = list(keys)
+    blocks = blocks.tolist() if isinstance(blocks, torch.Tensor) else list(blocks)
+    if len(keys) != len(blocks):
+        raise GiouringError(errno.EINVAL, f"{len(keys)} keys and {len(blocks)} blocks: one block per key")
+    flat = [v for k in keys for v in _key(k)]
+    for b in blocks:
+        if not isinstance(b, int) or not 0 <= b < 1 << 32:
+            raise GiouringError(errno.EINVAL, f"block {b!r} is not a pool block number")
+    n = len(keys)
+    return n, (ctypes.c_uint64 * max(2 * n, 1))(*flat), (ctypes.c_uint32 * max(n, 1))(*blocks)
+
+
+class Plan:
+    """Per-layer load and save of batches over a store (make one with :meth:`Store.plan`).
+
+    A batch is planned once (:meth:`load` looks the keys up and pins the hits; :meth:`save`
+    reserves a slot per key), then each layer is one call (:meth:`load_layer`,
+    :meth:`save_layer`), and :meth:`finish` ends it with each key's :class:`Result`. The layer
+    calls and :meth:`wait_layer` are torch ops (``torch.ops.giouring.*``): GPU engine, they go on
+    the current CUDA stream of the pool's device (or ``stream``); CPU engine, a thread of the plan
+    runs each layer and :meth:`wait_layer` waits on the host. One thread drives a plan.
+    """
+
+    def __init__(self, store, handle: int, engine: str):
+        self.store = store
+        self._h = handle
+        self.engine = engine
+        """``"cpu"`` or ``"gpu"``."""
+
+    @property
+    def handle(self) -> int:
+        """The integer the torch ops take for this plan."""
+        if self._h is None:
+            raise ValueError("the plan is closed")
+        return self._h
+
+    def load(self, keys: Sequence, blocks) -> list[bool]:
+        """Plans a restore: chunk ``keys[i]``'s layer-l object goes to object (l, ``blocks[i]``).
+
+        Args:
+            keys: chunk keys, each an int below 2**128 or 16 bytes (an engine: a hash of the
+                chunk's tokens).
+            blocks: a pool block per key (a sequence of ints or an integer tensor).
+
+        Returns:
+            For each key whether it was found (a miss is no error: its blocks are left alone).
+
+        Raises:
+            GiouringError: ``EINVAL`` (a block beyond the pool, more keys than the plan's
+                max_requests, a batch open already: the message names it).
+        """
+        n, k, b = _batch(keys, blocks)
+        hit = (ctypes.c_uint8 * max(n, 1))()
+        _lib.check(_lib.lib.gpy_plan_load(self.handle, k, b, n, hit))
+        return [bool(hit[i]) for i in range(n)]
+
+    def save(self, keys: Sequence, blocks) -> list[int]:
+        """Plans an offload: chunk ``keys[i]``'s layer-l object comes from object (l, ``blocks[i]``).
+
+        Returns:
+            Each key's outcome: 0 (a request), ``-errno.EEXIST`` (stored already: nothing to do),
+            ``-errno.ENOSPC`` (no free slot), or the error writing its slot's entry.
+        """
+        n, k, b = _batch(keys, blocks)
+        rc = (ctypes.c_int32 * max(n, 1))()
+        _lib.check(_lib.lib.gpy_plan_save(self.handle, k, b, n, rc))
+        return [rc[i] for i in range(n)]
+
+    def _op(self, op, *args, stream=None):
+        ctx = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+        try:
+            with ctx:
+                op(self.handle, *args, self.store.pool.tensors)
+        except RuntimeError as e:
+            err = _lib.op_error(e)
+            if err is None:
+                raise
+            raise err from None
+
+    def load_layer(self, layer: int, stream: torch.cuda.Stream | None = None) -> None:
+        """Loads layer ``layer`` of the batch into the pool: GPU engine, one kernel launch on
+        ``stream`` (default: the current stream); CPU engine, queued to the plan's thread.
+        Returns at once; wait with :meth:`wait_layer` or :meth:`finish`."""
+        self._op(torch.ops.giouring.load_layer.default, layer, stream=stream)
+
+    def save_layer(self, layer: int, stream: torch.cuda.Stream | None = None) -> None:
+        """Saves layer ``layer`` of the batch from the pool; as :meth:`load_layer`. The chunks
+        commit at :meth:`finish`, once every layer ran."""
+        self._op(torch.ops.giouring.save_layer.default, layer, stream=stream)
+
+    def wait_layer(self, layer: int, stream: torch.cuda.Stream | None = None, timeout: float = 10.0) -> None:
+        """Waits until layer ``layer`` is done. GPU engine: ``stream`` (default: the current
+        stream) waits on the device, up to ``timeout`` seconds from when the wait starts there (a
+        timeout makes :meth:`finish` fail with ``ETIME``); CPU engine: the host waits.
+
+        Raises:
+            GiouringError: ``ETIME`` (CPU engine: not done in time), ``EINVAL``.
+        """
+        self._op(torch.ops.giouring.wait_layer.default, layer, int(timeout * 1e9), stream=stream)
+
+    def finish(self, timeout: float | None = None, check: bool = True) -> list[Result]:
+        """Ends the batch: waits for the layers run, commits a save's chunks (those whose layers
+        all succeeded) or drops a load's pins, and gives each key's :class:`Result`.
+
+        Args:
+            timeout: how long to wait for layers still running, seconds (None: the plan's).
+            check: raise when a key failed (else only return the results).
+
+        Raises:
+            GiouringError: the first failure by key order, its errno and NVMe status, with every
+                key's result in ``results``: ``EIO`` (an NVMe error), ``ETIME``, ``ECANCELED`` (a
+                save whose layers did not all run).
+        """
+        h = self.handle
+        n = _lib.lib.gpy_plan_batch_keys(h)
+        rc = (ctypes.c_int32 * max(n, 1))()
+        st = (ctypes.c_uint16 * max(n, 1))()
+        ly = (ctypes.c_uint16 * max(n, 1))()
+        ret = _lib.lib.gpy_plan_finish(h, rc, st, ly, int((timeout or 0) * 1e9))
+        results = [Result(rc[i], st[i], ly[i]) for i in range(n)]
+        if ret < 0 and check:
+            status = next((r.nvme_status for r in results if r.rc == ret and r.layer != 0xffff), 0)
+            raise _lib.error(ret, status, results)
+        return results
+
+    def stats(self) -> dict[str, int]:
+        """The plan's counters: batches planned (loads, saves), requests, layer calls, requests
+        failed, stream waits that timed out."""
+        out = (ctypes.c_uint64 * len(PLAN_STATS))()
+        _lib.check(_lib.lib.gpy_plan_stats(self.handle, out, len(PLAN_STATS)))
+        return dict(zip(PLAN_STATS, out))
+
+    def close(self) -> None:
+        """Destroys the plan (a batch still open is finished first, its failure raised)."""
+        if self._h is None:
+            return
+        h, self._h = self._h, None
+        if self in self.store._plans:
+            self.store._plans.remove(self)
+        _lib.check(_lib.lib.gpy_plan_destroy(h))
+
+    def __enter__(self) -> "Plan":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

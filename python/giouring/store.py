@@ -1,0 +1,156 @@
+"""Stores: the KV store (giouring/kv/store.h) over 1 to 16 targets, with a pool registered."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Sequence
+
+from . import _lib
+from .plan import Plan
+from .pool import KVPool
+
+#: The numbers of :meth:`Store.stats`, in the order python/csrc/store.c gives them.
+STORE_STATS = ("capacity", "valid", "free", "pinned", "hits", "misses", "evictions", "duplicates", "refused",
+               "unreadable", "bytes_read", "bytes_written", "next_seq", "devices", "store_id_hi", "store_id_lo")
+
+ENGINES = {"cpu": 0, "gpu": 1}
+
+
+class Store:
+    """A KV store over targets, the pool registered with each of them.
+
+    Open one with :meth:`create` (formats the targets) or :meth:`open` (a store created before,
+    its targets in any order), then make plans (:meth:`plan`). Close it (or use ``with``) after
+    its plans; the pool's tensors must live until then.
+
+    Targets are URIs (README, "Targets"): ``file:///path/kv.img?size=1G``, ``mem://host?size=1G``
+    and ``nvme-pci://0000:01:00.0`` are CPU-executed and take the CPU engine; ``mem://hbm?size=8G``
+    and ``mem://host?exec=gpu&size=8G`` are GPU-executed (a persistent executor kernel on SMs of
+    its own stands in for the SSDs) and take the GPU engine, with the pool on that GPU.
+    """
+
+    def __init__(self, handle: int, pool: KVPool, uris: list[str]):
+        self._h = handle
+        self.pool = pool
+        """The pool registered with every target."""
+        self.uris = uris
+        """The targets, as given."""
+        self._plans: list[Plan] = []
+
+    @classmethod
+    def create(cls, uris: Sequence[str], pool: KVPool, *, store_bytes: int = 0, timeout: float = 5.0) -> "Store":
+        """Formats the targets as a new store for ``pool``'s chunks (what they held is lost).
+
+        Args:
+            uris: 1 to 16 target URIs; target d becomes device d.
+            pool: the pool whose objects the chunks hold: its layers, object bytes and signature
+                are written into each superblock.
+            store_bytes: bytes of each target to use from its start (0: all of it).
+            timeout: deadline of each NVMe command, seconds.
+
+        Raises:
+            GiouringError: a target that does not open (the message names it and why), a pool
+                that cannot be registered or tabled there, a target too small (``ENOSPC``), an
+                NVMe error (``EIO``, with the status in the message).
+        """
+        return cls._open(uris, pool, True, store_bytes, timeout)
+
+    @classmethod
+    def open(cls, uris: Sequence[str], pool: KVPool, *, timeout: float = 5.0) -> "Store":
+        """Opens a store that :meth:`create` made: every committed chunk is served.
+
+        Raises:
+            GiouringError: ``ENODATA`` (a target was never formatted), ``EPROTO`` (a damaged
+                superblock), ``EINVAL`` (a pool of another layout or shape than the store's, or
+                targets that are not one whole store), and as :meth:`create`.
+        """
+        return cls._open(uris, pool, False, 0, timeout)
+
+    @classmethod
+    def _open(cls, uris, pool, create, store_bytes, timeout):
+        if isinstance(uris, str):
+            raise TypeError("uris: a list of target URIs")
+        uris = list(uris)
+        arr = (ctypes.c_char_p * max(len(uris), 1))(*[u.encode() for u in uris])
+        h = ctypes.c_void_p()
+        _lib.check(_lib.lib.gpy_store_open(arr, len(uris), ctypes.byref(pool._desc), int(create), int(store_bytes),
+                                           int(timeout * 1e9), ctypes.byref(h)))
+        return cls(h.value, pool, uris)
+
+    @property
+    def gpu_targets(self) -> bool:
+        """Whether the targets are GPU-executed (they take the GPU engine)."""
+        return bool(_lib.lib.gpy_store_gpu_targets(self._handle()))
+
+    def plan(self, max_requests: int, *, engine: str | None = None, queues: int = 2, queue_depth: int = 64,
+             io_ctas: int = 0, io_warps: int = 0, timeout: float | None = None) -> Plan:
+        """Makes a plan: batches of up to ``max_requests`` keys, then one call per layer.
+
+        Args:
+            max_requests: most keys of one batch.
+            engine: ``"cpu"`` (a thread of the plan runs each layer: CPU-executed targets) or
+                ``"gpu"`` (one launch of the library's I/O kernel per layer on the current
+                stream: GPU-executed targets); None: the one the targets take.
+            queues, queue_depth: CPU engine: queue pairs per target and their depth.
+            io_ctas, io_warps: GPU engine: thread blocks of the I/O kernel and warps in each
+                (0: the library's defaults, 8 and 8).
+            timeout: deadline of each command group, seconds (None: the store's).
+
+        With GPU-executed targets, make every plan before the first batch: the targets'
+        executors start with it.
+        """
+        if engine is None:
+            engine = "gpu" if self.gpu_targets else "cpu"
+        if engine not in ENGINES:
+            raise ValueError(f"engine: 'cpu' or 'gpu', not {engine!r}")
+        h = ctypes.c_void_p()
+        _lib.check(_lib.lib.gpy_plan_create(self._handle(), ENGINES[engine], max_requests, queues, queue_depth,
+                                            io_ctas, io_warps, int((timeout or 0) * 1e9), ctypes.byref(h)))
+        p = Plan(self, h.value, engine)
+        self._plans.append(p)
+        return p
+
+    def stats(self) -> dict[str, int]:
+        """The store's counters and sizes (gio_kv_store_stats): slots (capacity, valid, free,
+        pinned), hits, misses, evictions, what the open's scan found (duplicates, refused,
+        unreadable), bytes_read, bytes_written, next_seq, devices and the store's id."""
+        out = (ctypes.c_uint64 * len(STORE_STATS))()
+        _lib.check(_lib.lib.gpy_store_stats(self._handle(), out, len(STORE_STATS)))
+        return dict(zip(STORE_STATS, out))
+
+    def inject_fault(self, device: int, fail_nth: int, nvme_status: int) -> None:
+        """For tests: device ``device`` (a CPU-executed software target) fails its
+        ``fail_nth``-th I/O command from now on with ``nvme_status``; ``fail_nth`` 0 clears it.
+
+        Raises:
+            GiouringError: ``EOPNOTSUPP`` on a target with no software fault injection
+                (``nvme-pci``, GPU-executed), ``EINVAL`` for a device beyond the store.
+        """
+        _lib.check(_lib.lib.gpy_store_inject(self._handle(), device, fail_nth, nvme_status))
+
+    def close(self) -> None:
+        """Destroys the store's plans, closes the store (flushing each target) and its targets."""
+        if self._h is None:
+            return
+        first = None
+        for p in self._plans:
+            try:
+                p.close()
+            except Exception as e:  # every plan is destroyed; the first failure is raised
+                first = first or e
+        self._plans = []
+        h, self._h = self._h, None
+        _lib.check(_lib.lib.gpy_store_close(h))
+        if first:
+            raise first
+
+    def _handle(self) -> int:
+        if self._h is None:
+            raise ValueError("the store is closed")
+        return self._h
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,156 @@
+"""On a GPU (skipped elsewhere): the GPU engine over GPU-executed targets, as
+examples/layerwise.cu runs it: chunks saved with one save_layer launch per layer on an I/O
+stream, then restored into shuffled blocks with one load_layer launch per layer while a compute
+stream waits on the device for each layer (wait_layer) and checks it; and the CPU engine
+restoring into a pool in GPU memory from a file target.
+
+The GPU-executed targets' executors are persistent kernels: a kernel loaded lazily while one
+spins waits for it for ever (docs/design.md, "Persistent kernels and lazy loading"), so every
+torch kernel the tests launch while the executors run is launched once before (warm()).
+"""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+import torch
+
+import giouring
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"),
+    pytest.mark.skipif(not giouring.has_gpu(), reason="this build of the package has no GPU engine (no nvcc)"),
+]
+
+LAYERS, BLOCKS, TOKENS, HEADS, DIM = 8, 64, 16, 8, 128  # Llama3-8B's heads, bf16: 64 KiB objects
+DIMS = ("part", "block", "token", "head", "channel")
+POOL_MIB = LAYERS * BLOCKS * 2 * TOKENS * HEADS * DIM * 2 >> 20
+
+
+def chunk(key, layer, device="cuda"):
+    """Chunk `key`'s layer-`layer` object: small integers, exact in bf16."""
+    n = 2 * TOKENS * HEADS * DIM
+    x = (torch.arange(n, device=device, dtype=torch.int32) * (key * 7 + layer * 3 + 1) + key) % 251
+    return x.to(torch.bfloat16).view(2, TOKENS, HEADS, DIM)
+
+
+def shuffled(c):
+    return (c * 7 + 1) % BLOCKS
+
+
+def warm(kv, expected, dst):
+    """Launches every kernel the restore's checks use, before the executors start."""
+    mism = torch.zeros(LAYERS, dtype=torch.int64, device="cuda")
+    for layer in range(LAYERS):
+        mism[layer] = (kv[layer][:, dst] != expected[layer]).sum()
+    kv[0].fill_(-1)
+    chunk(0, 0)
+    torch.cuda.synchronize()
+    return mism
+
+
+def gpu_pool(layout):
+    """"apart": vLLM's tensor per layer, K and V apart (two runs an object, an SGL segment list
+    in device memory); "one-run": one buffer [layers, blocks, 2, ...] seen as the same per-layer
+    views (an object is one range)."""
+    if layout == "apart":
+        kv = [torch.zeros(2, BLOCKS, TOKENS, HEADS, DIM, dtype=torch.bfloat16, device="cuda") for _ in range(LAYERS)]
+    else:
+        big = torch.zeros(LAYERS, BLOCKS, 2, TOKENS, HEADS, DIM, dtype=torch.bfloat16, device="cuda")
+        kv = [big[layer].transpose(0, 1) for layer in range(LAYERS)]
+    pool = giouring.KVPool(kv, dims=DIMS)
+    assert pool.runs == (2 if layout == "apart" else 1)
+    return kv, pool
+
+
+@pytest.mark.parametrize("layout", ["apart", "one-run"])
+@pytest.mark.parametrize("backing", ["mem://host?exec=gpu&sms=4", "mem://hbm?sms=2"], ids=["host", "hbm"])
+def test_gpu_engine_restores_layer_by_layer_while_compute_waits_on_the_device(backing, layout):
+    kv, pool = gpu_pool(layout)
+    uris = [f"{backing}&size={POOL_MIB // 2 + 64}M" for _ in range(2)]
+    keys = [0x6C61796572000000 + c for c in range(BLOCKS)]
+    dst = torch.tensor([shuffled(c) for c in range(BLOCKS)], device="cuda")
+    # expected[l][:, c] is chunk c's layer-l object, in the order dst gathers the pool.
+    expected = [torch.stack([chunk(c, layer) for c in range(BLOCKS)], dim=1) for layer in range(LAYERS)]
+    with giouring.Store.create(uris, pool) as store:
+        assert store.gpu_targets
+        plan = store.plan(max_requests=BLOCKS)
+        assert plan.engine == "gpu"
+        io, compute = torch.cuda.Stream(), torch.cuda.Stream()
+        mism = warm(kv, expected, dst)
+        for layer in range(LAYERS):
+            kv[layer].copy_(expected[layer])  # chunk c in block c
+        torch.cuda.synchronize()
+
+        assert plan.save(keys, range(BLOCKS)) == [0] * BLOCKS  # the executors start here
+        for layer in range(LAYERS):
+            plan.save_layer(layer, stream=io)
+        io.synchronize()
+        assert all(r.rc == 0 for r in plan.finish())
+        assert store.stats()["valid"] == BLOCKS
+
+        for t in kv:
+            t.fill_(-1)  # poison: an object not restored cannot pass
+        torch.cuda.synchronize()
+        assert plan.load(keys, [shuffled(c) for c in range(BLOCKS)]) == [True] * BLOCKS
+        # The compute stream first: each layer's check waits on the device for its layer.
+        with torch.cuda.stream(compute):
+            for layer in range(LAYERS):
+                plan.wait_layer(layer, timeout=30)
+                mism[layer] = (kv[layer][:, dst] != expected[layer]).sum()
+        for layer in range(LAYERS):
+            plan.load_layer(layer, stream=io)  # one launch a layer, every target in it
+        compute.synchronize()
+        io.synchronize()
+        results = plan.finish()
+        assert all(r.rc == 0 for r in results)
+        assert mism.tolist() == [0] * LAYERS
+        st = plan.stats()
+        assert (st["loads"], st["saves"], st["layers"], st["stream_timeouts"]) == (1, 1, 2 * LAYERS, 0)
+
+
+def test_a_stream_wait_that_times_out_fails_the_batch():
+    kv = [torch.zeros(2, BLOCKS, TOKENS, HEADS, DIM, dtype=torch.bfloat16, device="cuda") for _ in range(LAYERS)]
+    pool = giouring.KVPool(kv, dims=DIMS)
+    with giouring.Store.create([f"mem://hbm?sms=2&size={POOL_MIB + 64}M"], pool) as store:
+        plan = store.plan(max_requests=4)
+        torch.cuda.synchronize()
+        assert plan.load([1, 2], [0, 1]) == [False, False]  # a batch of misses: no request
+        compute = torch.cuda.Stream()
+        plan.wait_layer(0, stream=compute, timeout=0.001)  # before its layer is launched
+        compute.synchronize()
+        for layer in range(LAYERS):
+            plan.load_layer(layer)
+        with pytest.raises(giouring.GiouringError) as e:
+            plan.finish()
+        assert e.value.errno == errno.ETIME and "layer 0" in e.value.strerror
+        assert plan.stats()["stream_timeouts"] == 1
+
+
+def test_cpu_engine_restores_into_a_pool_in_gpu_memory(tmp_path):
+    kv = [torch.zeros(2, BLOCKS, TOKENS, HEADS, DIM, dtype=torch.bfloat16, device="cuda") for _ in range(2)]
+    pool = giouring.KVPool(kv, dims=DIMS)
+    with giouring.Store.create([f"file://{tmp_path}/kv.img?size=64M"], pool) as store:
+        plan = store.plan(max_requests=8)
+        for layer in range(2):
+            for c in range(8):
+                kv[layer][:, c].copy_(chunk(c, layer))
+        torch.cuda.synchronize()
+        plan.save(list(range(8)), range(8))
+        plan.save_layer(0)
+        plan.save_layer(1)
+        plan.finish()
+        for t in kv:
+            t.fill_(-1)
+        torch.cuda.synchronize()
+        plan.load(list(range(8)), range(8, 16))
+        plan.load_layer(0)
+        plan.load_layer(1)
+        plan.wait_layer(0)
+        plan.wait_layer(1)
+        plan.finish()
+        for layer in range(2):
+            for c in range(8):
+                assert torch.equal(kv[layer][:, 8 + c], chunk(c, layer))

@@ -1,0 +1,108 @@
+"""The torch ops: their schemas, fake implementations (FakeTensor, torch.compile), and what they
+refuse (a plan handle that is not live, tensors that are not the plan's pool)."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import giouring
+from conftest import LAYERS, fill, holds, vllm_pool
+
+OPS = ("load_layer", "save_layer", "wait_layer")
+
+
+def test_schemas_declare_that_the_ops_write_the_pool():
+    for name in OPS:
+        schema = getattr(torch.ops.giouring, name).default._schema
+        pool = [a for a in schema.arguments if a.name == "pool"][0]
+        assert pool.alias_info is not None and pool.alias_info.is_write, str(schema)
+        assert len(schema.returns) == 0
+
+
+def test_fake_implementations_run_without_touching_a_plan():
+    # Under FakeTensorMode the real kernels must not run: handle 0 is no plan, and the real op
+    # would refuse it.
+    with FakeTensorMode():
+        fake = [torch.empty(2, 4, 16, 2, 64, dtype=torch.bfloat16) for _ in range(LAYERS)]
+        torch.ops.giouring.load_layer(0, 0, fake)
+        torch.ops.giouring.save_layer(0, 1, fake)
+        torch.ops.giouring.wait_layer(0, 1, 10**9, fake)
+    pool = [torch.empty(2, 4, 16, 2, 64, dtype=torch.bfloat16) for _ in range(LAYERS)]
+    with pytest.raises(RuntimeError, match=r"giouring: \[errno 22\] no live plan"):
+        torch.ops.giouring.load_layer(0, 0, pool)
+
+
+def test_torch_compile_fullgraph_restores_every_layer(uris):
+    # Inductor runs the ops on the pool's own tensors (it re-inplaces functionalized mutations).
+    kv, pool = vllm_pool()
+    with giouring.Store.create(uris[:2], pool) as store:
+        plan = store.plan(max_requests=8)
+        for i in range(4):
+            fill(kv, i, 100 + i)
+        plan.save([100 + i for i in range(4)], range(4))
+        for layer in range(LAYERS):
+            plan.save_layer(layer)
+        plan.finish()
+        for t in kv:
+            t.zero_()
+
+        def restore(handle, tensors):
+            for layer in range(LAYERS):
+                torch.ops.giouring.load_layer(handle, layer, tensors)
+            for layer in range(LAYERS):
+                torch.ops.giouring.wait_layer(handle, layer, 10**10, tensors)
+            # Compute after the waits sees the restored bytes (the ops' writes order it).
+            return sum(t[:, 4:8].float().abs().sum() for t in tensors)
+
+        compiled = torch.compile(restore, backend="inductor", fullgraph=True)
+        assert plan.load([100 + i for i in range(4)], range(4, 8)) == [True] * 4
+        total = compiled(plan.handle, pool.tensors)
+        plan.finish()
+        assert all(holds(kv, 4 + i, 100 + i) for i in range(4))
+        want = sum(float(t[:, 4:8].float().abs().sum()) for t in kv)
+        assert want > 0 and abs(float(total) - want) <= 1e-5 * want
+
+
+def test_a_backend_that_copies_mutated_tensors_is_refused_not_fed_a_copy(uris):
+    # aot_eager functionalizes the ops' writes onto copies of the pool; the I/O goes to the
+    # registered memory whatever tensors are passed, so the op refuses the copies.
+    kv, pool = vllm_pool()
+    with giouring.Store.create(uris[:1], pool) as store:
+        plan = store.plan(max_requests=4)
+        plan.load([1], [0])
+
+        def load(handle, tensors):
+            torch.ops.giouring.load_layer(handle, 0, tensors)
+
+        with pytest.raises(RuntimeError, match="pool tensor 0 is not the one the store registered"):
+            torch.compile(load, backend="aot_eager", fullgraph=True)(plan.handle, pool.tensors)
+        plan.finish()
+
+
+def test_a_handle_that_is_no_live_plan_is_refused(uris):
+    _, pool = vllm_pool()
+    with giouring.Store.create(uris[:1], pool) as store:
+        plan = store.plan(max_requests=4)
+        handle = plan.handle
+        plan.close()
+    with pytest.raises(RuntimeError, match="no live plan"):
+        torch.ops.giouring.load_layer(handle, 0, pool.tensors)
+    with pytest.raises(ValueError):
+        plan.load_layer(0)
+
+
+def test_tensors_other_than_the_plans_pool_are_refused(uris):
+    kv, pool = vllm_pool()
+    other, _ = vllm_pool()
+    with giouring.Store.create(uris[:1], pool) as store:
+        plan = store.plan(max_requests=4)
+        plan.load([1], [0])
+        with pytest.raises(RuntimeError, match=r"giouring: \[errno 22\] pool tensor 0 is not the one"):
+            torch.ops.giouring.load_layer(plan.handle, 0, other)
+        with pytest.raises(RuntimeError, match=f"given 2 pool tensors; the plan's pool has {LAYERS}"):
+            torch.ops.giouring.load_layer(plan.handle, 0, kv[:2])
+        plan.finish()

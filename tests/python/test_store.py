@@ -1,0 +1,205 @@
+"""Stores over 4 file targets with the CPU engine: chunks saved layer by layer come back into
+shuffled pool blocks after a reopen, misses, statistics, and the refusals of bad input."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import pytest
+import torch
+
+import giouring
+from conftest import BLOCKS, LAYERS, fill, holds, vllm_pool
+
+
+def save(plan, kv, keys, blocks):
+    for k, b in zip(keys, blocks):
+        fill(kv, b, k)
+    assert plan.save(keys, blocks) == [0] * len(keys)
+    for layer in range(LAYERS):
+        plan.save_layer(layer)
+    return plan.finish()
+
+
+def shuffled(i):
+    return (i * 7 + 3) % BLOCKS
+
+
+@pytest.mark.parametrize("query", ["", "&dptr=prp"], ids=["sgl", "prp"])
+def test_round_trip_through_a_reopen_into_shuffled_blocks(uris, query):
+    uris = [u + query for u in uris]
+    kv, pool = vllm_pool()
+    keys = [1000 + i for i in range(24)]
+    with giouring.Store.create(uris, pool, store_bytes=4 << 20) as store:
+        plan = store.plan(max_requests=BLOCKS)
+        results = save(plan, kv, keys, list(range(24)))
+        assert all(r.rc == 0 and r.nvme_status == 0 for r in results)
+        st = store.stats()
+        assert st["valid"] == 24 and st["devices"] == 4
+        assert st["bytes_written"] == 24 * LAYERS * pool.object_bytes
+    for t in kv:
+        t.fill_(7)  # nothing may pass unless it is loaded
+    # The targets in another order: each superblock says which device it is.
+    with giouring.Store.open(list(reversed(uris)), pool) as store:
+        plan = store.plan(max_requests=BLOCKS)
+        wanted = keys + [5000 + i for i in range(8)]  # 8 never stored
+        hits = plan.load(wanted, [shuffled(i) for i in range(32)])
+        assert hits == [True] * 24 + [False] * 8
+        for layer in range(LAYERS):
+            plan.load_layer(layer)
+        for layer in range(LAYERS):
+            plan.wait_layer(layer, timeout=10)
+        results = plan.finish()
+        assert [r.layer for r in results] == [0] * 24 + [0xFFFF] * 8
+        for i in range(24):
+            assert holds(kv, shuffled(i), keys[i]), f"key {keys[i]} in block {shuffled(i)}"
+        for i in range(24, 32):
+            assert all(bool((t[:, shuffled(i)] == 7).all()) for t in kv)
+        st = store.stats()
+        assert (st["hits"], st["misses"], st["pinned"]) == (24, 8, 0)
+        assert st["bytes_read"] == 24 * LAYERS * pool.object_bytes
+        assert plan.stats() == {"loads": 1, "saves": 0, "requests": 24, "layers": LAYERS, "failed": 0,
+                                "stream_timeouts": 0}
+
+
+def test_k_and_v_as_separate_tensors_and_bytes_keys(tmp_path):
+    pairs = [(torch.zeros(BLOCKS, 16, 2, 64), torch.zeros(BLOCKS, 16, 2, 64)) for _ in range(2)]
+    pool = giouring.KVPool(pairs, dims=("block", "token", "head", "channel"))
+    key = os.urandom(16)
+    with giouring.Store.create([f"file://{tmp_path}/a.img?size=8M"], pool) as store:
+        plan = store.plan(max_requests=4)
+        for k, v in pairs:
+            k[3].normal_()
+            v[3].normal_()
+        want = [(k[3].clone(), v[3].clone()) for k, v in pairs]
+        plan.save([key], [3])
+        plan.save_layer(0)
+        plan.save_layer(1)
+        plan.finish()
+        for k, v in pairs:
+            k.zero_()
+            v.zero_()
+        assert plan.load([key], [9]) == [True]
+        plan.load_layer(0)
+        plan.load_layer(1)
+        plan.finish()
+        for (k, v), (wk, wv) in zip(pairs, want):
+            assert torch.equal(k[9], wk) and torch.equal(v[9], wv)
+
+
+def test_a_stored_key_is_not_saved_twice_and_a_batch_of_misses_finishes(uris):
+    kv, pool = vllm_pool()
+    with giouring.Store.create(uris, pool) as store:
+        plan = store.plan(max_requests=8)
+        save(plan, kv, [1, 2], [0, 1])
+        assert plan.save([2, 3], [1, 2]) == [-errno.EEXIST, 0]
+        for layer in range(LAYERS):
+            plan.save_layer(layer)
+        assert [r.rc for r in plan.finish()] == [-errno.EEXIST, 0]
+        assert plan.load([7, 8], [0, 1]) == [False, False]
+        for layer in range(LAYERS):
+            plan.load_layer(layer)
+        assert plan.finish() == [giouring.Result(0, 0, 0xFFFF)] * 2
+
+
+def expect(exc_errno, fn, *words):
+    with pytest.raises(giouring.GiouringError) as e:
+        fn()
+    assert e.value.errno == exc_errno, str(e.value)
+    for w in words:
+        assert w in e.value.strerror, e.value.strerror
+    assert isinstance(e.value, OSError)
+    return e.value
+
+
+def test_bad_input_raises_with_errno_and_the_library_message(uris, tmp_path):
+    kv, pool = vllm_pool()
+    expect(errno.EINVAL, lambda: giouring.Store.create([uris[0] + "&lbz=512"], pool), "target 0", "lbz")
+    expect(errno.ENODATA, lambda: giouring.Store.open(uris[:1], pool), "ctxs[0]", "never written")
+    expect(errno.EINVAL, lambda: giouring.Store.create([], pool))
+    with giouring.Store.create(uris[:2], pool) as store:
+        plan = store.plan(max_requests=4)
+        expect(errno.EINVAL, lambda: plan.load([1, 2], [0, BLOCKS]), "request 1", f"block {BLOCKS}")
+        expect(errno.EINVAL, lambda: plan.load(list(range(5)), list(range(5))), "5 requests")
+        expect(errno.EINVAL, lambda: plan.load([1], [0, 1]), "one block per key")
+        expect(errno.EINVAL, lambda: plan.load([1 << 128], [0]), "2**128")
+        expect(errno.EINVAL, lambda: plan.finish(), "no batch open")
+        with pytest.raises(TypeError):
+            plan.load(["key"], [0])
+        plan.save([1], [0])
+        expect(errno.EINVAL, lambda: plan.load_layer(LAYERS), f"layer {LAYERS} beyond")
+        plan.save_layer(0)
+        expect(errno.EALREADY, lambda: plan.save_layer(0))
+        # Layers 1.. never ran: nothing commits.
+        e = expect(errno.ECANCELED, lambda: plan.finish())
+        assert [r.rc for r in e.results] == [-errno.ECANCELED]
+        assert store.stats()["valid"] == 0
+        expect(errno.EOPNOTSUPP, lambda: store.plan(max_requests=4, engine="gpu"), "GPU engine")
+    # A store of one layout refuses a pool of another.
+    t = torch.zeros(LAYERS, BLOCKS, 2, 2, 16, 64, dtype=torch.bfloat16)
+    heads_first = giouring.KVPool(t, dims=("layer", "block", "part", "head", "token", "channel"))
+    expect(errno.EINVAL, lambda: giouring.Store.open(uris[:2], heads_first), "signature")
+    with pytest.raises(ValueError):
+        store.stats()
+
+
+def test_a_device_failing_mid_layer_fails_only_its_key_with_the_nvme_status(uris):
+    kv, pool = vllm_pool()
+    keys = list(range(16))
+    with giouring.Store.create(uris, pool) as store:
+        plan = store.plan(max_requests=16)
+        save(plan, kv, keys, keys)
+        for t in kv:
+            t.zero_()
+        assert plan.load(keys, keys) == [True] * 16
+        for layer in range(2):
+            plan.load_layer(layer)
+            plan.wait_layer(layer)
+        unrecovered_read = 0x0281  # SCT 2 (media), SC 81h
+        store.inject_fault(2, 2, unrecovered_read)
+        for layer in range(2, LAYERS):
+            plan.load_layer(layer)
+        with pytest.raises(giouring.GiouringError) as e:
+            plan.finish()
+        err = e.value
+        assert err.errno == errno.EIO and err.nvme_status == unrecovered_read
+        assert "0x0281" in str(err) and giouring.status_name(unrecovered_read) in str(err)
+        failed = [i for i, r in enumerate(err.results) if r.rc]
+        assert len(failed) == 1
+        assert err.results[failed[0]] == giouring.Result(-errno.EIO, unrecovered_read, 2)
+        for i in keys:
+            if i not in failed:
+                assert holds(kv, i, i)
+        assert plan.stats()["failed"] == 1
+        # The chunk stays stored (a read failed, not the data): a second load serves it.
+        store.inject_fault(2, 0, 0)
+        plan.load(keys, keys)
+        for layer in range(LAYERS):
+            plan.load_layer(layer)
+        plan.finish()
+        assert holds(kv, failed[0], failed[0])
+        assert store.stats()["pinned"] == 0
+
+
+def test_a_save_whose_write_fails_commits_the_other_chunks(uris):
+    kv, pool = vllm_pool()
+    with giouring.Store.create(uris[:2], pool) as store:
+        plan = store.plan(max_requests=8)
+        write_fault_dnr = 0x4280  # SCT 2, SC 80h (write fault), Do Not Retry
+        store.inject_fault(1, 3, write_fault_dnr)
+        for i in range(8):
+            fill(kv, i, i)
+        plan.save(list(range(8)), list(range(8)))
+        for layer in range(LAYERS):
+            plan.save_layer(layer)
+        results = plan.finish(check=False)
+        assert sorted(r.rc for r in results) == [-errno.EIO] + [0] * 7
+        assert [r.nvme_status for r in results if r.rc] == [write_fault_dnr]
+        assert store.stats()["valid"] == 7
+
+
+def test_faults_are_for_software_targets_of_the_store(uris):
+    _, pool = vllm_pool()
+    with giouring.Store.create(uris[:1], pool) as store:
+        expect(errno.EINVAL, lambda: store.inject_fault(1, 1, 0x0281), "no device 1")
