@@ -206,6 +206,39 @@ GIO_HD uint16_t gio_sgl_walk(const struct gio_sqe *sqe, uint64_t xfer_len, int i
 	return 0;
 }
 
+/**
+ * @brief The walker's answer for the most common SGL, decided from DPTR alone: SGL1 a single
+ *        Data Block (address sub type) of exactly the transfer's length.
+ * @param sqe       the command.
+ * @param xfer_len  bytes the command transfers.
+ * @param caps      the controller's rules.
+ * @param seg       receives the one segment where it applies.
+ * @return 1 when it applies: gio_sgl_walk() would then return 0 with @p seg as its only segment
+ *         (given room for one); 0 otherwise, and the caller walks (nothing is refused here).
+ *
+ * Pure; any thread, host or device. An executor checks each command with it first: the walk
+ * through an output list in memory costs a GPU executor more than the check itself.
+ */
+GIO_HD int gio_sgl_walk_one(const struct gio_sqe *sqe, uint64_t xfer_len, const struct gio_dptr_caps *caps,
+			    struct gio_xfer_seg *seg)
+{
+	const struct gio_sgl_desc *d = &sqe->dptr.sgl;
+	const uint32_t psdt = gio_sqe_psdt(sqe), support = gio_dptr_sgl_support(caps);
+	if ((psdt != GIO_PSDT_SGL_MPTR && psdt != GIO_PSDT_SGL_MSGL) || support == GIO_SGLS_SUPPORT_NONE)
+		return 0;
+	/* Type Data Block, sub type Address: both fields 0. */
+	if (d->id != (GIO_SGL_TYPE_DATA_BLOCK << GIO_SGL_ID_TYPE_SHIFT | GIO_SGL_SUBTYPE_ADDRESS) || xfer_len == 0 ||
+	    d->len != xfer_len || d->addr + d->len < d->addr)
+		return 0;
+	if (support == GIO_SGLS_SUPPORT_DWORD && ((d->addr | d->len) & 3u))
+		return 0;
+	seg->addr = d->addr;
+	seg->len = xfer_len;
+	seg->flags = 0;
+	seg->rsvd = 0;
+	return 1;
+}
+
 GIO_EXTERN_C_END
 
 #endif /* GIOURING_TARGET_SGL_WALK_H */

@@ -877,6 +877,7 @@ GIO_HD void gio_tgt_io_rules_of(const struct gio_tgt *t, struct gio_tgt_io_rules
  */
 GIO_HD uint16_t gio_tgt_io_check(const struct gio_tgt_io_rules *r, const struct gio_sqe *sqe, struct gio_tgt_io *io)
 {
+	struct gio_xfer_seg one;
 	uint32_t i;
 	uint16_t st;
 	io->opc = sqe->opc;
@@ -910,6 +911,15 @@ GIO_HD uint16_t gio_tgt_io_check(const struct gio_tgt_io_rules *r, const struct 
 	io->bytes = (uint64_t)io->nlb << r->lba_shift;
 	if (r->caps.max_xfer_bytes && io->bytes > r->caps.max_xfer_bytes)
 		return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_FIELD);
+	if (io->xfer.cap >= 1 && gio_sgl_walk_one(sqe, io->bytes, &r->caps, &one)) {
+		/* The common command, one Data Block: its segment checked from registers, not read back
+		 * from the list (the executor moves data from the list). */
+		int copy_only;
+		io->xfer.segs[0] = one;
+		io->xfer.n = 1;
+		return gio__tgt_seg_find(r->map, r->copy_map, &one, &copy_only) ? 0
+										 : GIO_SF(GIO_SCT_GENERIC, GIO_SC_DATA_XFER_ERROR);
+	}
 	if (gio_sqe_psdt(sqe) == GIO_PSDT_PRP)
 		st = gio_prp_walk(sqe, io->bytes, &r->caps, r->map, &io->xfer);
 	else
