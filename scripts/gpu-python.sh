@@ -34,10 +34,12 @@ fi
   # --target installs into a folder of ours, which an externally managed Python allows.
   PIP_BREAK_SYSTEM_PACKAGES=1 "$py" -m pip install "${args[@]}" . || { echo "gpu-python: the build failed"; exit 1; }
   # The whole suite, bounded: a hung CUDA call (a kernel loaded lazily behind a persistent one)
-  # must end the run, not hold the machine.
+  # must end the run, not hold the machine. A test past 60 s dumps every thread's Python stack
+  # (faulthandler, from its own thread: it works while the main thread is blocked inside a CUDA
+  # call, where pytest-timeout's signal never gets handled).
   echo "== pytest"
   PYTHONPATH="$out/site${PYTHONPATH:+:$PYTHONPATH}" timeout -k 30 1200 \
-    "$py" -m pytest -p no:cacheprovider -ra -v --junitxml="$out/junit.xml" tests/python
+    "$py" -m pytest -p no:cacheprovider -ra -v -o faulthandler_timeout=60 --junitxml="$out/junit.xml" tests/python
 } 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 echo "gpu-python: exit $rc; log in $log"

@@ -89,8 +89,9 @@ int gpy_gpu_attach(struct gpy_store *s, struct gpy_dev *d)
 	if (scope.err != cudaSuccess)
 		return cuda_fail(scope.err, "selecting the pool's device");
 	for (uint32_t i = 0; i < s->nregions; i++) {
+		uint64_t bus; // gio_kv_pool_bus_gpu() finds it again below
 		const int rc = gio_gpu_target_register(d->gpu, (void *)(uintptr_t)s->regions[2 * i],
-						       (size_t)s->regions[2 * i + 1], nullptr);
+						       (size_t)s->regions[2 * i + 1], &bus);
 		if (rc)
 			return gpy_lib(rc, "registering the pool's memory");
 	}

@@ -360,7 +360,9 @@ int gio_gpu_target_register(struct gio_gpu_target *g, void *ptr, size_t len, uin
 {
 	gio__clear_error();
 	if (!g || !ptr || !len || !addr)
-		return gio__fail(-EINVAL, "giouring: gio_gpu_target_register: NULL or empty region");
+		return gio__fail(-EINVAL, "giouring: gio_gpu_target_register: %s",
+				 !g ? "NULL target" : !ptr ? "NULL region" : !len ? "empty region"
+				 : "NULL addr (where the region's bus address goes)");
 	if (g->running)
 		return gio__fail(-EBUSY, "giouring: register memory before gio_gpu_target_start()");
 	if (g->map_host.count >= GIO_GPU_MAX_REGIONS)
