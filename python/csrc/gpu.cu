@@ -130,6 +130,20 @@ int gpy_gpu_start(struct gpy_store *s)
 	return 0;
 }
 
+int gpy_gpu_stop(struct gpy_store *s)
+{
+	DeviceScope scope(s->device);
+	if (scope.err != cudaSuccess)
+		return cuda_fail(scope.err, "selecting the pool's device");
+	int ret = 0;
+	for (uint32_t i = 0; i < s->ndevs; i++) {
+		const int rc = s->dev[i].gpu ? gio_gpu_target_stop(s->dev[i].gpu, 5000, nullptr) : 0;
+		if (rc && !ret)
+			ret = gpy_lib(rc, "stopping a GPU target's executor");
+	}
+	return ret;
+}
+
 int gpy_gpu_close(struct gpy_store *s, struct gpy_dev *d)
 {
 	DeviceScope scope(s->device);

@@ -189,7 +189,10 @@ int gpy_gpu_open(struct gpy_store *s, struct gpy_dev *d, const char *uri);
 int gpy_gpu_attach(struct gpy_store *s, struct gpy_dev *d);
 /** Starts the GPU targets' executors (the layer kernels preloaded first). */
 int gpy_gpu_start(struct gpy_store *s);
-/** Stops and closes GPU target @p d, frees its device tables. */
+/** Stops every GPU target's executor (5 s each at most): before anything is freed, since a
+ *  cudaFree() waits for every kernel on the device, another target's executor too. */
+int gpy_gpu_stop(struct gpy_store *s);
+/** Stops and closes GPU target @p d, frees its device tables (after gpy_gpu_stop()). */
 int gpy_gpu_close(struct gpy_store *s, struct gpy_dev *d);
 /** Frees the store's pinned blocks (after every target closed). */
 void gpy_gpu_release(struct gpy_store *s);

@@ -106,6 +106,9 @@ static int store_free(struct gpy_store *s)
 	uint32_t i;
 	if (s->store && (rc = gio_kv_store_close(s->store)) != 0 && !ret)
 		ret = gpy_lib(rc, "closing the store");
+	/* Every executor stopped before the first target's tables are freed (gpy_gpu_stop()). */
+	if ((rc = gpy_gpu_stop(s)) != 0 && !ret)
+		ret = rc;
 	for (i = 0; i < s->ndevs; i++) {
 		struct gpy_dev *d = &s->dev[i];
 		if (d->gpu && (rc = gpy_gpu_close(s, d)) != 0 && !ret)
