@@ -132,6 +132,11 @@ int gpy_gpu_start(struct gpy_store *s)
 
 int gpy_gpu_stop(struct gpy_store *s)
 {
+	uint32_t started = 0;
+	for (uint32_t i = 0; i < s->ndevs; i++)
+		started += s->dev[i].gpu != nullptr;
+	if (!started)
+		return 0; // no GPU target: no CUDA call (a machine without a driver closes its stores too)
 	DeviceScope scope(s->device);
 	if (scope.err != cudaSuccess)
 		return cuda_fail(scope.err, "selecting the pool's device");
