@@ -562,7 +562,7 @@ int main(int argc, char **argv)
 	sriov_read(o.pf, fd, &id, s);
 	if (s->total_vfs <= 0)
 		rc = fail("%s has no SR-IOV virtual functions (no sriov_totalvfs, or 0)", o.pf);
-	else if (!(s->oacs & NVME_CTRL_OACS_VIRT_MGMT))
+	else if (!s->virt_mgmt)
 		rc = fail("%s has no Virtualization Management: its VFs' controllers cannot be given queues or set online", o.pf);
 	else if (o.vfn > (unsigned)s->total_vfs)
 		rc = fail("%s has %d VFs; VF %u does not exist", o.pf, s->total_vfs, o.vfn);

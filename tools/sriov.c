@@ -68,8 +68,23 @@ void sriov_refresh(struct sriov_state *s)
 	s->total_vfs = sriov_sysfs_int(s->pf, "sriov_totalvfs");
 	s->num_vfs = sriov_sysfs_int(s->pf, "sriov_numvfs");
 	s->autoprobe = sriov_sysfs_int(s->pf, "sriov_drivers_autoprobe");
-	if (!(s->oacs & NVME_CTRL_OACS_VIRT_MGMT)) {
-		snprintf(s->why, sizeof(s->why), "no Virtualization Management (OACS bit 7 clear)");
+	/* OACS bit 7 says so; where it is clear, the Commands Supported and Effects log may still
+	 * list the command (QEMU 7.2 does that). */
+	s->virt_mgmt = !!(s->oacs & NVME_CTRL_OACS_VIRT_MGMT);
+	s->virt_how = "OACS bit 7";
+	if (!s->virt_mgmt) {
+		struct nvme_cmd_effects_log *log = malloc(sizeof(*log));
+		if (log && nvme_get_log_cmd_effects(s->fd, NVME_CSI_NVM, log) == 0 &&
+		    (log->acs[nvme_admin_virtual_mgmt] & NVME_CMD_EFFECTS_CSUPP)) {
+			s->virt_mgmt = 1;
+			s->virt_how = "OACS bit 7 is clear, but the Commands Supported and Effects log lists it";
+		}
+		free(log);
+	}
+	if (!s->virt_mgmt) {
+		snprintf(s->why, sizeof(s->why),
+			 "no Virtualization Management: OACS bit 7 clear, and the Commands Supported and Effects log does not "
+			 "list it");
 		return;
 	}
 	if (nvme_identify_primary_ctrl(s->fd, s->cntlid, &s->cap) == 0)
@@ -102,10 +117,11 @@ void sriov_print(const struct sriov_state *s)
 	}
 	printf("  SR-IOV: up to %d virtual functions, %d enabled (sriov_totalvfs, sriov_numvfs); VF drivers autoprobe %s\n",
 	       s->total_vfs, s->num_vfs, s->autoprobe == 0 ? "off" : s->autoprobe == 1 ? "on" : "unknown");
-	printf("  Virtualization Management: %s; Namespace Management: %s\n",
-	       s->oacs & NVME_CTRL_OACS_VIRT_MGMT ? "yes" : "no (the VFs' controllers cannot be given resources)",
+	printf("  Virtualization Management: %s%s%s; Namespace Management: %s\n",
+	       s->virt_mgmt ? "yes" : "no (the VFs' controllers cannot be given resources)", s->virt_mgmt ? " - " : "",
+	       s->virt_mgmt ? s->virt_how : "",
 	       s->oacs & NVME_CTRL_OACS_NS_MGMT ? "yes" : "no (namespaces cannot be attached to a VF)");
-	if (s->why[0])
+	if (s->why[0] && s->virt_mgmt)
 		printf("  (%s)\n", s->why);
 	if (s->have_cap)
 		printf("  flexible resources (primary controller %u): queues %u in all, %u assigned to secondary controllers, "
@@ -127,7 +143,7 @@ void sriov_print(const struct sriov_state *s)
 			       e->scs & 1 ? "online" : "offline", e->nvq, e->nvi);
 		}
 	}
-	if (s->oacs & NVME_CTRL_OACS_VIRT_MGMT)
+	if (s->virt_mgmt)
 		printf("  to give giouring a VF and a namespace of it (the kernel keeps this function): giouring-sriov setup %s "
 		       "VF NSID [--dry-run]; giouring-sriov undo %s VF NSID gives them back\n",
 		       s->pf, s->pf);

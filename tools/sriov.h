@@ -17,6 +17,8 @@ struct sriov_state {
 	int fd;            /* its controller's character device (libnvme's), not owned */
 	uint16_t cntlid;   /* the primary controller's ID */
 	uint16_t oacs;     /* Optional Admin Command Support */
+	int virt_mgmt;     /* Virtualization Management supported: OACS bit 7, or the effects log */
+	const char *virt_how; /* where virt_mgmt was found */
 	int total_vfs;     /* sriov_totalvfs, -1 when absent (no SR-IOV capability) */
 	int num_vfs;       /* sriov_numvfs, -1 when absent */
 	int autoprobe;     /* sriov_drivers_autoprobe, -1 when absent */
