@@ -22,7 +22,8 @@ packages=(
 # busybox for the guest, cpio for its initramfs, kmod (depmod, modprobe) to order the guest
 # kernel's modules. The guest kernel itself is downloaded at run time, never installed. The
 # iommufd run builds its guest kernel from Debian's source (scripts/qemu/build-kernel.sh): flex,
-# bison, bc, libelf-dev and libssl-dev are the kernel build's tools.
+# bison, bc, libelf-dev and libssl-dev are the kernel build's tools. The SR-IOV run puts
+# e2fsprogs' mke2fs and e2fsck into its guest (ext4 beside giouring on one SSD).
 packages+=(
   qemu-system-x86
   busybox-static
@@ -34,6 +35,7 @@ packages+=(
   libelf-dev
   libssl-dev
   xz-utils
+  e2fsprogs
 )
 # The aarch64 stage (scripts/test.sh): Debian's cross compilers, qemu-user to run their programs,
 # and the arm64 build of liburing from Debian multiarch (dpkg --add-architecture arm64, done below

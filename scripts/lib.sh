@@ -102,14 +102,16 @@ gio_aarch64_build() {
 
 # Prints what the QEMU conformance runs (label qemu) reported, from ctest's log of the last run in
 # build dir $1: per controller the commands by kind, the result and the IOMMU fault count, the KV
-# store's shapes and where their chunks went, and giouring-info's output against the
-# kernel-bound controllers. ctest shows a passing test's output nowhere else, and CI must show
-# these.
+# store's shapes and where their chunks went, the SR-IOV run's writers, ext4 files, set-up and
+# SR-IOV state, and giouring-info's output against the kernel-bound controllers. ctest shows a passing test's
+# output nowhere else, and CI must show these.
 gio_qemu_report() {
   local log="$1/Testing/Temporary/LastTest.log"
   [[ -f "$log" ]] && grep -q "Testing: qemu\." "$log" || return 0
   gio_banner "QEMU conformance report (from $log)"
   awk '/Testing: qemu\./ { on = 1 } /^".*" end time/ { on = 0 } on' "$log" |
-    grep -E '^(== controller|== p2p|  IOMMU interface|  nsid|COMMANDS|CHURN|RESULT|KV |NOTE|SKIP|FAIL|  errors\.|  outstanding|  giouring: |  peer BAR|qemu-[a-z_]+: (IOMMU faults|PASS|FAIL|booting))' || true
+    grep -E '^(== controller|== p2p|  IOMMU interface|  nsid|COMMANDS|CHURN|RESULT|KV |WRITER|KILLED-STORE|EXT4 |PF-NS|VFs: |NOTE|SKIP|FAIL|  errors\.|  outstanding|  giouring: |  peer BAR|qemu-[a-z_]+: (IOMMU faults|PASS|FAIL|booting))' || true
   awk '/==INFO-KERNEL==/ { on = 1; next } /==INFO-KERNEL-RC/ { print; on = 0 } on' "$log"
+  # The SR-IOV run: giouring-info with both VFs set up, and giouring-sriov's set-up of the first.
+  awk '/^==(INFO|SETUP-1)==$/ { on = 1; next } /^==(INFO|SETUP-1)-RC/ { print; on = 0 } on' "$log"
 }

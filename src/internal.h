@@ -49,6 +49,34 @@ enum { GIO__IOMMU_AUTO, GIO__IOMMU_IOMMUFD, GIO__IOMMU_TYPE1 };
  * message on error. */
 int gio__vfio_open(const char *bdf, int iommu, struct gio__backend *be);
 
+struct gio_sec_ctrl;
+struct gio_sec_ctrl_list;
+
+/* An nvme-pci function as SR-IOV sees it (vfio/sriov.c). */
+struct gio__sriov_vf {
+	int is_vf;          /* an SR-IOV virtual function (sysfs physfn) */
+	char pf[64];        /* its physical function's BDF */
+	uint16_t vfn;       /* its VF number, from 1; 0 when no virtfn link of the PF names it */
+	int entry;          /* the PF's Secondary Controller Entry was read: scid to online below */
+	uint16_t scid;      /* its controller ID */
+	uint16_t nvq, nvi;  /* flexible queues (admin queue included) and interrupts assigned */
+	uint8_t online;
+	char why[192];      /* is_vf without entry: why the entry could not be read */
+};
+
+/* Fills *vf for the PCI function bdf (a PF or a plain function: is_vf 0); never fails: what it
+ * could not learn, vf->why says. _at reads another sysfs devices folder than
+ * /sys/bus/pci/devices (tests). */
+void gio__sriov_probe(const char *bdf, struct gio__sriov_vf *vf);
+void gio__sriov_probe_at(const char *root, const char *bdf, struct gio__sriov_vf *vf);
+/* 1 and *out: the entry of VF number vfn in one page of the list; else 0. */
+int gio__sriov_find(const struct gio_sec_ctrl_list *list, uint16_t vfn, struct gio_sec_ctrl *out);
+/* -EIO with a message naming the missing step when vf is a VF known to be offline or without
+ * enough flexible resources (at least 2 queues and 1 interrupt); else 0. */
+int gio__sriov_unready(const char *bdf, const struct gio__sriov_vf *vf);
+/* "SR-IOV virtual function V of PF, secondary controller S" (or why S is unknown); "" for a PF. */
+void gio__sriov_describe(const struct gio__sriov_vf *vf, char *out, size_t len);
+
 /* A dma-buf of GPU memory [ptr, ptr + len) from the CUDA driver (cuMemGetHandleForAddressRange,
  * BAR1 mapping where the driver knows the flag): 0 and *fd, or -EINVAL (misaligned, not GPU
  * memory) / -EOPNOTSUPP (no driver, no export) with a message (cuda/dmabuf.c). */

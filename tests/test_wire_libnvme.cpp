@@ -437,6 +437,32 @@ TEST_CASE("libnvme: Identify Namespace layout, LBA format and FLBAS", "[wire][li
 	check_rows(rows, 3 + 80 + 4 + 1 + 6 + 1 + 5 + 3);
 }
 
+TEST_CASE("libnvme: Secondary Controller List layout (SR-IOV)", "[wire][libnvme][identify]")
+{
+	typedef struct gio_sec_ctrl O;
+	typedef struct nvme_secondary_ctrl T;
+	typedef struct gio_sec_ctrl_list OL;
+	typedef struct nvme_secondary_ctrl_list TL;
+	static const Row rows[] = {
+		ROW("sizeof both entries", sizeof(O), sizeof(T)),
+		FIELD(O, T, scid),
+		FIELD(O, T, pcid),
+		FIELD(O, T, scs),
+		FIELD(O, T, rsvd5),
+		FIELD(O, T, vfn),
+		FIELD(O, T, nvq),
+		FIELD(O, T, nvi),
+		FIELD(O, T, rsvd14),
+		ROW("sizeof both lists", sizeof(OL), sizeof(TL)),
+		FIELD(OL, TL, num),
+		FIELD2(OL, rsvd1, TL, rsvd),
+		FIELD2(OL, sc, TL, sc_entry),
+		ROW("entries", GIO_SEC_CTRL_LIST_MAX, NVME_ID_SECONDARY_CTRL_MAX),
+	};
+	// 2 + 11 fields x 2 + 1
+	check_rows(rows, 2 + 22 + 1);
+}
+
 TEST_CASE("libnvme: FLBAS format index agrees with nvme_id_ns_flbas_to_lbaf_inuse", "[wire][libnvme][identify]")
 {
 	// libnvme always uses the high bits; ours does when more than 16 formats exist (NLBAF >= 16).
@@ -480,6 +506,7 @@ TEST_CASE("libnvme: admin and NVM opcodes, CNS, features", "[wire][libnvme][sqe]
 		ROW("CNS Identify Namespace", GIO_CNS_NS, NVME_IDENTIFY_CNS_NS),
 		ROW("CNS Identify Controller", GIO_CNS_CTRL, NVME_IDENTIFY_CNS_CTRL),
 		ROW("CNS Active Namespace ID list", GIO_CNS_NS_ACTIVE_LIST, NVME_IDENTIFY_CNS_NS_ACTIVE_LIST),
+		ROW("CNS Secondary Controller List", GIO_CNS_SEC_CTRL_LIST, NVME_IDENTIFY_CNS_SECONDARY_CTRL_LIST),
 		ROW("FID Number of Queues", GIO_FEAT_NUM_QUEUES, NVME_FEAT_FID_NUM_QUEUES),
 		ROW("Number of Queues NSQR shift", GIO_NUMQ_NSQ_SHIFT, NVME_FEAT_NRQS_NSQR_SHIFT),
 		ROW("Number of Queues NSQR mask", GIO_NUMQ_NSQ_MASK, NVME_FEAT_NRQS_NSQR_MASK),
@@ -496,7 +523,7 @@ TEST_CASE("libnvme: admin and NVM opcodes, CNS, features", "[wire][libnvme][sqe]
 		ROW("CDW12 LR", 1ull << (GIO_RW_CDW12_LR_SHIFT - 16), NVME_IO_LR),
 		ROW("CDW12 DTYPE streams", (unsigned long long)GIO_SET(RW_CDW12_DTYPE, 1u) >> 16, NVME_IO_DTYPE_STREAMS),
 	};
-	check_rows(rows, 34);
+	check_rows(rows, 35);
 }
 
 TEST_CASE("libnvme: Number of Queues decoding agrees with nvme_feature_decode_number_of_queues",

@@ -1,7 +1,8 @@
 /* giouring-info: lists the NVMe controllers bound to the kernel's nvme driver with what giouring
  * needs to know about them (SGL support and alignment, MDTS, queues, namespaces and LBA formats,
- * whether a namespace is in use), and prints the exact steps to hand one to vfio-pci, so a user
- * can pick a drive before opening it as nvme-pci://<BDF>. Uses libnvme. Exit status: 0 when it
+ * whether a namespace is in use, SR-IOV and its virtual functions' controllers: sriov.c), and
+ * prints the exact steps to hand one to vfio-pci, so a user can pick a drive before opening it
+ * as nvme-pci://<BDF> (or one of its VFs: giouring-sriov). Uses libnvme. Exit status: 0 when it
  * listed at least one controller, 1 when there is none, 2 on a usage error. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,6 +19,8 @@
 #include <dirent.h>
 
 #include <libnvme.h>
+
+#include "sriov.h"
 
 static int is_pcie(nvme_ctrl_t c)
 {
@@ -139,6 +142,14 @@ static int print_ctrl(nvme_ctrl_t c)
 		if (s)
 			nvme_subsystem_for_each_ns(s, n) print_namespace(n, fd, &mounted);
 	}
+	{
+		struct sriov_state *sr = malloc(sizeof(*sr));
+		if (sr) {
+			sriov_read(bdf, fd, &id, sr);
+			sriov_print(sr);
+			free(sr);
+		}
+	}
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/iommu_group", bdf);
 	l = readlink(path, link, sizeof(link) - 1);
 	if (l > 0)
@@ -188,9 +199,18 @@ static void list_vfio(void)
 		if (l > 0) {
 			drv[l] = 0;
 			if (!strcmp(basename(drv), "vfio-pci")) {
+				char pf_link[PATH_MAX], pf[PATH_MAX], vf[96] = "";
+				ssize_t pl;
+				/* An SR-IOV VF names its physical function through physfn. */
+				snprintf(pf_link, sizeof(pf_link), "/sys/bus/pci/devices/%s/physfn", e->d_name);
+				pl = readlink(pf_link, pf, sizeof(pf) - 1);
+				if (pl > 0) {
+					pf[pl] = 0;
+					snprintf(vf, sizeof(vf), ", an SR-IOV virtual function of %s", basename(pf));
+				}
 				/* A VFIO device cdev means nvme-pci's iommu=auto takes iommufd for it. */
 				snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vfio-dev", e->d_name);
-				printf("%s: bound to vfio-pci, ready as nvme-pci://%s (%s)\n", e->d_name, e->d_name,
+				printf("%s: bound to vfio-pci%s, ready as nvme-pci://%s (%s)\n", e->d_name, vf, e->d_name,
 				       access(path, F_OK) == 0 && access("/dev/iommu", F_OK) == 0
 					       ? "iommufd: VFIO device cdev and /dev/iommu present"
 					       : "VFIO type1 container: no device cdev or no /dev/iommu");

@@ -20,6 +20,12 @@
 #                                  the same drive files opens the last store again, and then kills
 #                                  a writer on a new store at random points, 10 to 20 times in at
 #                                  most 60 s, every reopen checked byte for byte
+#   run.sh sriov BUILD_DIR         one SSD shared with the kernel (tests/qemu/sriov.c): the PF on the
+#                                  kernel's nvme driver with ext4 on its namespace, two SR-IOV VFs
+#                                  set up with giouring-sriov (dry run, the safety rule, an offline
+#                                  VF refused), each with a namespace of its own and a KV store in
+#                                  a process of its own while ext4 takes fsync'd writes, one of
+#                                  them killed; isolation both ways, e2fsck, then undo
 #   run.sh bench BUILD_DIR [SECONDS]  commands/s at QD1 and QD32 (TCG: for regressions only)
 #
 # Exit 0 pass, 1 fail, 77 skipped (QEMU or busybox-static missing: scripts/deps.sh installs them,
@@ -29,7 +35,7 @@
 # GIO_QEMU_KILL_SEED (a number) repeats the kv_store kill rounds of an earlier log's seed.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-mode=${1:?usage: run.sh conformance|iommufd|info|kv_store|bench BUILD_DIR}
+mode=${1:?usage: run.sh conformance|iommufd|info|kv_store|sriov|bench BUILD_DIR}
 build=$(cd "${2:?usage: run.sh MODE BUILD_DIR}" && pwd)
 bench_seconds=${3:-5}
 
@@ -47,6 +53,13 @@ busybox=/bin/busybox
 # The guest has no libc: busybox must be the static one (busybox-static).
 [[ -x "$busybox" ]] && { ldd "$busybox" 2>&1 || true; } | grep -q 'not a dynamic' || skip "a static busybox is needed (busybox-static)"
 command -v cpio >/dev/null || skip "cpio not found"
+if [[ "$mode" == sriov ]]; then
+  # e2fsprogs' own mke2fs and e2fsck: busybox's applets make no ext4 and check nothing.
+  mke2fs=$(PATH=/usr/sbin:/sbin:$PATH command -v mke2fs || true)
+  e2fsck=$(PATH=/usr/sbin:/sbin:$PATH command -v e2fsck || true)
+  [[ -n "$mke2fs" && -n "$e2fsck" ]] || skip "mke2fs and e2fsck not found (e2fsprogs)"
+  [[ -x "$build/tools/giouring-sriov" ]] || skip "no $build/tools/giouring-sriov (built where libnvme is found)"
+fi
 bios=()
 [[ -f /usr/share/qemu/qboot.rom ]] && bios=(-bios /usr/share/qemu/qboot.rom) # ~1 s faster than SeaBIOS
 
@@ -71,18 +84,30 @@ mkdir -p "$root"/{bin,dev,proc,sys,tmp,mnt,modules,lib64,lib/x86_64-linux-gnu}
 cp "$busybox" "$root/bin/busybox"
 # The iommufd kernel has everything built in: no modules.
 [[ "$mode" == iommufd ]] || cp "$cache"/modules/*.ko "$cache/modules/order" "$root/modules/"
+# copy_dynamic PROGRAM DIR: a dynamic program into DIR of the guest, its libraries and the
+# loader along (the guest has no libc of its own).
+copy_dynamic() {
+  mkdir -p "$root$2"
+  cp "$1" "$root$2/"
+  ldd "$1" | awk '/=> \//{print $3} /^\t\/lib/{print $1}' | while read -r lib; do
+    mkdir -p "$root$(dirname "$lib")"
+    cp -L "$lib" "$root$lib"
+  done
+}
 case "$mode" in
   conformance|iommufd|bench)
     cp "$build/tests/gio-qemu-conformance" "$root/bin/" ;;
   kv_store)
     cp "$build/tests/gio-qemu-kv-store" "$root/bin/" ;;
   info)
-    cp "$build/tools/giouring-info" "$root/bin/"
-    # giouring-info is dynamic (libnvme): its libraries and the loader go along.
-    ldd "$build/tools/giouring-info" | awk '/=> \//{print $3} /^\t\/lib/{print $1}' | while read -r lib; do
-      mkdir -p "$root$(dirname "$lib")"
-      cp -L "$lib" "$root$lib"
-    done ;;
+    copy_dynamic "$build/tools/giouring-info" /bin ;;
+  sriov)
+    cp "$build/tests/gio-qemu-sriov" "$root/bin/"
+    copy_dynamic "$build/tools/giouring-info" /bin
+    copy_dynamic "$build/tools/giouring-sriov" /bin
+    # Called by full path: busybox's applets of the same names would win on PATH.
+    copy_dynamic "$mke2fs" /e2fs
+    copy_dynamic "$e2fsck" /e2fs ;;
   *) log "unknown mode $mode"; exit 2 ;;
 esac
 
@@ -165,6 +190,70 @@ fi
 dump_faults kv_store
 M
   ;;
+  # One SSD (a subsystem of one PF with two VFs, three namespaces the guest attaches): namespace
+  # 1 to the PF for the kernel's ext4, 2 to VF 1 and 3 to VF 2 for giouring (giouring-sriov).
+  sriov) cat > "$root/mode.sh" <<'M'
+PF=0000:00:04.0
+pfs=/sys/bus/pci/devices/$PF
+wait_for() { # PATH: up to 10 s
+  i=0; while [ ! -e "$1" ]; do i=$((i+1)); [ $i -gt 100 ] && { echo "FAIL $1 did not appear"; return 1; }; sleep 0.1; done
+}
+load ext4.ko # vfio-pci, then nvme (which takes the PF), then ext4
+wait_for /dev/nvme0 && wait_for $pfs/sriov_numvfs
+dump_faults boot
+echo "==INFO-BEFORE=="; giouring-info; echo "==INFO-BEFORE-RC $?=="
+gio-qemu-sriov attach /dev/nvme0 1
+echo 1 > /sys/class/nvme/nvme0/rescan_controller
+wait_for /dev/nvme0n1
+/e2fs/mke2fs -q -t ext4 /dev/nvme0n1 && mount -t ext4 /dev/nvme0n1 /mnt || echo "FAIL ext4 on the PF's namespace"
+echo "==DRY-SETUP=="; giouring-sriov setup $PF 1 2 --dry-run; echo "==DRY-SETUP-RC $?=="
+echo "after the dry run: sriov_numvfs $(cat $pfs/sriov_numvfs), autoprobe $(cat $pfs/sriov_drivers_autoprobe)"
+echo "==SAFETY=="; giouring-sriov setup $PF 1 1; echo "==SAFETY-RC $?=="
+# VF 1 enabled and bound by hand, its secondary controller still offline: refused, and why.
+echo 0 > $pfs/sriov_drivers_autoprobe
+echo 2 > $pfs/sriov_numvfs
+VF1=$(basename $(readlink $pfs/virtfn0)); VF2=$(basename $(readlink $pfs/virtfn1))
+echo "VFs: $VF1 (IOMMU group $(basename $(readlink /sys/bus/pci/devices/$VF1/iommu_group))), $VF2 (IOMMU group $(basename $(readlink /sys/bus/pci/devices/$VF2/iommu_group)))"
+to_vfio $VF1
+gio-qemu-sriov refuse-offline $VF1 2
+echo "==SETUP-1=="; giouring-sriov setup $PF 1 2; echo "==SETUP-1-RC $?=="
+echo "==SETUP-2=="; giouring-sriov setup $PF 2 3 --queues 2; echo "==SETUP-2-RC $?=="
+echo "==INFO=="; giouring-info; echo "==INFO-RC $?=="
+# Isolation: the PF's kernel sees only namespace 1; a VF opens only its own.
+echo 1 > /sys/class/nvme/nvme0/rescan_controller; sleep 1
+gio-qemu-sriov pf-ns /dev/nvme0 1
+for n in /dev/nvme0n2 /dev/nvme0n3; do [ -e $n ] && echo "FAIL the PF's kernel has $n, a VF's namespace"; done
+gio-qemu-sriov refuse-ns $VF1 1
+gio-qemu-sriov refuse-ns $VF1 3
+gio-qemu-sriov queues $VF1 2 3
+gio-qemu-sriov queues $VF2 3 1
+# At once: ext4 on the PF takes fsync'd writes; a KV store on each VF, in a process of its own.
+rm -f /tmp/stop; echo 0 > /tmp/ext4-files
+( n=0; while [ ! -e /tmp/stop ]; do
+    dd if=/dev/urandom of=/mnt/f$n bs=4k count=16 conv=fsync 2>/dev/null || echo "FAIL ext4 write of f$n"
+    md5sum /mnt/f$n >> /tmp/sums; n=$((n+1)); echo $n > /tmp/ext4-files
+  done ) &
+ext4=$!
+sleep 1
+before=$(cat /tmp/ext4-files)
+gio-qemu-sriov pair $VF1 2 $VF2 3 8
+after=$(cat /tmp/ext4-files)
+touch /tmp/stop; wait $ext4
+echo "EXT4 files=$(cat /tmp/ext4-files) during-stores=$((after - before))"
+umount /mnt
+/e2fs/e2fsck -fn /dev/nvme0n1; echo "==E2FSCK-RC $?=="
+mount -t ext4 -o ro /dev/nvme0n1 /mnt && md5sum -c -s /tmp/sums; echo "==EXT4-SUMS-RC $?=="
+umount /mnt
+dump_faults sriov
+echo "==DRY-UNDO=="; giouring-sriov undo $PF 1 2 --dry-run; echo "==DRY-UNDO-RC $?=="
+echo "==UNDO-1=="; giouring-sriov undo $PF 1 2; echo "==UNDO-1-RC $?=="
+echo "==UNDO-2=="; giouring-sriov undo $PF 2 3; echo "==UNDO-2-RC $?=="
+echo "after undo: sriov_numvfs $(cat $pfs/sriov_numvfs), autoprobe $(cat $pfs/sriov_drivers_autoprobe)"
+[ -e /sys/bus/pci/devices/$VF1 ] && echo "FAIL $VF1 is still there after undo"
+echo "==INFO-AFTER=="; giouring-info; echo "==INFO-AFTER-RC $?=="
+dump_faults undo
+M
+  ;;
   bench) cat > "$root/mode.sh" <<M
 load vfio-pci.ko
 for b in \$(nvme_bdfs); do to_vfio \$b; done
@@ -187,13 +276,31 @@ esac
 (cd "$root" && find . | cpio -o -H newc --quiet) | gzip -1 > "$work/initrd.gz"
 
 # ---- disks and boot ---------------------------------------------------------------------------
-truncate -s 64M "$work/nvme1.img" "$work/nvme2.img"
 qlog=$work/qemu.log
 timeout_s=${GIO_QEMU_TIMEOUT:-240}
-# The second controller has a 1 MiB controller memory buffer (BAR2): the peer memory the iommufd
-# run imports as a dma-buf.
-ctrl2_extra=""
-[[ "$mode" == iommufd ]] && ctrl2_extra=",cmb_size_mb=1"
+if [[ "$mode" == sriov ]]; then
+  # One PF with two VFs in a subsystem; its flexible queues and interrupts are what the VFs can
+  # be given (QEMU wants at least 2 queues a VF). Namespaces shared and attached to no one: the
+  # guest decides who sees which.
+  truncate -s 64M "$work/ns1.img"
+  truncate -s 32M "$work/ns2.img" "$work/ns3.img"
+  devices=(-device nvme-subsys,id=subsys0,nqn=gio-sriov
+           -device nvme,id=nvme0,serial=gio-sriov-pf,subsys=subsys0,bus=pcie.0,addr=0x4,sriov_max_vfs=2,sriov_vq_flexible=8,sriov_vi_flexible=4,sriov_max_vq_per_vf=4,sriov_max_vi_per_vf=2)
+  for n in 1 2 3; do
+    devices+=(-drive file="$work/ns$n.img",if=none,id=ns$n,format=raw
+              -device nvme-ns,drive=ns$n,bus=nvme0,nsid=$n,shared=on,detached=on)
+  done
+else
+  truncate -s 64M "$work/nvme1.img" "$work/nvme2.img"
+  # The second controller has a 1 MiB controller memory buffer (BAR2): the peer memory the
+  # iommufd run imports as a dma-buf.
+  ctrl2_extra=""
+  [[ "$mode" == iommufd ]] && ctrl2_extra=",cmb_size_mb=1"
+  devices=(-drive file="$work/nvme1.img",if=none,id=d1,format=raw
+           -device nvme,serial=gio-ctrl-1,drive=d1,bus=pcie.0,addr=0x4
+           -drive file="$work/nvme2.img",if=none,id=d2,format=raw
+           -device nvme,serial=gio-ctrl-2,drive=d2,bus=pcie.0,addr=0x5,mdts=10,logical_block_size=4096,physical_block_size=4096$ctrl2_extra)
+fi
 elapsed=0 boots=0 timed_out=0
 # boot [KERNEL_ARG]: one boot on the drive files above (which keep what earlier boots wrote);
 # its serial log is appended to $qlog.txt.
@@ -206,10 +313,7 @@ boot() {
     -device intel-iommu,intremap=on \
     -kernel "$kernel" -initrd "$work/initrd.gz" \
     -append "console=ttyS0 intel_iommu=on iommu=nopt quiet panic=-1${1:+ $1}" \
-    -drive file="$work/nvme1.img",if=none,id=d1,format=raw \
-    -device nvme,serial=gio-ctrl-1,drive=d1,bus=pcie.0,addr=0x4 \
-    -drive file="$work/nvme2.img",if=none,id=d2,format=raw \
-    -device nvme,serial=gio-ctrl-2,drive=d2,bus=pcie.0,addr=0x5,mdts=10,logical_block_size=4096,physical_block_size=4096$ctrl2_extra \
+    "${devices[@]}" \
     -display none -serial stdio -monitor none -no-reboot >"$qlog" 2>&1
   qrc=$?
   set -e
@@ -291,6 +395,64 @@ case "$mode" in
   bench)
     grep -q '^BENCH QD32' "$qlog.txt" || die "no bench figures"
     grep '^BENCH' "$qlog.txt" >&2 ;;
+  sriov)
+    # section NAME: the lines between ==NAME== and ==NAME-RC
+    section() { sed -n "/^==$1==\$/,/^==$1-RC /p" "$qlog.txt"; }
+    want_in() { section "$1" | grep -qF -- "$2" || die "$1: no '$2'"; }
+    for s in INFO-BEFORE DRY-SETUP SETUP-1 SETUP-2 INFO E2FSCK EXT4-SUMS DRY-UNDO UNDO-1 UNDO-2 INFO-AFTER; do
+      grep -q "^==$s-RC 0==\$" "$qlog.txt" || die "==$s-RC 0== missing: that step failed"
+    done
+    # Every guest program's checks passed, and all of them ran.
+    n=$(grep -c '^RESULT sriov-[a-z-]* pass=[1-9][0-9]* fail=0$' "$qlog.txt" || true)
+    ((n == 7)) || die "want 7 RESULT sriov-... fail=0 lines (refuse-offline, pf-ns, 2 refuse-ns, 2 queues, pair), got $n"
+    for want in 'PASS attach.pf' 'PASS refuse.offline-vf' 'PASS isolation.pf-sees-only-its-namespaces' \
+                'PASS queues.one-more-refused' 'PASS pair.first-killed' 'PASS pair.second-unharmed' \
+                'PASS pair.killed-store-intact'; do
+      grep -q "^$want\$" "$qlog.txt" || die "no '$want' line"
+    done
+    n=$(grep -c '^PASS isolation.vf-refuses-unattached-namespace$' "$qlog.txt" || true)
+    ((n == 2)) || die "want both refusals of a namespace not attached to the VF (the PF's, the other VF's), got $n"
+    n=$(grep -c '^WRITER 1 .* all served after a reopen$' "$qlog.txt" || true)
+    ((n == 1)) || die "the surviving writer did not report its chunks served after its reopen"
+    # giouring-info before: SR-IOV and Virtualization Management reported, no VF enabled.
+    want_in INFO-BEFORE 'SR-IOV: up to 2 virtual functions, 0 enabled'
+    want_in INFO-BEFORE 'Virtualization Management: yes - OACS bit 7 is clear, but the Commands Supported and Effects log lists it; Namespace Management: yes'
+    want_in INFO-BEFORE 'flexible resources (primary controller'
+    want_in INFO-BEFORE 'secondary controller 1: VF 1 (not enabled), offline, 0 queues, 0 interrupts'
+    # The dry run printed every step and did none of them.
+    want_in DRY-SETUP '(dry run: not done)'
+    want_in DRY-SETUP 'dry run done: nothing was changed'
+    for step in 'autoprobe off' "enable the PF's 2 VFs" 'assign 4 flexible queues' 'assign 1 flexible interrupt' \
+                'set the secondary controller online' 'attach namespace 2' 'bind the VF to vfio-pci'; do
+      want_in DRY-SETUP "$step"
+    done
+    grep -q '^after the dry run: sriov_numvfs 0, autoprobe 1$' "$qlog.txt" || die "the dry run changed the PF's state"
+    # The safety rule: the PF's (ext4's) namespace is never given to a VF.
+    grep -q '^==SAFETY-RC 1==$' "$qlog.txt" || die "giouring-sriov gave the PF's namespace to a VF"
+    want_in SAFETY "(the PF's: the kernel's)"
+    # Set up for real: steps done by hand before (autoprobe, the VFs, VF 1's driver) skipped.
+    want_in SETUP-1 'VF drivers autoprobe off: already so, skipped'
+    want_in SETUP-1 "enable the PF's VFs: already so, skipped"
+    want_in SETUP-1 'bind the VF to vfio-pci: already so, skipped'
+    want_in SETUP-1 'is ready: nvme-pci://'
+    want_in SETUP-2 'assign 2 flexible queues'
+    want_in SETUP-2 'is ready: nvme-pci://'
+    want_in INFO 'SR-IOV: up to 2 virtual functions, 2 enabled'
+    want_in INFO '(driver: vfio-pci), online, 4 queues, 1 interrupts'
+    want_in INFO '(driver: vfio-pci), online, 2 queues, 1 interrupts'
+    want_in INFO 'an SR-IOV virtual function of 0000:00:04.0'
+    # ext4 took fsync'd writes while the stores ran, and is clean.
+    ext4_line=$(grep -m1 '^EXT4 files=' "$qlog.txt" || true)
+    during=$(sed -n 's/.* during-stores=\([0-9]*\)$/\1/p' <<< "$ext4_line")
+    ((${during:-0} >= 1)) || die "ext4 took no write while the stores ran (${ext4_line:-no EXT4 line})"
+    # Undo: the first leaves the VFs enabled (the second is in use), the second disables them.
+    want_in DRY-UNDO 'dry run done: nothing was changed'
+    want_in UNDO-1 'left enabled, VF 2 is online'
+    want_in UNDO-2 "disable the PF's VFs (none is in use)"
+    grep -q '^after undo: sriov_numvfs 0, autoprobe 1$' "$qlog.txt" || die "undo did not disable the VFs"
+    want_in INFO-AFTER 'secondary controller 1: VF 1 (not enabled), offline, 0 queues, 0 interrupts'
+    want_in INFO-AFTER 'secondary controller 2: VF 2 (not enabled), offline, 0 queues, 0 interrupts'
+    grep -E '^(VFs:|  open nvme-pci|  0000|  writer|KILLED-STORE|WRITER|EXT4|PF-NS|RESULT)' "$qlog.txt" >&2 ;;
   info)
     grep -q '^==INFO-NONE-RC [1-9]' "$qlog.txt" || die "giouring-info without controllers must exit non-zero"
     grep -q '^==INFO-KERNEL-RC 0==' "$qlog.txt" || die "giouring-info with kernel-bound controllers must exit 0"

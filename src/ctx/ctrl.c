@@ -198,6 +198,7 @@ int gio__bring_up(struct gio_ctx *c, uint32_t nsid, int dptr)
 	if ((rc = gio__admin(c, &sqe, &dw0)))
 		return rc;
 	id = c->idbuf;
+	c->cntlid = id->cntlid;
 	rc = gio_dptr_caps_init(&c->caps, cap, gio__reg_read(c, GIO_REG_CC), id);
 	if (rc)
 		return gio__fail(rc, "giouring: controller reports unusable SGLS/MDTS/page size");
@@ -210,8 +211,12 @@ int gio__bring_up(struct gio_ctx *c, uint32_t nsid, int dptr)
 	if ((rc = gio__admin(c, &sqe, &dw0)))
 		return rc;
 	ns = c->idbuf;
-	if (ns->nsze == 0)
-		return gio__fail(-ENODEV, "giouring: namespace %u is not active", nsid);
+	if (ns->nsze == 0) {
+		/* Inactive: not attached to this controller, or not allocated at all. */
+		c->ns_inactive = 1;
+		return gio__fail(-ENODEV, "giouring: namespace %u is not active on this controller (controller ID %u): it is "
+				 "not attached to it", nsid, c->cntlid);
+	}
 	if (gio_id_ns_lba_bytes(ns) < 512 || gio_id_ns_lba_bytes(ns) > (1u << 16))
 		return gio__fail(-EOPNOTSUPP, "giouring: namespace %u: LBA size %u is outside 512..65536", nsid, gio_id_ns_lba_bytes(ns));
 	c->info.nblocks = ns->nsze;

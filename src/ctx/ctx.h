@@ -103,6 +103,9 @@ struct gio_ctx {
 	int remove_file;
 	uint64_t size;
 	int started, enabled;
+	uint16_t cntlid;          /* the controller's ID (Identify Controller) */
+	int ns_inactive;          /* the bring-up found the namespace not active on this controller */
+	struct gio__sriov_vf vf;  /* nvme-pci: what SR-IOV says of the function (vfio/sriov.c) */
 	/* URI check=1: queue pairs check every command's data pointer (check.c). */
 	int checked;
 	struct gio_qp_check check;           /* CPU producers' */

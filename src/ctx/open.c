@@ -128,6 +128,32 @@ static int start_software_target(struct gio_ctx *c, const struct params *p)
 	return rc;
 }
 
+/* The bring-up of a PCI controller bound to vfio-pci. An SR-IOV virtual function whose PF has
+ * not made it usable fails before the bring-up touches it, and a failed bring-up of a VF says
+ * which VF it is and the step its PF still owes (vfio/sriov.c). */
+static int bring_up_pci(struct gio_ctx *c, const char *bdf, const struct params *p)
+{
+	char vf[320], msg[512];
+	int rc;
+	gio__sriov_probe(bdf, &c->vf);
+	if ((rc = gio__sriov_unready(bdf, &c->vf)))
+		return rc;
+	pthread_mutex_lock(&c->lock);
+	rc = gio__bring_up(c, p->ns, p->dptr);
+	pthread_mutex_unlock(&c->lock);
+	if (rc == 0 || !c->vf.is_vf)
+		return rc;
+	gio__sriov_describe(&c->vf, vf, sizeof(vf));
+	snprintf(msg, sizeof(msg), "%s", gio_last_error());
+	if (c->ns_inactive)
+		return gio__fail(rc, "%s; %s is %s: attach the namespace to controller %u from the PF (Namespace Attachment), "
+				 "e.g. giouring-sriov setup %s %u %u", msg, bdf, vf, c->cntlid, c->vf.pf, c->vf.vfn, p->ns);
+	if (c->vf.entry) /* online with resources, as the PF says: the failure is the controller's own */
+		return gio__fail(rc, "%s (%s is %s)", msg, bdf, vf);
+	return gio__fail(rc, "%s (%s is %s: one its PF has not set online fails so; giouring-info shows its state)", msg,
+			 bdf, vf);
+}
+
 /* A new directory under $TMPDIR (else /tmp) holding kv.img, removed at close. */
 static int make_temp_file(struct gio_ctx *c)
 {
@@ -183,9 +209,7 @@ static int open_ctx(struct gio_ctx *c, const char *uri)
 		/* A real controller: no software target, no executor; the rest is the same path. */
 		if ((rc = gio__vfio_open(loc + 11, p.iommu, &c->be)))
 			goto out;
-		pthread_mutex_lock(&c->lock);
-		rc = gio__bring_up(c, p.ns, p.dptr);
-		pthread_mutex_unlock(&c->lock);
+		rc = bring_up_pci(c, loc + 11, &p);
 		goto out;
 	case TARGET_TEMP_FILE:
 		if ((rc = make_temp_file(c)))

@@ -362,6 +362,10 @@ int gio_ctx_qp_create_ex(struct gio_ctx *c, uint32_t depth, uint32_t flags, stru
 	qid = free_qid(c);
 	if (!qid) {
 		pthread_mutex_unlock(&c->lock);
+		if (c->vf.entry) /* a VF gets what its PF assigned it: say so, and how to get more */
+			return gio__fail(-EBUSY, "giouring: all %u granted I/O queue pairs are in use (gio_ctx_qp_destroy() gives "
+					 "one back); this SR-IOV virtual function has the %u flexible queues its PF assigned it, one of "
+					 "them the admin queue (giouring-sriov setup --queues assigns more)", c->info.io_queues, c->vf.nvq);
 		return gio__fail(-EBUSY, "giouring: all %u granted I/O queue pairs are in use (gio_ctx_qp_destroy() gives "
 				 "one back)", c->info.io_queues);
 	}

@@ -40,6 +40,7 @@
 #include <giouring/ring/clock.h>
 
 #include "../kill_pipe.h"
+#include "chunk_bytes.h"
 #include "guest_check.h"
 
 #define IO_TIMEOUT_NS (10ull * 1000000000ull)
@@ -84,19 +85,10 @@ static struct gio_kv_u128 key_of(unsigned sh, uint32_t i)
 	return k;
 }
 
-/* The chunk's bytes, from its key: a word-wide xorshift (a byte-wide one costs seconds in TCG). */
+/* The chunk's bytes, from its key (chunk_bytes.h). */
 static void gen(struct gio_kv_u128 key, unsigned char *p, uint64_t len)
 {
-	uint64_t s = (key.lo * 0x9e3779b97f4a7c15ull) ^ key.hi, i, w = 0;
-	for (i = 0; i < len; i++) {
-		if ((i & 7) == 0) {
-			s ^= s << 13;
-			s ^= s >> 7;
-			s ^= s << 17;
-			w = s;
-		}
-		p[i] = (unsigned char)(w >> (8 * (i & 7)));
-	}
+	gio_test_chunk_bytes(key, p, len);
 }
 
 static double now_s(void)

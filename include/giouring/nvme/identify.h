@@ -1,6 +1,7 @@
 /**
  * @file giouring/nvme/identify.h
- * @brief Identify Controller and Identify Namespace data structures (4096 bytes each).
+ * @brief Identify Controller, Identify Namespace and Secondary Controller List data structures
+ * (4096 bytes each).
  *
  * NVM Express Base Specification 2.0c, "Identify Controller Data Structure"; NVM Command Set
  * Specification 1.0c, "Identify Namespace Data Structure". Every field giouring reads is named;
@@ -309,5 +310,41 @@ GIO_HD uint32_t gio_id_ns_lba_bytes(const struct gio_id_ns *ns)
 	uint32_t lbads = ns->lbaf[gio_id_ns_lbaf_index(ns)].lbads;
 	return (lbads < 9 || lbads > 31) ? 0u : (1u << lbads);
 }
+
+/** @brief Secondary Controller Entry of the Secondary Controller List (Identify CNS 15h): one
+ * SR-IOV virtual function's controller as its primary controller sees it (NVM Express Base
+ * Specification 2.0c, "Secondary Controller Entry"). */
+struct gio_sec_ctrl {
+	uint16_t scid;       /**< 1:0 Secondary Controller Identifier (the VF's controller ID). */
+	uint16_t pcid;       /**< 3:2 Primary Controller Identifier. */
+	uint8_t scs;         /**< 4 Secondary Controller State: bit 0 set when Online (GIO_SCS_ONLINE). */
+	uint8_t rsvd5[3];    /**< 7:5 Reserved. */
+	uint16_t vfn;        /**< 9:8 Virtual Function Number (1 for the first VF; 0: none). */
+	uint16_t nvq;        /**< 11:10 Number of VQ Flexible Resources Assigned (queues, the admin queue counted). */
+	uint16_t nvi;        /**< 13:12 Number of VI Flexible Resources Assigned (interrupts). */
+	uint8_t rsvd14[18];  /**< 31:14 Reserved. */
+};
+
+/** @brief SCS bit 0: the secondary controller is Online. */
+#define GIO_SCS_ONLINE 0x1u
+/** @brief Entries one Secondary Controller List holds. */
+#define GIO_SEC_CTRL_LIST_MAX 127u
+
+/** @brief Secondary Controller List (Identify CNS 15h, 4096 bytes). */
+struct gio_sec_ctrl_list {
+	uint8_t num;         /**< 0 Number of Identifiers: entries that follow. */
+	uint8_t rsvd1[31];   /**< 31:1 Reserved. */
+	struct gio_sec_ctrl sc[GIO_SEC_CTRL_LIST_MAX]; /**< Entries, by ascending SCID. */
+};
+
+GIO_STATIC_ASSERT(sizeof(struct gio_sec_ctrl) == 32, "Secondary Controller Entry is 32 bytes");
+GIO_STATIC_ASSERT(offsetof(struct gio_sec_ctrl, scid) == 0, "SCID");
+GIO_STATIC_ASSERT(offsetof(struct gio_sec_ctrl, pcid) == 2, "PCID");
+GIO_STATIC_ASSERT(offsetof(struct gio_sec_ctrl, scs) == 4, "SCS");
+GIO_STATIC_ASSERT(offsetof(struct gio_sec_ctrl, vfn) == 8, "VFN");
+GIO_STATIC_ASSERT(offsetof(struct gio_sec_ctrl, nvq) == 10, "NVQ");
+GIO_STATIC_ASSERT(offsetof(struct gio_sec_ctrl, nvi) == 12, "NVI");
+GIO_STATIC_ASSERT(sizeof(struct gio_sec_ctrl_list) == 4096, "Secondary Controller List is 4096 bytes");
+GIO_STATIC_ASSERT(offsetof(struct gio_sec_ctrl_list, sc) == 32, "first Secondary Controller Entry");
 
 #endif /* GIOURING_NVME_IDENTIFY_H */

@@ -143,6 +143,7 @@
 #define GIO_CNS_NS 0x00u             /**< Identify Namespace data structure for NSID. */
 #define GIO_CNS_CTRL 0x01u           /**< Identify Controller data structure. */
 #define GIO_CNS_NS_ACTIVE_LIST 0x02u /**< Active Namespace ID list. */
+#define GIO_CNS_SEC_CTRL_LIST 0x15u  /**< Secondary Controller List (SR-IOV), from CNTID up. */
 /** @brief Size in bytes of every Identify data structure. */
 #define GIO_IDENTIFY_BYTES 4096u
 /** @} */
