@@ -253,19 +253,10 @@ int launch(void *arg, gio_kv_plan *plan, uint32_t layer, int write, uint32_t sm)
 }
 
 // Bytes each device moves per layer of the plan's open batch (its requests' devices).
-void plan_dev_bytes(const Bench &b, const gio_kv_plan *plan, uint64_t *bytes)
+void plan_dev_bytes(const Bench &, const gio_kv_plan *plan, uint64_t *bytes)
 {
-	gio_kv_io_plan v;
-	if (gio_kv_plan_view(plan, &v))
-		die_gio("plan view");
-	std::vector<gio_kv_io_req> reqs(v.nreqs);
-	if (v.nreqs)
-		KV_CK(cudaMemcpy(reqs.data(), v.reqs, v.nreqs * sizeof(gio_kv_io_req), cudaMemcpyDeviceToHost));
-	for (uint32_t d = 0; d < GIO_SCHED_DEVS_MAX; d++)
-		bytes[d] = 0;
-	for (const gio_kv_io_req &q : reqs)
-		if (q.part == 0)
-			bytes[q.dev] += b.gs.obj;
+	if (gio_kv_plan_layer_bytes(plan, bytes, GIO_SCHED_DEVS_MAX))
+		die_gio("plan layer bytes");
 }
 
 void wait_streams(Bench &b, const char *what)

@@ -362,6 +362,14 @@ void round_trip(Layout layout, bool prp = false)
 	}
 	for (auto c : per_dev)
 		CHECK(c == n / 4 * r.cmds);
+	// What a scheduler's slot reads: each device's objects of one layer, whole.
+	uint64_t bytes[5];
+	REQUIRE(gio_kv_plan_layer_bytes(r.plan, bytes, 5) == 0);
+	for (uint32_t d = 0; d < 4; d++)
+		CHECK(bytes[d] == uint64_t(n / 4) * v.object_bytes);
+	CHECK(bytes[4] == 0);
+	CHECK(gio_kv_plan_layer_bytes(r.plan, bytes, 3) == -EINVAL); // no room for every device
+	CHECK(gio_kv_plan_layer_bytes(r.plan, nullptr, 5) == -EINVAL);
 	REQUIRE(v.ngroups == 8);
 	for (uint32_t g = 0; g < v.ngroups; g++) {
 		CHECK(v.groups[g].dev == g % 4);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <giouring/host/partition.h>
 #include <giouring/kv/layer.cuh>
 #include <giouring/target/gpu_target.h>
 
@@ -226,6 +227,46 @@ int gpy_gpu_wait(struct gpy_plan *p, uint32_t layer, void *stream, uint64_t time
 	if (layer >= p->layers)
 		return gpy_fail(-EINVAL, "layer %u beyond the plan's %u", layer, p->layers);
 	return gio_kv_wait_layer_on(p->plan, layer, (cudaStream_t)stream, timeout_ns, &p->timed_out[layer]);
+}
+
+int gpy_gpu_sched_launch(void *arg, struct gio_kv_plan *plan, uint32_t layer, int write, uint32_t sm)
+{
+	return gio_kv_layer_launch(plan, layer, write, (cudaStream_t)arg, sm);
+}
+
+int gpy_partition_create(int device, uint32_t io_sms, int fallback, void **out)
+{
+	gpy_clear_error();
+	if (!out)
+		return gpy_fail(-EINVAL, "partition: NULL argument");
+	struct gio_sm_partition_params pp{device, io_sms, fallback ? GIO_SM_PARTITION_FALLBACK : 0u};
+	const int rc = gio_sm_partition_create(&pp, (struct gio_sm_partition **)out);
+	return rc ? gpy_lib(rc, "SM partition") : 0;
+}
+
+int gpy_partition_info(void *part, uint32_t *out, uint32_t n)
+{
+	struct gio_sm_partition_info i{};
+	gpy_clear_error();
+	const int rc = gio_sm_partition_info((const struct gio_sm_partition *)part, &i);
+	if (rc)
+		return gpy_lib(rc, "SM partition info");
+	const uint32_t v[] = {i.device_sms, i.io_sms, i.compute_sms, i.min_partition_sms, i.alignment_sms, i.isolated};
+	for (uint32_t k = 0; out && k < n && k < 6; k++)
+		out[k] = v[k];
+	return 0;
+}
+
+void *gpy_partition_stream(void *part, int side)
+{
+	return gio_sm_partition_stream((const struct gio_sm_partition *)part, side ? GIO_SM_COMPUTE : GIO_SM_IO);
+}
+
+int gpy_partition_destroy(void *part)
+{
+	gpy_clear_error();
+	const int rc = gio_sm_partition_destroy((struct gio_sm_partition *)part);
+	return rc ? gpy_lib(rc, "destroying the SM partition") : 0;
 }
 
 } // extern "C"

@@ -202,6 +202,46 @@ void gpy_gpu_plan_free(struct gpy_plan *p);
 int gpy_gpu_layer(struct gpy_plan *p, uint32_t layer, int write, void *stream);
 int gpy_gpu_wait(struct gpy_plan *p, uint32_t layer, void *stream, uint64_t timeout_ns);
 
+/* ---- the scheduler (sched.c) ---- */
+/** Most save plans with layers queued in one scheduler's backlog at once. */
+#define GPY_SCHED_SAVES 16u
+/** Numbers of a slot's decision (gpy_sched_slot()): read end, bubble, slot end, write end (ns from
+ *  the slot's start), bytes read, bytes written, save layers issued, SM budget. */
+#define GPY_SCHED_OUT 8u
+struct gpy_sched;
+/** A scheduler over the store's devices: @p gbps holds (read, write, mixed) GB/s per device in the
+ *  store's order; its backlog holds at most @p max_items save layers and @p max_bytes (above
+ *  @p soft_bytes a defer answers 1: pressure); @p timeout_ns bounds the CPU engine's load wait. */
+GPY_EXPORT int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, uint32_t sm_min,
+				uint32_t sm_max, uint32_t max_items, uint64_t max_bytes, uint64_t soft_bytes,
+				uint64_t timeout_ns, struct gpy_sched **out);
+GPY_EXPORT int gpy_sched_destroy(struct gpy_sched *x);
+/** Queues save layer @p layer of @p p (a save batch open): 0, 1 (queued, backlog above its soft
+ *  mark), -EAGAIN (full: nothing queued), -E2BIG (never fits). */
+GPY_EXPORT int gpy_sched_defer(struct gpy_sched *x, struct gpy_plan *p, uint32_t layer);
+/** Save layers of @p p still queued (finish a save plan only at 0). */
+GPY_EXPORT uint32_t gpy_sched_pending(const struct gpy_sched *x, const struct gpy_plan *p);
+/** One slot: layer @p layer of @p load (NULL: no reads), then the queued saves that fit in
+ *  @p slack_ns; GPU engine: on @p stream with at most @p sm SMs (0: the config's most). */
+GPY_EXPORT int gpy_sched_slot(struct gpy_sched *x, struct gpy_plan *load, uint32_t layer, uint32_t phase,
+			      uint64_t slack_ns, uint32_t sm, void *stream, uint64_t *out, uint32_t n);
+/** The devices are idle (the caller waited for its streams): the next slot carries nothing over. */
+GPY_EXPORT void gpy_sched_idle(struct gpy_sched *x);
+/** The backlog: queued items and bytes, high water items and bytes, pushed, popped, refused, pressured. */
+GPY_EXPORT int gpy_sched_stats(const struct gpy_sched *x, uint64_t *out, uint32_t n);
+/** The scheduler's launcher for the GPU engine (gio_sched_launch_fn; @p arg is the stream). */
+int gpy_gpu_sched_launch(void *arg, struct gio_kv_plan *plan, uint32_t layer, int write, uint32_t sm);
+
+/* ---- SM partitions (gpu.cu; giouring/host/partition.h) ---- */
+/** Splits device @p device into @p io_sms I/O SMs and the rest; with @p fallback, ordinary
+ *  streams where green contexts are unavailable. */
+GPY_EXPORT int gpy_partition_create(int device, uint32_t io_sms, int fallback, void **out);
+/** device_sms, io_sms, compute_sms, min_partition_sms, alignment_sms, isolated (6 numbers). */
+GPY_EXPORT int gpy_partition_info(void *part, uint32_t *out, uint32_t n);
+/** The partition's stream of side 0 (I/O) or 1 (compute): a cudaStream_t. */
+GPY_EXPORT void *gpy_partition_stream(void *part, int side);
+GPY_EXPORT int gpy_partition_destroy(void *part);
+
 #ifdef __cplusplus
 }
 #endif

@@ -84,3 +84,44 @@ int gpy_gpu_wait(struct gpy_plan *p, uint32_t layer, void *stream, uint64_t time
 	(void)timeout_ns;
 	return no_cuda();
 }
+
+int gpy_gpu_sched_launch(void *arg, struct gio_kv_plan *plan, uint32_t layer, int write, uint32_t sm)
+{
+	(void)arg;
+	(void)plan;
+	(void)layer;
+	(void)write;
+	(void)sm;
+	return no_cuda();
+}
+
+int gpy_partition_create(int device, uint32_t io_sms, int fallback, void **out)
+{
+	(void)device;
+	(void)io_sms;
+	(void)fallback;
+	if (out)
+		*out = NULL;
+	return no_cuda();
+}
+
+int gpy_partition_info(void *part, uint32_t *out, uint32_t n)
+{
+	(void)part;
+	(void)out;
+	(void)n;
+	return no_cuda();
+}
+
+void *gpy_partition_stream(void *part, int side)
+{
+	(void)part;
+	(void)side;
+	return NULL;
+}
+
+int gpy_partition_destroy(void *part)
+{
+	(void)part;
+	return 0;
+}

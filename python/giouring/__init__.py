@@ -15,6 +15,7 @@ from . import _lib, ops  # noqa: F401  (loads the library and registers the ops'
 from .errors import GiouringError
 from .plan import PLAN_STATS, Plan, Result
 from .pool import DIMS, KVPool
+from .sched import SCHED_STATS, Decision, Scheduler, SMPartition
 from .store import STORE_STATS, Store
 
 try:
@@ -33,5 +34,5 @@ def status_name(nvme_status: int) -> str:
     return _lib.status_name(nvme_status)
 
 
-__all__ = ["DIMS", "GiouringError", "KVPool", "PLAN_STATS", "Plan", "Result", "STORE_STATS", "Store",
-           "has_gpu", "status_name", "__version__"]
+__all__ = ["DIMS", "Decision", "GiouringError", "KVPool", "PLAN_STATS", "Plan", "Result", "SCHED_STATS",
+           "SMPartition", "STORE_STATS", "Scheduler", "Store", "has_gpu", "status_name", "__version__"]

@@ -576,6 +576,23 @@ int gio_kv_plan_view(const struct gio_kv_plan *pl, struct gio_kv_io_plan *v)
 	return 0;
 }
 
+int gio_kv_plan_layer_bytes(const struct gio_kv_plan *pl, uint64_t *bytes, uint32_t n)
+{
+	uint32_t i;
+	if (!pl || !bytes || pl->batch == BATCH_NONE)
+		return gio__fail(-EINVAL, "giouring: gio_kv_plan_layer_bytes: %s", !pl || !bytes ? "NULL argument" : "no batch open");
+	if (n < pl->shape.devices)
+		return gio__fail(-EINVAL, "giouring: gio_kv_plan_layer_bytes: room for %u devices, the store has %u", n,
+				 pl->shape.devices);
+	memset(bytes, 0, sizeof(*bytes) * n);
+	/* The host image holds the batch for both engines (the GPU engine's staging it was uploaded
+	 * from); an object's first command stands for its whole bytes. */
+	for (i = 0; i < pl->nreq; i++)
+		if (pl->img.reqs[i].part == 0)
+			bytes[pl->img.reqs[i].dev] += pl->shape.object_bytes;
+	return 0;
+}
+
 int gio_kv_plan_layer_begin(struct gio_kv_plan *pl, uint32_t layer, int write, void *stream,
 			    struct gio_kv_plan_launch *l)
 {

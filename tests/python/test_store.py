@@ -203,3 +203,15 @@ def test_faults_are_for_software_targets_of_the_store(uris):
     _, pool = vllm_pool()
     with giouring.Store.create(uris[:1], pool) as store:
         expect(errno.EINVAL, lambda: store.inject_fault(1, 1, 0x0281), "no device 1")
+
+
+def test_closing_a_store_destroys_every_plan(uris):
+    # Store.close once skipped every other plan (each close took its plan off the list being
+    # walked) and then failed with EBUSY: "1 plans of the store are alive".
+    kv, pool = vllm_pool()
+    store = giouring.Store.create(uris, pool, store_bytes=4 << 20)
+    plans = [store.plan(max_requests=4) for _ in range(3)]
+    store.close()
+    for p in plans:
+        with pytest.raises(ValueError):
+            p.handle

@@ -147,6 +147,19 @@ int gio_kv_plan_save(struct gio_kv_plan *plan, const struct gio_kv_u128 *keys, c
  */
 int gio_kv_plan_view(const struct gio_kv_plan *plan, struct gio_kv_io_plan *view);
 
+/**
+ * @brief Bytes each device moves in one layer of the open batch: what a scheduler's slot reads
+ * (giouring/sched/sched.h, gio_sched_slot::read_bytes) or a save layer writes.
+ * @param plan   the plan, with a batch open.
+ * @param bytes  receives @p n entries: device d's bytes (the layer's objects it holds), 0 beyond
+ *               the store's devices.
+ * @param n      entries of @p bytes, at least the store's devices.
+ * @return 0, or `-EINVAL` (NULL, no batch open, @p n below the store's devices).
+ *
+ * Any thread; reads the batch's host image only (no CUDA call, so it never waits behind a stream).
+ */
+int gio_kv_plan_layer_bytes(const struct gio_kv_plan *plan, uint64_t *bytes, uint32_t n);
+
 /** @brief What gio_kv_plan_layer_begin() gives the launcher of a layer's I/O kernel. */
 struct gio_kv_plan_launch {
 	struct gio_kv_io_plan view; /**< The kernel's argument. */

@@ -1,0 +1,211 @@
+/* The slack-aware scheduler (giouring/sched/issue.h) for Python: a backlog of deferred save
+ * layers and, per slot, gio_sched_issue() over the package's plans. The slot's reads come from
+ * the load plan's open batch (gio_kv_plan_layer_bytes()), the writes from the backlog; the GPU
+ * engine's layers launch on the caller's stream with the slot's SM budget (gpy_gpu_sched_launch()
+ * in gpu.cu), the CPU engine's run on the plan's thread (no launcher: the issuer waits for the
+ * load layer, with the scheduler's deadline, before it queues a save). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <giouring/sched/issue.h>
+
+#include "gpy.h"
+
+struct gpy_sched {
+	struct gpy_store *s;
+	struct gio_sched_config cfg;
+	struct gio_sched_backlog bl;
+	struct gio_sched_item *ring;
+	struct gio_sched_write *writes; /* cap entries: a slot may issue the whole backlog */
+	struct gpy_plan *saves[GPY_SCHED_SAVES]; /* save plans with items queued, by index */
+	struct gio_kv_plan *save_plans[GPY_SCHED_SAVES];
+	struct gio_sched_decision prev; /* the last slot's, carried into the next (gio_sched_carry()) */
+	uint64_t timeout_ns;
+};
+
+int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, uint32_t sm_min, uint32_t sm_max,
+		     uint32_t max_items, uint64_t max_bytes, uint64_t soft_bytes, uint64_t timeout_ns,
+		     struct gpy_sched **out)
+{
+	struct gpy_sched *x;
+	uint32_t d, why = 0, idx = 0;
+	gpy_clear_error();
+	if (!s || !gbps || !out)
+		return gpy_fail(-EINVAL, "scheduler: NULL argument");
+	*out = NULL;
+	if (ndevs != s->ndevs)
+		return gpy_fail(-EINVAL, "scheduler: bandwidths for %u devices, the store has %u", ndevs, s->ndevs);
+	if (max_items == 0 || max_bytes == 0)
+		return gpy_fail(-EINVAL, "scheduler: the backlog needs room for at least one item and one byte");
+	if (!(x = calloc(1, sizeof(*x))))
+		return gpy_fail(-ENOMEM, "no memory");
+	x->s = s;
+	x->timeout_ns = timeout_ns;
+	x->cfg.ndevs = ndevs;
+	x->cfg.gate = GIO_SCHED_GATE_LAYER; /* the package's layers go to one stream */
+	x->cfg.sm_min = sm_min;
+	x->cfg.sm_max = sm_max;
+	for (d = 0; d < ndevs; d++) { /* in the store's device order */
+		x->cfg.dev[d].read_gbps = gbps[3 * d];
+		x->cfg.dev[d].write_gbps = gbps[3 * d + 1];
+		x->cfg.dev[d].mixed_gbps = gbps[3 * d + 2];
+	}
+	if (gio_sched_config_check(&x->cfg, &why, &idx)) {
+		free(x);
+		return gpy_fail(-EINVAL, "scheduler: %s (device %u)", gio_sched_reason_name(why), idx);
+	}
+	x->ring = calloc(max_items, sizeof(*x->ring));
+	x->writes = calloc(max_items, sizeof(*x->writes));
+	if (!x->ring || !x->writes || gio_sched_backlog_init(&x->bl, x->ring, max_items, max_bytes, soft_bytes)) {
+		free(x->ring);
+		free(x->writes);
+		free(x);
+		return gpy_fail(-ENOMEM, "no memory");
+	}
+	*out = x;
+	return 0;
+}
+
+int gpy_sched_destroy(struct gpy_sched *x)
+{
+	if (!x)
+		return 0;
+	free(x->ring);
+	free(x->writes);
+	free(x);
+	return 0;
+}
+
+/* Items of save plan index i still queued. */
+static uint32_t queued_of(const struct gpy_sched *x, uint32_t i)
+{
+	uint32_t k, n = 0;
+	for (k = 0; k < x->bl.count; k++)
+		n += (uint32_t)(gio_sched_backlog_at(&x->bl, k)->id >> 32) == i;
+	return n;
+}
+
+uint32_t gpy_sched_pending(const struct gpy_sched *x, const struct gpy_plan *p)
+{
+	uint32_t i;
+	for (i = 0; x && i < GPY_SCHED_SAVES; i++)
+		if (x->saves[i] == p)
+			return queued_of(x, i);
+	return 0;
+}
+
+int gpy_sched_defer(struct gpy_sched *x, struct gpy_plan *p, uint32_t layer)
+{
+	struct gio_sched_item it;
+	uint32_t i, slot = GPY_SCHED_SAVES;
+	int rc;
+	gpy_clear_error();
+	if (!x || !p)
+		return gpy_fail(-EINVAL, "scheduler: NULL argument");
+	if (p->s != x->s)
+		return gpy_fail(-EINVAL, "scheduler: the plan is of another store");
+	if (!p->batch_open || !p->batch_write)
+		return gpy_fail(-EINVAL, "scheduler: defer takes a plan with a save batch open");
+	if (layer >= p->layers)
+		return gpy_fail(-EINVAL, "scheduler: layer %u beyond the plan's %u", layer, p->layers);
+	/* The plan's index: its own, else one whose items were all issued (its plan may be gone). */
+	for (i = 0; i < GPY_SCHED_SAVES && slot == GPY_SCHED_SAVES; i++)
+		if (x->saves[i] == p)
+			slot = i;
+	for (i = 0; i < GPY_SCHED_SAVES && slot == GPY_SCHED_SAVES; i++)
+		if (!x->saves[i] || queued_of(x, i) == 0)
+			slot = i;
+	if (slot == GPY_SCHED_SAVES)
+		return gpy_fail(-EAGAIN, "scheduler: %u save plans have layers queued already", GPY_SCHED_SAVES);
+	memset(&it, 0, sizeof(it));
+	it.id = gio_sched_save_id(slot, layer);
+	if ((rc = gio_kv_plan_layer_bytes(p->plan, it.bytes, GIO_SCHED_DEVS_MAX)) != 0)
+		return gpy_lib(rc, "scheduler: the save layer's bytes");
+	rc = gio_sched_backlog_push(&x->bl, &it);
+	if (rc == -EAGAIN)
+		return gpy_fail(rc, "scheduler: the backlog is full (%u of %u items, %llu of %llu bytes): issue slots "
+				    "or drain before deferring more",
+				x->bl.count, x->bl.cap, (unsigned long long)x->bl.bytes, (unsigned long long)x->bl.max_bytes);
+	if (rc == -E2BIG)
+		return gpy_fail(rc, "scheduler: one save layer's %llu bytes exceed the backlog's bound of %llu",
+				(unsigned long long)gio_sched_item_bytes(&it), (unsigned long long)x->bl.max_bytes);
+	if (rc < 0)
+		return gpy_fail(rc, "scheduler: malformed backlog");
+	x->saves[slot] = p;
+	x->save_plans[slot] = p->plan;
+	return rc; /* 0, or GIO_SCHED_PRESSURE */
+}
+
+int gpy_sched_slot(struct gpy_sched *x, struct gpy_plan *load, uint32_t layer, uint32_t phase, uint64_t slack_ns,
+		   uint32_t sm, void *stream, uint64_t *out, uint32_t n)
+{
+	struct gio_sched_issuer is;
+	struct gio_sched_slot slot;
+	struct gio_sched_decision dec;
+	int rc;
+	gpy_clear_error();
+	if (!x || !out || n < GPY_SCHED_OUT)
+		return gpy_fail(-EINVAL, "scheduler: NULL argument or no room for the decision");
+	if (load) {
+		if (load->s != x->s)
+			return gpy_fail(-EINVAL, "scheduler: the load plan is of another store");
+		if (!load->batch_open || load->batch_write)
+			return gpy_fail(-EINVAL, "scheduler: the load plan has no load batch open");
+		if (layer >= load->layers)
+			return gpy_fail(-EINVAL, "scheduler: layer %u beyond the plan's %u", layer, load->layers);
+	}
+	memset(&slot, 0, sizeof(slot));
+	slot.phase = phase;
+	slot.sm = sm;
+	slot.slack_ns = slack_ns;
+	if (load && (rc = gio_kv_plan_layer_bytes(load->plan, slot.read_bytes, GIO_SCHED_DEVS_MAX)) != 0)
+		return gpy_lib(rc, "scheduler: the load layer's bytes");
+	gio_sched_carry(&x->prev, &slot);
+	memset(&is, 0, sizeof(is));
+	is.cfg = &x->cfg;
+	is.backlog = &x->bl;
+	is.saves = x->save_plans;
+	is.nsaves = GPY_SCHED_SAVES;
+	is.launch = x->s->gpu_targets ? gpy_gpu_sched_launch : NULL;
+	is.launch_arg = stream;
+	is.timeout_ns = x->timeout_ns;
+	memset(&dec, 0, sizeof(dec));
+	rc = gio_sched_issue(&is, &slot, load ? load->plan : NULL, layer, x->writes, x->bl.cap, &dec);
+	if (rc == -EINVAL && dec.fault)
+		return gpy_fail(rc, "scheduler: %s (%u)", gio_sched_reason_name(dec.fault), dec.fault_index);
+	if (rc)
+		return gpy_lib(rc, "scheduler: issuing the slot");
+	if (load)
+		load->stats[GPY_PLAN_LAYERS]++;
+	x->prev = dec;
+	out[0] = dec.read_end_ns;
+	out[1] = dec.bubble_ns;
+	out[2] = dec.slot_ns;
+	out[3] = dec.write_end_ns;
+	out[4] = dec.read_bytes;
+	out[5] = dec.write_bytes;
+	out[6] = dec.nwrites;
+	out[7] = dec.sm;
+	return 0;
+}
+
+void gpy_sched_idle(struct gpy_sched *x)
+{
+	if (x)
+		memset(&x->prev, 0, sizeof(x->prev));
+}
+
+int gpy_sched_stats(const struct gpy_sched *x, uint64_t *out, uint32_t n)
+{
+	const uint64_t v[] = {x ? x->bl.count : 0,  x ? x->bl.bytes : 0,    x ? x->bl.high_items : 0,
+			      x ? x->bl.high_bytes : 0, x ? x->bl.pushed : 0, x ? x->bl.popped : 0,
+			      x ? x->bl.refused : 0,    x ? x->bl.pressured : 0};
+	uint32_t i;
+	if (!x || !out)
+		return gpy_fail(-EINVAL, "scheduler: NULL argument");
+	for (i = 0; i < n && i < sizeof(v) / sizeof(v[0]); i++)
+		out[i] = v[i];
+	return 0;
+}

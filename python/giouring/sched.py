@@ -1,0 +1,198 @@
+"""The slack-aware I/O scheduler and the SM partition it runs on (giouring/sched/, giouring/host/partition.h).
+
+Per slot (a layer's compute window in prefill, or a decode step) the scheduler issues the next
+layer's load first, then the deferred save layers that still end within the slot's slack, and
+never a save beside a read (docs/scheduler.md argues the rules). Bandwidths are the devices' (a
+model: the scheduler never measures them).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import NamedTuple, Sequence
+
+import torch
+
+from . import _lib
+from .errors import GiouringError
+
+_lib._sig("gpy_sched_create", ctypes.c_int, _lib.vp, _lib.P(ctypes.c_double), _lib.u32, _lib.u32, _lib.u32, _lib.u32,
+          _lib.u64, _lib.u64, _lib.u64, _lib.P(_lib.vp))
+_lib._sig("gpy_sched_destroy", ctypes.c_int, _lib.vp)
+_lib._sig("gpy_sched_defer", ctypes.c_int, _lib.vp, _lib.vp, _lib.u32)
+_lib._sig("gpy_sched_pending", _lib.u32, _lib.vp, _lib.vp)
+_lib._sig("gpy_sched_slot", ctypes.c_int, _lib.vp, _lib.vp, _lib.u32, _lib.u32, _lib.u64, _lib.u32, _lib.vp,
+          _lib.P(_lib.u64), _lib.u32)
+_lib._sig("gpy_sched_idle", None, _lib.vp)
+_lib._sig("gpy_sched_stats", ctypes.c_int, _lib.vp, _lib.P(_lib.u64), _lib.u32)
+_lib._sig("gpy_partition_create", ctypes.c_int, ctypes.c_int, _lib.u32, ctypes.c_int, _lib.P(_lib.vp))
+_lib._sig("gpy_partition_info", ctypes.c_int, _lib.vp, _lib.P(_lib.u32), _lib.u32)
+_lib._sig("gpy_partition_stream", _lib.vp, _lib.vp, ctypes.c_int)
+_lib._sig("gpy_partition_destroy", ctypes.c_int, _lib.vp)
+
+#: The numbers of :meth:`Scheduler.stats`, in the order python/csrc/sched.c gives them.
+SCHED_STATS = ("queued", "queued_bytes", "high_items", "high_bytes", "pushed", "popped", "refused", "pressured")
+
+PHASES = {"prefill": 0, "decode": 1}
+
+
+class Decision(NamedTuple):
+    """What a slot issued, with the scheduler's modelled times (seconds from the slot's start)."""
+
+    read_end: float
+    """When the slot's reads end (modelled)."""
+    bubble: float
+    """How long the reads outlast the slack: the stall the model predicts."""
+    slot_end: float
+    """When the next slot starts: the later of the slack and the reads."""
+    write_end: float
+    """When the last save issued ends (0 with none)."""
+    read_bytes: int
+    write_bytes: int
+    saves: int
+    """Save layers issued (the oldest deferred ones, in order)."""
+    sm: int
+    """The slot's SM budget."""
+
+
+class Scheduler:
+    """A scheduler over a store's devices, with a bounded backlog of deferred save layers.
+
+    Args:
+        store: the store (its devices, in its order).
+        read_gbps, write_gbps: each device's bandwidths, GB/s: one number for all, or one per device.
+        mixed_gbps: reads and writes at once (the naive baseline's figure); None: the smaller.
+        sm_min, sm_max: the I/O kernels' SMs per slot (GPU engine).
+        max_items, max_bytes: the backlog's bound (save layers, bytes); ``soft_bytes``: above it a
+            :meth:`defer` answers ``"pressure"`` (evict or recompute before it fills).
+        timeout: CPU engine: how long a slot waits for its load layer before it queues saves.
+    """
+
+    def __init__(self, store, read_gbps, write_gbps, mixed_gbps=None, sm_min: int = 1, sm_max: int = 8,
+                 max_items: int = 1024, max_bytes: int = 1 << 34, soft_bytes: int = 0, timeout: float = 10.0):
+        n = store.stats()["devices"]
+
+        def per_dev(v, what):
+            v = list(v) if isinstance(v, Sequence) else [v] * n
+            if len(v) != n:
+                raise GiouringError(22, f"{what}: {len(v)} figures for {n} devices")
+            return [float(x) for x in v]
+
+        r, w = per_dev(read_gbps, "read_gbps"), per_dev(write_gbps, "write_gbps")
+        m = per_dev(mixed_gbps, "mixed_gbps") if mixed_gbps is not None else [min(a, b) for a, b in zip(r, w)]
+        gbps = (ctypes.c_double * (3 * n))(*[x for d in range(n) for x in (r[d], w[d], m[d])])
+        h = ctypes.c_void_p()
+        _lib.check(_lib.lib.gpy_sched_create(store._handle(), gbps, n, sm_min, sm_max, max_items, max_bytes,
+                                             soft_bytes, int(timeout * 1e9), ctypes.byref(h)))
+        self.store = store
+        self._h = h.value
+
+    def _handle(self):
+        if self._h is None:
+            raise ValueError("the scheduler is closed")
+        return self._h
+
+    def defer(self, plan, layer: int) -> str:
+        """Queues save layer ``layer`` of ``plan`` (a save batch open) for a later slot's slack.
+
+        Returns:
+            ``"ok"``, or ``"pressure"`` (queued; the backlog is above its soft mark).
+
+        Raises:
+            GiouringError: ``EAGAIN`` (the backlog is full: nothing was queued; issue slots or
+                :meth:`drain` first), ``E2BIG`` (one layer exceeds the bound), ``EINVAL``.
+        """
+        rc = _lib.check(_lib.lib.gpy_sched_defer(self._handle(), plan.handle, layer))
+        return "pressure" if rc == 1 else "ok"
+
+    def pending(self, plan) -> int:
+        """Save layers of ``plan`` still queued: finish a save plan only when this is 0."""
+        return _lib.lib.gpy_sched_pending(self._handle(), plan.handle)
+
+    def slot(self, load_plan=None, layer: int = 0, slack: float = 0.0, stream: torch.cuda.Stream | None = None,
+             sm: int = 0, phase: str = "prefill") -> Decision:
+        """Issues one slot: layer ``layer`` of ``load_plan`` (None: no reads), then the oldest
+        deferred saves that end within ``slack`` seconds after the reads (in decode, at least
+        the oldest one). GPU engine: everything on ``stream`` (default: the current stream), in
+        that order, each I/O kernel on at most ``sm`` SMs (0: ``sm_max``); the stream must
+        already wait for the compute that wrote the saves' KV. CPU engine: the plan's thread runs
+        the layers; the host waits for the load before the saves are queued.
+        """
+        if phase not in PHASES:
+            raise ValueError(f"phase: 'prefill' or 'decode', not {phase!r}")
+        s = 0
+        if self.store.gpu_targets:
+            s = (stream if stream is not None else torch.cuda.current_stream()).cuda_stream
+        out = (_lib.u64 * 8)()
+        _lib.check(_lib.lib.gpy_sched_slot(self._handle(), load_plan.handle if load_plan is not None else None,
+                                           layer, PHASES[phase], int(max(slack, 0.0) * 1e9), sm, s, out, 8))
+        ns = [out[i] / 1e9 for i in range(4)]
+        return Decision(*ns, out[4], out[5], out[6], out[7])
+
+    def drain(self, stream: torch.cuda.Stream | None = None) -> int:
+        """Issues every deferred save (decode-phase slots without reads until the backlog is
+        empty); returns how many. For the end of a batch or before finishing a save plan."""
+        n = 0
+        while self.stats()["queued"]:
+            d = self.slot(None, 0, slack=0.0, stream=stream, phase="decode")
+            if d.saves == 0:
+                raise GiouringError(5, "scheduler: a decode slot issued no save with the backlog not empty")
+            n += d.saves
+        return n
+
+    def idle(self) -> None:
+        """Tells the scheduler the devices are idle (the streams were waited for)."""
+        _lib.lib.gpy_sched_idle(self._handle())
+
+    def stats(self) -> dict[str, int]:
+        """The backlog: queued items and bytes, high water marks, pushed, popped, refused, pressured."""
+        out = (_lib.u64 * len(SCHED_STATS))()
+        _lib.check(_lib.lib.gpy_sched_stats(self._handle(), out, len(SCHED_STATS)))
+        return dict(zip(SCHED_STATS, out))
+
+    def close(self) -> None:
+        if self._h is not None:
+            h, self._h = self._h, None
+            _lib.lib.gpy_sched_destroy(h)
+
+    def __enter__(self) -> "Scheduler":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class SMPartition:
+    """A split of one GPU's SMs: ``io_sms`` for I/O kernels (rounded up to the driver's
+    granularity), the rest for compute, each side with a stream (green contexts). Make it before
+    any persistent kernel starts (the store's first batch on GPU-executed targets).
+
+    With ``fallback`` (default), ordinary streams where green contexts are unavailable
+    (``isolated`` is then False).
+    """
+
+    def __init__(self, io_sms: int = 8, device: int | None = None, fallback: bool = True):
+        dev = torch.cuda.current_device() if device is None else device
+        h = ctypes.c_void_p()
+        _lib.check(_lib.lib.gpy_partition_create(dev, io_sms, int(fallback), ctypes.byref(h)))
+        self._h = h.value
+        info = (_lib.u32 * 6)()
+        _lib.check(_lib.lib.gpy_partition_info(self._h, info, 6))
+        self.device_sms, self.io_sms, self.compute_sms = info[0], info[1], info[2]
+        self.isolated = bool(info[5])
+        self.io_stream = torch.cuda.ExternalStream(_lib.lib.gpy_partition_stream(self._h, 0), device=dev)
+        """Where the I/O kernels go (torch.cuda.ExternalStream)."""
+        self.compute_stream = torch.cuda.ExternalStream(_lib.lib.gpy_partition_stream(self._h, 1), device=dev)
+        """Where the engine's compute goes."""
+
+    def close(self) -> None:
+        """Destroys the partition (after every kernel on its streams ended)."""
+        if self._h is not None:
+            h, self._h = self._h, None
+            _lib.check(_lib.lib.gpy_partition_destroy(h))
+
+    def __enter__(self) -> "SMPartition":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

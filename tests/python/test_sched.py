@@ -1,0 +1,123 @@
+"""The scheduler over a store of 4 file targets (the CPU engine): deferred save layers wait for
+slack, a slot's load comes first, the backlog's bound refuses instead of dropping, and what the
+scheduler issues really moves the bytes."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+import giouring
+from conftest import BLOCKS, LAYERS, fill, holds, vllm_pool
+
+
+def open_sched(store, **kw):
+    # 4 devices; bandwidths in GB/s = bytes per ns. An object here is 8 KiB: one layer of 8 chunks
+    # over 4 devices is 16 KiB a device, 16.4 us at 1 GB/s.
+    return giouring.Scheduler(store, read_gbps=2.0, write_gbps=1.0, **kw)
+
+
+def test_saves_wait_for_slack_then_come_back_through_scheduled_loads(uris):
+    kv, pool = vllm_pool()
+    keys = [300 + i for i in range(8)]
+    with giouring.Store.create(uris, pool, store_bytes=4 << 20) as store:
+        sched = open_sched(store)
+        save = store.plan(max_requests=BLOCKS)
+        for k, b in zip(keys, range(8)):
+            fill(kv, b, k)
+        assert save.save(keys, list(range(8))) == [0] * 8
+        for layer in range(LAYERS):
+            assert sched.defer(save, layer) == "ok"
+        assert sched.pending(save) == LAYERS
+        st = sched.stats()
+        assert (st["queued"], st["queued_bytes"]) == (LAYERS, LAYERS * 8 * pool.object_bytes)
+
+        # No slack: a prefill slot writes nothing (writes only in slack).
+        d = sched.slot(None, 0, slack=0.0)
+        assert d.saves == 0 and d.bubble == 0
+        # Slack for two layers' writes (16.4 us each on every device, in FIFO order): exactly two.
+        d = sched.slot(None, 0, slack=40e-6)
+        assert d.saves == 2 and d.write_bytes == 2 * 8 * pool.object_bytes
+        assert sched.pending(save) == LAYERS - 2
+        assert sched.drain() == LAYERS - 2
+        assert sched.pending(save) == 0
+        results = save.finish()
+        assert all(r.rc == 0 for r in results)
+        assert store.stats()["valid"] == 8
+
+        for t in kv:
+            t.fill_(3)
+        load = store.plan(max_requests=BLOCKS)
+        assert load.load(keys, [BLOCKS - 1 - i for i in range(8)]) == [True] * 8
+        for layer in range(LAYERS):
+            # A layer's 16 KiB per device reads in 8.2 us at 2 GB/s: 1 us of slack leaves a bubble.
+            d = sched.slot(load, layer, slack=1e-6)
+            assert d.read_bytes == 8 * pool.object_bytes and d.saves == 0
+            assert d.bubble == pytest.approx(d.read_end - 1e-6, abs=2e-9)
+            load.wait_layer(layer, timeout=10)
+        assert all(r.rc == 0 for r in load.finish())
+        for i, k in enumerate(keys):
+            assert holds(kv, BLOCKS - 1 - i, k), f"key {k}"
+        assert sched.stats()["popped"] == LAYERS
+
+
+def test_a_full_backlog_refuses_and_drops_nothing(uris):
+    kv, pool = vllm_pool()
+    with giouring.Store.create(uris, pool, store_bytes=4 << 20) as store:
+        save = store.plan(max_requests=BLOCKS)
+        assert save.save([1, 2], [0, 1]) == [0, 0]
+        with open_sched(store, max_items=2, soft_bytes=pool.object_bytes) as sched:
+            assert sched.defer(save, 0) == "pressure"  # 2 objects: above the soft mark of one
+            sched.defer(save, 1)
+            with pytest.raises(giouring.GiouringError) as e:
+                sched.defer(save, 2)
+            assert e.value.errno == errno.EAGAIN and "full" in str(e.value)
+            assert sched.stats()["refused"] == 1 and sched.stats()["queued"] == 2
+            assert sched.drain() == 2
+            sched.defer(save, 2)
+            sched.defer(save, 3)
+            assert sched.drain() == 2
+        assert all(r.rc == 0 for r in save.finish())
+        with open_sched(store, max_bytes=pool.object_bytes) as sched:
+            save.save([7, 8], [2, 3])
+            with pytest.raises(giouring.GiouringError) as e:
+                sched.defer(save, 0)  # two objects never fit a bound of one
+            assert e.value.errno == errno.E2BIG
+            for layer in range(LAYERS):
+                save.save_layer(layer)
+            save.finish()
+
+
+def test_bad_input_is_refused_by_name(uris):
+    kv, pool = vllm_pool()
+    with giouring.Store.create(uris, pool, store_bytes=4 << 20) as store:
+        with pytest.raises(giouring.GiouringError) as e:
+            giouring.Scheduler(store, read_gbps=[1.0, 2.0], write_gbps=1.0)
+        assert e.value.errno == errno.EINVAL and "2 figures for 4 devices" in str(e.value)
+        with pytest.raises(giouring.GiouringError) as e:
+            giouring.Scheduler(store, read_gbps=float("nan"), write_gbps=1.0)
+        assert e.value.errno == errno.EINVAL and "bandwidth" in str(e.value)
+        with pytest.raises(giouring.GiouringError) as e:
+            giouring.Scheduler(store, read_gbps=1.0, write_gbps=1.0, sm_min=9, sm_max=8)
+        assert "sm_min" in str(e.value)
+        with open_sched(store) as sched:
+            plan = store.plan(max_requests=BLOCKS)
+            with pytest.raises(giouring.GiouringError) as e:
+                sched.defer(plan, 0)
+            assert e.value.errno == errno.EINVAL and "save batch" in str(e.value)
+            plan.load([1], [0])
+            with pytest.raises(giouring.GiouringError) as e:
+                sched.slot(plan, LAYERS, slack=1.0)
+            assert "beyond" in str(e.value)
+            with pytest.raises(ValueError):
+                sched.slot(plan, 0, phase="later")
+            plan.finish()
+
+
+def test_a_partition_needs_the_gpu_build_or_a_gpu():
+    if giouring.has_gpu():
+        pytest.skip("this build has the GPU half: test_gpu.py covers the partition")
+    with pytest.raises(giouring.GiouringError) as e:
+        giouring.SMPartition(8, device=0)
+    assert e.value.errno == errno.EOPNOTSUPP
