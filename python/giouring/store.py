@@ -149,7 +149,7 @@ class Store:
         if self._h is None:
             return
         first = None
-        for p in self._plans:
+        for p in list(self._plans):  # a plan that closes leaves the list
             try:
                 p.close()
             except Exception as e:  # every plan is destroyed; the first failure is raised

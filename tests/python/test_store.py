@@ -219,3 +219,12 @@ def test_contains_answers_without_counting_or_pinning(uris):
         assert e.value.errno == errno.EINVAL
         with pytest.raises(TypeError):
             store.contains(["1"])
+
+
+def test_close_destroys_every_plan(uris):
+    kv, pool = vllm_pool()
+    store = giouring.Store.create(uris, pool, store_bytes=4 << 20)
+    plans = [store.plan(max_requests=4) for _ in range(3)]
+    store.close()  # every plan destroyed first, else the library refuses with EBUSY
+    with pytest.raises(ValueError):
+        plans[1].handle
