@@ -38,11 +38,17 @@ def test_pages_round_trip_through_a_reopen(uris, layout):
     b.close()
 
 
-def test_a_target_failing_mid_read_raises_never_none(uris):
+def filled(uris, pages=4):
+    """A backend over a host pool whose pages 0..pages-1 hold KV (seeds 0..pages-1)."""
     pool = host_pool()
     b = make_backend(uris, pool)
-    for i in range(4):
+    for i in range(pages):
         fill_page(pool, i, seed=i)
+    return pool, b
+
+
+def test_a_target_failing_mid_read_raises_never_none(uris):
+    pool, b = filled(uris)
     assert b.batch_set_v1(KEYS[:4], indices(range(4))) == [True] * 4
     b.store.inject_fault(1, 2, 0x0281)  # target 1's 2nd read: an unrecovered read error
     with pytest.raises(giouring.GiouringError) as e:
@@ -56,10 +62,7 @@ def test_a_target_failing_mid_read_raises_never_none(uris):
 
 
 def test_a_failing_write_raises_and_stores_nothing_torn(uris):
-    pool = host_pool()
-    b = make_backend(uris, pool)
-    for i in range(4):
-        fill_page(pool, i, seed=i)
+    pool, b = filled(uris)
     b.store.inject_fault(0, 1, 0x0280)  # target 0's next command: a write fault
     with pytest.raises(giouring.GiouringError) as e:
         b.batch_set_v1(KEYS[:4], indices(range(4)))
