@@ -518,6 +518,42 @@ TEST_CASE("store: -ENOSPC when every chunk is pinned, LRU eviction when full", "
 	REQUIRE(gio_kv_store_close(s) == 0);
 }
 
+TEST_CASE("store: contains answers without pinning, counting or moving a chunk in LRU order", "[kv]")
+{
+	Targets t(4, false, "size=1M");
+	const auto p = params(kFourSlots);
+	gio_kv_store *s = small_store(t, p, 16); // full: 4 slots on each of 4 devices
+	gio_kv_u128 keys[3] = {key(0), key(99), key(5)};
+	uint8_t found[3] = {7, 7, 7};
+	CHECK(gio_kv_store_contains(s, keys, 3, found) == 2);
+	CHECK((found[0] == 1 && found[1] == 0 && found[2] == 1));
+	CHECK(gio_kv_store_contains(s, nullptr, 0, nullptr) == 0);
+	CHECK(gio_kv_store_contains(s, nullptr, 1, found) == -EINVAL);
+	CHECK(gio_kv_store_contains(nullptr, keys, 1, found) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("NULL store") != std::string::npos);
+	// Asking about keys 0-3 over and over leaves them the oldest of their devices (a get would
+	// have made them the newest): the next 4 puts evict exactly them.
+	for (int round = 0; round < 3; round++)
+		for (uint64_t i = 0; i < 4; i++) {
+			gio_kv_u128 k = key(i);
+			uint8_t f = 0;
+			CHECK(gio_kv_store_contains(s, &k, 1, &f) == 1);
+		}
+	struct gio_kv_store_stats st;
+	gio_kv_store_info(s, &st);
+	CHECK((st.hits == 0 && st.misses == 0 && st.pinned == 0));
+	for (uint64_t i = 16; i < 20; i++)
+		put_ok(s, i);
+	for (uint64_t i = 0; i < 20; i++) {
+		gio_kv_u128 k = key(i);
+		uint8_t f = 9;
+		INFO("key " << i);
+		CHECK(gio_kv_store_contains(s, &k, 1, &f) == (i < 4 ? 0 : 1));
+		CHECK(f == (i < 4 ? 0 : 1));
+	}
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
 TEST_CASE("store: an NVMe error fails the put with its status, and the slot is reused safely", "[kv]")
 {
 	Targets t(1, false, "size=1M");

@@ -135,6 +135,10 @@ GPY_EXPORT int gpy_pool_check(const struct gpy_pool_desc *d, uint64_t *object_by
 /** The library's pool from a description (bases into @p bases, layers x parts entries). */
 int gpy_pool_from_desc(const struct gpy_pool_desc *d, struct gio_kv_pool *pool, uint64_t *bases);
 
+/** Keys as Python passes them, (hi, lo) pairs, as the library's: calloc'd (free it), NULL when
+ *  out of memory. */
+struct gio_kv_u128 *gpy_keys_of(const uint64_t *keys, uint32_t n);
+
 /* ---- stores (store.c) ---- */
 GPY_EXPORT int gpy_store_open(const char *const *uris, uint32_t n, const struct gpy_pool_desc *pool, int create,
 			      uint64_t store_bytes, uint64_t timeout_ns, struct gpy_store **out);
@@ -144,6 +148,8 @@ GPY_EXPORT int gpy_store_stats(struct gpy_store *s, uint64_t *out, uint32_t n);
 /** gio_ctx_inject() on device @p dev: fail its @p fail_nth I/O command from now on with @p status
  *  (0 and 0: no fault). Software targets only; for tests. */
 GPY_EXPORT int gpy_store_inject(struct gpy_store *s, uint32_t dev, uint64_t fail_nth, uint32_t status);
+/** gio_kv_store_contains() over @p n keys given as (hi, lo) pairs: how many are stored. */
+GPY_EXPORT int gpy_store_contains(struct gpy_store *s, const uint64_t *keys, uint32_t n, uint8_t *found);
 /** 1 when the store's devices are GPU-executed targets (the GPU engine's). */
 GPY_EXPORT int gpy_store_gpu_targets(const struct gpy_store *s);
 /** Builds device @p d's P2P table from the pool at its bus addresses @p bus into d->table and

@@ -153,7 +153,7 @@ int gpy_plan_destroy(struct gpy_plan *p)
 	return p ? plan_free(p) : 0;
 }
 
-static struct gio_kv_u128 *keys_of(const uint64_t *keys, uint32_t n)
+struct gio_kv_u128 *gpy_keys_of(const uint64_t *keys, uint32_t n)
 {
 	struct gio_kv_u128 *k = calloc(n ? n : 1, sizeof(*k));
 	uint32_t i;
@@ -187,7 +187,7 @@ static int plan_batch(struct gpy_plan *p, const uint64_t *keys, const uint32_t *
 		return gpy_fail(-EINVAL, "no plan, keys or blocks");
 	if ((rc = start_targets(p)) != 0)
 		return rc;
-	if (!(k = keys_of(keys, n)))
+	if (!(k = gpy_keys_of(keys, n)))
 		return gpy_fail(-ENOMEM, "no memory");
 	rc = write ? gio_kv_plan_save(p->plan, k, blocks, n, rcs) : gio_kv_plan_load(p->plan, k, blocks, n, hit);
 	free(k);

@@ -267,6 +267,20 @@ int gpy_store_inject(struct gpy_store *s, uint32_t dev, uint64_t fail_nth, uint3
 	return rc ? gpy_lib(rc, "injecting the fault") : 0;
 }
 
+int gpy_store_contains(struct gpy_store *s, const uint64_t *keys, uint32_t n, uint8_t *found)
+{
+	struct gio_kv_u128 *k;
+	int rc;
+	gpy_clear_error();
+	if (!s || (n && (!keys || !found)))
+		return gpy_fail(-EINVAL, "contains: no store, keys or output");
+	if (!(k = gpy_keys_of(keys, n)))
+		return gpy_fail(-ENOMEM, "contains: %u keys", n);
+	rc = gio_kv_store_contains(s->store, k, n, found);
+	free(k);
+	return rc < 0 ? gpy_lib(rc, "looking the keys up") : rc;
+}
+
 int gpy_store_gpu_targets(const struct gpy_store *s)
 {
 	return s && s->gpu_targets;

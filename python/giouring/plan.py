@@ -43,17 +43,23 @@ def _key(k) -> tuple[int, int]:
     return k >> 64, k & _KEY_MASK
 
 
+def keys_array(keys) -> ctypes.Array:
+    """Keys as the library takes them: (hi, lo) pairs of 64 bits."""
+    flat = [v for k in keys for v in _key(k)]
+    return (ctypes.c_uint64 * max(len(flat), 1))(*flat)
+
+
 def _batch(keys, blocks):
     keys = list(keys)
     blocks = blocks.tolist() if isinstance(blocks, torch.Tensor) else list(blocks)
     if len(keys) != len(blocks):
         raise GiouringError(errno.EINVAL, f"{len(keys)} keys and {len(blocks)} blocks: one block per key")
-    flat = [v for k in keys for v in _key(k)]
+    k = keys_array(keys)
     for b in blocks:
         if not isinstance(b, int) or not 0 <= b < 1 << 32:
             raise GiouringError(errno.EINVAL, f"block {b!r} is not a pool block number")
     n = len(keys)
-    return n, (ctypes.c_uint64 * max(2 * n, 1))(*flat), (ctypes.c_uint32 * max(n, 1))(*blocks)
+    return n, k, (ctypes.c_uint32 * max(n, 1))(*blocks)
 
 
 class Plan:

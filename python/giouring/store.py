@@ -6,7 +6,7 @@ import ctypes
 from typing import Sequence
 
 from . import _lib
-from .plan import Plan
+from .plan import Plan, keys_array
 from .pool import KVPool
 
 #: The numbers of :meth:`Store.stats`, in the order python/csrc/store.c gives them.
@@ -109,6 +109,22 @@ class Store:
         p = Plan(self, h.value, engine)
         self._plans.append(p)
         return p
+
+    def contains(self, keys: Sequence) -> list[bool]:
+        """Which of ``keys`` are stored (committed), without reading, pinning or counting them.
+
+        For a scheduler deciding how much of a prompt it could load: nothing is reserved, so a
+        chunk found here may be evicted before :meth:`Plan.load` (which then reports a miss).
+        Asking moves no chunk in the LRU order and counts no hit or miss.
+
+        Raises:
+            TypeError: a key that is neither an int nor bytes; GiouringError: ``EINVAL`` for one
+                outside [0, 2**128) or of other than 16 bytes.
+        """
+        keys = list(keys)
+        found = (ctypes.c_uint8 * max(len(keys), 1))()
+        _lib.check(_lib.lib.gpy_store_contains(self._handle(), keys_array(keys), len(keys), found))
+        return [bool(found[i]) for i in range(len(keys))]
 
     def stats(self) -> dict[str, int]:
         """The store's counters and sizes (gio_kv_store_stats): slots (capacity, valid, free,

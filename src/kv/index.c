@@ -260,6 +260,12 @@ int gio__kv_index_lookup(struct gio__kv_index *ix, struct gio_kv_u128 key, int p
 	return 0;
 }
 
+int gio__kv_index_contains(const struct gio__kv_index *ix, struct gio_kv_u128 key)
+{
+	const int64_t p = hfind(ix, key, key_hash(key));
+	return p >= 0 && ix->ent[ix->table[p].id].state == GIO__KV_VALID;
+}
+
 /* A slot for one allocation (index.h: a free one first, else the LRU end of a device), off its
  * list, with a's invalidate and eviction fields set; GIO__KV_NIL when there is none. */
 static uint32_t take_slot(struct gio__kv_index *ix, struct gio__kv_alloc *a)

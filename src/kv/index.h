@@ -88,6 +88,10 @@ void gio__kv_index_destroy(struct gio__kv_index *ix);
  * UINT32_MAX. No allocation. */
 int gio__kv_index_lookup(struct gio__kv_index *ix, struct gio_kv_u128 key, int pin, struct gio__kv_loc *loc);
 
+/* Whether key is VALID (1) or not (0: absent or being written); no pin, no LRU move, no count:
+ * a query that may never be followed by a read (an engine asking what it could load). */
+int gio__kv_index_contains(const struct gio__kv_index *ix, struct gio_kv_u128 key);
+
 /* Allocates a slot to each of keys[0..n-1] (see the top of this file for which), in order;
  * out[i] says what became of key i. Each allocated slot is WRITING with one pin, its key
  * reserved (a second allocation of it gets -EEXIST) but invisible to lookups. Returns how many

@@ -569,6 +569,24 @@ int gio_kv_store_get(struct gio_kv_store *s, struct gio_kv_u128 key, void *dst, 
 	return rc;
 }
 
+int gio_kv_store_contains(struct gio_kv_store *s, const struct gio_kv_u128 *keys, uint32_t n, uint8_t *found)
+{
+	uint32_t i;
+	int hits = 0;
+	gio__clear_error();
+	if (!s || (n && (!keys || !found)))
+		return gio__fail(-EINVAL, "giouring: kv store: contains: NULL %s", !s ? "store" : !keys ? "keys" : "found");
+	if (n > INT32_MAX)
+		return gio__fail(-EINVAL, "giouring: kv store: contains: %u keys (at most INT32_MAX)", n);
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; i < n; i++) {
+		found[i] = (uint8_t)gio__kv_index_contains(s->ix, keys[i]);
+		hits += found[i];
+	}
+	pthread_mutex_unlock(&s->lock);
+	return hits;
+}
+
 void gio_kv_store_info(struct gio_kv_store *s, struct gio_kv_store_stats *st)
 {
 	struct gio__kv_stats x;

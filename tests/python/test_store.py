@@ -205,6 +205,22 @@ def test_faults_are_for_software_targets_of_the_store(uris):
         expect(errno.EINVAL, lambda: store.inject_fault(1, 1, 0x0281), "no device 1")
 
 
+def test_contains_answers_without_counting_or_pinning(uris):
+    kv, pool = vllm_pool()
+    with giouring.Store.create(uris, pool, store_bytes=4 << 20) as store:
+        plan = store.plan(max_requests=BLOCKS)
+        save(plan, kv, [1, 2, 3], [0, 1, 2])
+        assert store.contains([1, 99, 3, (2).to_bytes(16, "big")]) == [True, False, True, True]
+        assert store.contains([]) == []
+        st = store.stats()
+        assert (st["hits"], st["misses"], st["pinned"]) == (0, 0, 0)
+        with pytest.raises(giouring.GiouringError) as e:
+            store.contains([1 << 128])
+        assert e.value.errno == errno.EINVAL
+        with pytest.raises(TypeError):
+            store.contains(["1"])
+
+
 def test_closing_a_store_destroys_every_plan(uris):
     # Store.close once skipped every other plan (each close took its plan off the list being
     # walked) and then failed with EBUSY: "1 plans of the store are alive".

@@ -222,6 +222,23 @@ int gio_kv_store_put(struct gio_kv_store *store, struct gio_kv_u128 key, const v
 int gio_kv_store_get(struct gio_kv_store *store, struct gio_kv_u128 key, void *dst, uint64_t len);
 
 /**
+ * @brief Which keys are stored: a query, without reading, pinning or counting anything.
+ * @param store  the store.
+ * @param keys   @p n chunk keys.
+ * @param n      how many.
+ * @param found  receives 1 for each key stored and committed, 0 for one absent or still being
+ *               written.
+ * @return how many were found, or `-EINVAL` for NULL arguments with @p n > 0 or @p n above
+ *         INT32_MAX.
+ *
+ * Any thread (serialized with the store's other calls). For a scheduler deciding how much of a
+ * prompt it could load: the answer may be stale by the time the load is planned (an eviction in
+ * between), which gio_kv_plan_load() reports as a miss. It moves no chunk in the LRU order and
+ * changes no hit or miss counter, so that asking is not mistaken for using.
+ */
+int gio_kv_store_contains(struct gio_kv_store *store, const struct gio_kv_u128 *keys, uint32_t n, uint8_t *found);
+
+/**
  * @brief The store's counters and sizes.
  * @param store  the store, or NULL.
  * @param st     receives them (all zero for a NULL @p store); NULL does nothing.
