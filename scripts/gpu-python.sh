@@ -2,7 +2,8 @@
 # On a GPU machine: builds the Python package offline from this tree and runs its whole pytest
 # suite, the GPU tests included (tests/python/test_gpu.py: the GPU engine over GPU-executed
 # targets, as examples/layerwise.cu), writing everything to OUTDIR:
-#   bash scripts/gpu-python.sh OUTDIR
+#   bash scripts/gpu-python.sh [--build-only] OUTDIR
+# (--build-only: the package into OUTDIR/site and no suite; scripts/gpu-ttft.sh builds this way)
 # Needs python3 with torch (CUDA), pytest, scikit-build-core, cmake, ninja and nvcc; no network:
 # nothing is downloaded. liburing comes from .gpu-deps/ (made by scripts/gpu-deps.sh on a Debian
 # machine and carried with the tree) where the machine has none. The package is installed into
@@ -12,7 +13,12 @@
 #   OUTDIR/env.txt        python, torch, CUDA, GPU
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-out=${1:?usage: scripts/gpu-python.sh OUTDIR}
+build_only=0
+if [[ ${1:-} == --build-only ]]; then
+  build_only=1
+  shift
+fi
+out=${1:?usage: scripts/gpu-python.sh [--build-only] OUTDIR}
 mkdir -p "$out"
 out=$(realpath "$out")
 log=$out/pytest.log
@@ -33,6 +39,7 @@ fi
   echo "== pip install ${args[*]} ."
   # --target installs into a folder of ours, which an externally managed Python allows.
   PIP_BREAK_SYSTEM_PACKAGES=1 "$py" -m pip install "${args[@]}" . || { echo "gpu-python: the build failed"; exit 1; }
+  ((build_only)) && exit 0
   # The whole suite, bounded: a hung CUDA call (a kernel loaded lazily behind a persistent one)
   # must end the run, not hold the machine. A test past 60 s dumps every thread's Python stack
   # (faulthandler, from its own thread: it works while the main thread is blocked inside a CUDA

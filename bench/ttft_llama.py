@@ -1,0 +1,906 @@
+#!/usr/bin/env python3
+"""Time to first token of a real model whose prefix KV comes back from the SSD tier.
+
+    python3 bench/ttft_llama.py --json OUT.json [--contexts 8K,32K,64K,128K] [--hits 0.5,0.9,...]
+
+Hugging Face transformers' Llama with the Llama3-8B configuration and random bf16 weights (nothing
+is downloaded) prefills a request of T tokens whose first C = h x T tokens (hit rate h, whole
+16-token blocks) were computed before and are stored; the other N = T - C are computed now. Per
+(T, h), in one process, each system below serves the request and the time to its first token is
+taken (wall clock, from a synchronized GPU to the token id on the host):
+
+- recompute: the prefix is not reused; all T tokens are computed (HBM only; one figure per T).
+- hbm: the prefix's KV is already in HBM: the compute alone, the reference every bubble is taken
+  against (bubble = TTFT - hbm's TTFT at the same point).
+- offload: transformers' own offloaded cache (DynamicCache(offloading=True)): the prefix in pinned
+  DRAM where its offload put it, layer l + 1 prefetched while layer l computes.
+- cpu-per-object: giouring's store on file targets in /dev/shm with the CPU engine: a CPU thread
+  issues one read per object and copies it into GPU memory (the LMCache-SSD / GDS shape); layer
+  l + 1 is queued while layer l computes, and the host waits for each layer before its attention.
+- giouring: the GPU engine over GPU-executed targets standing in for 4 Gen5 drives (the SSD timing
+  model: MODELLED bandwidths; the bytes themselves cross PCIe from pinned host memory): one launch
+  of the I/O kernel per layer, layer l + 1's load starting when layer l starts, the new tokens' KV
+  saved layer by layer. Two ways:
+  - giouring-naive: loads and saves issued at once on ordinary streams (reads beside writes, the
+    I/O kernels sharing every SM with compute);
+  - giouring-sched: the slack-aware scheduler (giouring.Scheduler) on an I/O partition of
+    --io-sms SMs (green contexts): each layer's slot loads the next layer first and issues
+    deferred saves only into the slack measured for that layer (the hbm run's layer times).
+
+The stand-in drives' executors are persistent kernels holding 2 SMs each (8 in all) during every
+system's run, so every system computes on the same SMs. Figures are labelled: TTFT, bubble and
+bulk H2D bandwidth are measured; the drives' bandwidth is modelled; cost and endurance are derived
+from measured throughput with stated prices.
+
+Correctness: the prefix KV each I/O system restored is compared bitwise with the KV the full
+prefill computed, and the first token's logits with those of the hbm run (bitwise) and of the full
+recompute (bf16 tolerance: the new tokens' projections run as N-row GEMMs there and T-row ones in
+the recompute, whose kernels round differently).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import faulthandler
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+# Every kernel loaded when the context is made: a kernel loaded lazily while the stand-in drives'
+# persistent executors run would wait for them for ever (docs/design.md, "Persistent kernels and
+# lazy loading"); cuBLAS picks new kernels for each new shape, so no warm-up covers them all.
+os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+BLOCK = 16  # tokens per pool block and per stored chunk
+
+
+def parse_tokens(s: str) -> int:
+    s = s.strip().upper()
+    return int(s[:-1]) * 1024 if s.endswith("K") else int(s)
+
+
+def args_parse():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--contexts", default="8K,32K,64K,128K", help="context lengths T (tokens)")
+    ap.add_argument("--hits", default="0.5,0.9,0.95,0.97,0.98,0.985,0.99,0.995",
+                    help="hit rates (fraction of T whose KV is stored); 0 is the recompute")
+    ap.add_argument("--low-hits", default="0.25,0.5,0.75",
+                    help="extra hit rates run only for contexts up to --low-hits-max (they cost a near-full prefill)")
+    ap.add_argument("--low-hits-max", default="32K")
+    ap.add_argument("--systems", default="hbm,giouring-sched,giouring-naive,offload,cpu-per-object,recompute")
+    ap.add_argument("--slow-hits", default="0.5,0.9,0.97,0.99",
+                    help="hit rates at which the slow baselines (offload, cpu-per-object) run")
+    ap.add_argument("--reps", type=int, default=2, help="repetitions of every point (medians and spread)")
+    ap.add_argument("--io-sms", type=int, default=8, help="SMs of the scheduler's I/O partition")
+    ap.add_argument("--drives", type=int, default=4)
+    ap.add_argument("--drive-read-gbps", type=float, default=14.0, help="MODELLED read GB/s per drive (Gen5)")
+    ap.add_argument("--drive-write-gbps", type=float, default=7.0, help="MODELLED write GB/s per drive")
+    ap.add_argument("--drive-mixed-gbps", type=float, default=3.0,
+                    help="MODELLED GB/s per drive reading and writing at once (both together)")
+    ap.add_argument("--exec-sms", type=int, default=2, help="executor SMs of each stand-in drive")
+    ap.add_argument("--shm", default="/dev/shm", help="where the CPU baseline's file targets live")
+    ap.add_argument("--tiny", action="store_true", help="a 2-layer toy model (for a CPU check of this script)")
+    ap.add_argument("--json", help="write every figure here")
+    ap.add_argument("--wait-timeout", type=float, default=10.0, help="GPU engine: a layer wait's deadline, s")
+    ap.add_argument("--cufile-probe", action="store_true", help="try to register a file with cuFile and report")
+    return ap.parse_args()
+
+
+# ---------------------------------------------------------------- model and attention
+
+
+def register_attention():
+    """SDPA with a lower-right causal mask and GQA, as the per-layer times in the bench's notes
+    were measured: transformers' own SDPA path materializes an N x T mask when N < T."""
+    from torch.nn.attention.bias import causal_lower_right
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface
+
+    def attention(module, q, k, v, attention_mask, dropout=0.0, scaling=None, is_causal=None, **kw):
+        n, t = q.shape[2], k.shape[2]
+        mask = None if n == t else causal_lower_right(n, t)
+        try:
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=n == t, scale=scaling,
+                                               enable_gqa=True)
+        except RuntimeError:  # a kernel without GQA: heads repeated instead
+            g = q.shape[1] // k.shape[1]
+            k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=n == t, scale=scaling)
+        return o.transpose(1, 2).contiguous(), None
+
+    AttentionInterface.register("gio_sdpa", attention)
+    AttentionMaskInterface.register("gio_sdpa", lambda *a, **k: None)
+
+
+def make_model(tiny: bool, device):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    if tiny:
+        cfg = LlamaConfig(hidden_size=256, intermediate_size=512, num_hidden_layers=2, num_attention_heads=4,
+                          num_key_value_heads=2, head_dim=64, vocab_size=1000, max_position_embeddings=1 << 18)
+    else:  # Llama3-8B
+        cfg = LlamaConfig(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+                          num_key_value_heads=8, head_dim=128, vocab_size=128256, max_position_embeddings=1 << 18,
+                          rope_theta=500000.0, rms_norm_eps=1e-5, tie_word_embeddings=False)
+    cfg._attn_implementation = "gio_sdpa"
+    torch.manual_seed(0)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.device(device):
+            model = LlamaForCausalLM(cfg)
+    finally:
+        torch.set_default_dtype(old)
+    return model.eval(), cfg
+
+
+# ---------------------------------------------------------------- the pool cache
+
+
+class Hooks:
+    """What a system does around each layer: the base does nothing (the hbm run)."""
+
+    def start(self, ctx):  # before the forward, inside the timed region
+        pass
+
+    def layer_start(self, l):
+        pass
+
+    def before_attention(self, l):
+        pass
+
+    def after_write(self, l):
+        pass
+
+
+def pool_cache_class():
+    from transformers.cache_utils import Cache, CacheLayerMixin
+
+    class PoolLayer(CacheLayerMixin):
+        is_sliding = False
+
+        def __init__(self, cache, idx):
+            super().__init__()
+            self.cache, self.idx = cache, idx
+            self.is_initialized = True
+
+        def lazy_initialization(self, key_states, value_states):
+            pass
+
+        def update(self, key_states, value_states, *a, **kw):
+            return self.cache.update_layer(self.idx, key_states, value_states)
+
+        def get_mask_sizes(self, query_length, *a):
+            return self.cache.prefix + query_length, 0
+
+        def get_seq_length(self):
+            return self.cache.prefix
+
+        def get_max_length(self):
+            return -1
+
+    class PoolCache(Cache):
+        """The prefix's KV in the engine's paged pool (one tensor per layer, [2, blocks, 16, heads,
+        dim], vLLM's layout, token-major), the new tokens' KV written after it, and attention reading
+        the pool in place: keys and values are views, never copies."""
+
+        def __init__(self, pool, prefix, hooks):
+            self.pool, self.prefix, self.hooks = pool, prefix, hooks
+            super().__init__(layers=[PoolLayer(self, i) for i in range(len(pool))])
+
+        def flat(self, l, part):
+            t = self.pool[l][part]
+            return t.view(t.shape[0] * t.shape[1], t.shape[2], t.shape[3])  # [tokens, heads, dim]
+
+        def update_layer(self, l, k, v):
+            self.hooks.before_attention(l)
+            n = k.shape[2]
+            c = self.prefix
+            self.flat(l, 0)[c:c + n].copy_(k[0].transpose(0, 1))
+            self.flat(l, 1)[c:c + n].copy_(v[0].transpose(0, 1))
+            self.hooks.after_write(l)
+            return (self.flat(l, 0)[:c + n].transpose(0, 1).unsqueeze(0),
+                    self.flat(l, 1)[:c + n].transpose(0, 1).unsqueeze(0))
+
+    return PoolCache
+
+
+# ---------------------------------------------------------------- systems
+
+
+class Ctx:
+    """One request: T tokens, C of them a stored prefix, keys of its chunks."""
+
+    def __init__(self, T, C, ids, tag):
+        self.T, self.C, self.N = T, C, T - C
+        self.ids = ids
+        self.tag = tag
+        self.prefix_keys = [key(tag, T, i) for i in range(C // BLOCK)]
+        self.new_chunks = list(range(C // BLOCK, T // BLOCK))  # whole chunks of the new tokens
+
+    runs = 0
+
+    def fresh_new_keys(self):
+        """The new tokens' chunk keys for one run: new to the store in every run (a store that
+        held them would answer EEXIST and write nothing)."""
+        Ctx.runs += 1
+        return [key(self.tag | Ctx.runs << 20, self.T, i) for i in self.new_chunks]
+
+
+def key(tag, T, chunk):
+    # A chunk's key: the bench's stand-in for a hash of its tokens (the same prompt, the same keys).
+    return (tag << 96) | (T << 40) | chunk
+
+
+class LayerEvents(Hooks):
+    """Stamps each layer's start on the compute stream (per-layer compute times, bubbles)."""
+
+    def __init__(self, layers, stream_fn):
+        self.layers = layers
+        self.stream_fn = stream_fn
+        self.ev = [torch.cuda.Event(enable_timing=True) for _ in range(layers + 1)]
+        self.wait_ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                        for _ in range(layers)]
+        self.waited = [False] * layers
+
+    def layer_start(self, l):
+        self.ev[l].record(self.stream_fn())
+
+    def end(self):
+        self.ev[self.layers].record(self.stream_fn())
+
+    def layer_ms(self):
+        return [self.ev[i].elapsed_time(self.ev[i + 1]) for i in range(self.layers)]
+
+    def bubble_ms(self):
+        return [a.elapsed_time(b) if w else 0.0 for (a, b), w in zip(self.wait_ev, self.waited)]
+
+
+class GiouringHooks(LayerEvents):
+    def __init__(self, bench, layers, sched: bool):
+        self.b = bench
+        self.sched = sched
+        self.comp = bench.part.compute_stream if sched else torch.cuda.current_stream()
+        self.io = bench.part.io_stream if sched else bench.io_stream
+        self.save_stream = bench.save_stream
+        super().__init__(layers, lambda: self.comp)
+        self.start_ev = [torch.cuda.Event() for _ in range(layers)]
+        self.write_ev = [torch.cuda.Event() for _ in range(layers)]
+        self.decisions = []
+
+    def start(self, ctx):
+        b = self.b
+        self.ctx = ctx
+        self.load = b.gpu_load
+        self.save = b.gpu_save
+        hits = self.load.load(ctx.prefix_keys, list(range(len(ctx.prefix_keys))))
+        if not all(hits):
+            raise RuntimeError(f"{hits.count(False)} prefix chunks missing from the store")
+        self.saving = bool(ctx.new_chunks)
+        if self.saving:
+            rc = self.save.save(ctx.fresh_new_keys(), ctx.new_chunks)
+            if any(r != 0 for r in rc):
+                raise RuntimeError(f"save planning: {rc}")
+        self.io.wait_stream(self.comp)
+        if self.sched:
+            d = b.sched.slot(self.load, 0, slack=0.0, stream=self.io, sm=b.args.io_sms)
+            self.decisions.append(d)
+        else:
+            self.load.load_layer(0, stream=self.io)
+
+    def layer_start(self, l):
+        super().layer_start(l)
+        self.start_ev[l].record(self.comp)
+        self.io.wait_event(self.start_ev[l])
+        nxt = l + 1 < self.layers
+        if self.sched:
+            slack = self.b.profile[l] if self.b.profile else 0.0
+            d = self.b.sched.slot(self.load if nxt else None, l + 1 if nxt else 0, slack=slack, stream=self.io,
+                                  sm=self.b.args.io_sms)
+            self.decisions.append(d)
+        elif nxt:
+            self.load.load_layer(l + 1, stream=self.io)
+
+    def before_attention(self, l):
+        a, z = self.wait_ev[l]
+        a.record(self.comp)
+        self.load.wait_layer(l, stream=self.comp, timeout=self.b.args.wait_timeout)
+        z.record(self.comp)
+        self.waited[l] = True
+
+    def after_write(self, l):
+        if not self.saving:
+            return
+        if self.sched:
+            self.b.sched.defer(self.save, l)  # its slot's stream waits for this layer's start
+        else:
+            self.write_ev[l].record(self.comp)
+            self.save_stream.wait_event(self.write_ev[l])
+            self.save.save_layer(l, stream=self.save_stream)
+
+    def finish(self):
+        """After the first token: the saves still deferred, then both batches' results."""
+        saved = 0
+        if self.sched and self.saving:
+            saved = self.b.sched.drain(stream=self.io)
+        self.b.sync()
+        if self.sched:
+            self.b.sched.idle()
+        res = self.load.finish(timeout=60)
+        bad = [r for r in res if r.rc]
+        if self.saving:
+            res2 = self.save.finish(timeout=60)
+            bad += [r for r in res2 if r.rc]
+        if bad:
+            raise RuntimeError(f"giouring: failed requests {bad[:4]}")
+        return saved
+
+
+class CpuHooks(LayerEvents):
+    """The CPU engine: a thread issues each object's read and copy; the host waits per layer."""
+
+    def __init__(self, bench, layers):
+        super().__init__(layers, torch.cuda.current_stream)
+        self.b = bench
+
+    def start(self, ctx):
+        self.load = self.b.cpu_load
+        hits = self.load.load(ctx.prefix_keys, list(range(len(ctx.prefix_keys))))
+        if not all(hits):
+            raise RuntimeError(f"{hits.count(False)} prefix chunks missing from the file store")
+        self.load.load_layer(0)
+
+    def layer_start(self, l):
+        super().layer_start(l)
+        if l + 1 < self.layers:
+            self.load.load_layer(l + 1)
+
+    def before_attention(self, l):
+        a, z = self.wait_ev[l]
+        a.record(torch.cuda.current_stream())
+        self.load.wait_layer(l, timeout=120.0)
+        z.record(torch.cuda.current_stream())
+        self.waited[l] = True
+
+    def finish(self):
+        res = self.load.finish(timeout=60)
+        bad = [r for r in res if r.rc]
+        if bad:
+            raise RuntimeError(f"cpu-per-object: failed requests {bad[:4]}")
+        return 0
+
+
+# ---------------------------------------------------------------- the bench
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.dev = torch.device("cuda")
+        register_attention()
+        self.model, self.cfg = make_model(args.tiny, self.dev)
+        self.L = self.cfg.num_hidden_layers
+        self.kvh = self.cfg.num_key_value_heads
+        self.hd = self.cfg.head_dim
+        self.PoolCache = pool_cache_class()
+        self.contexts = [parse_tokens(x) for x in args.contexts.split(",")]
+        self.Tmax = max(self.contexts)
+        self.blocks = self.Tmax // BLOCK
+        self.pool = [torch.zeros(2, self.blocks, BLOCK, self.kvh, self.hd, dtype=torch.bfloat16, device=self.dev)
+                     for _ in range(self.L)]
+        self.layers_mod = self.model.model.layers
+        self.hooks = Hooks()
+        for i, layer in enumerate(self.layers_mod):
+            layer.register_forward_pre_hook(lambda m, a, i=i: self.hooks.layer_start(i))
+        self.profile = None
+        self.broken = set()
+        self.results = []
+        self.kv_token_bytes = 2 * self.kvh * self.hd * 2  # K and V, bf16, per token and layer
+
+    def fail(self, system, T, h, e):
+        """A system that failed is recorded and left out from then on (its plans' batches ended)."""
+        self.broken.add(system)
+        self.results.append(dict(T=T, hit=h, system=system, error=f"{type(e).__name__}: {e}"))
+        log(f"FAILED T={T} h={h} {system}: {type(e).__name__}: {e}")
+        for p in (getattr(self, "gpu_load", None), getattr(self, "gpu_save", None), getattr(self, "cpu_load", None)):
+            try:
+                if p is not None:
+                    p.finish(timeout=5, check=False)
+            except Exception:  # noqa: BLE001  (no batch open)
+                pass
+
+    def sync(self):
+        """Waits for the streams this bench uses, never for the device: the stand-in drives'
+        executors are persistent kernels, so cudaDeviceSynchronize (torch.cuda.synchronize), and
+        every cudaFree (torch.cuda.empty_cache), would wait for them for ever."""
+        torch.cuda.default_stream().synchronize()
+        for s in (getattr(self, n, None) for n in ("io_stream", "save_stream")):
+            if s is not None:
+                s.synchronize()
+        if getattr(self, "part", None) is not None:
+            self.part.io_stream.synchronize()
+            self.part.compute_stream.synchronize()
+
+    # -- setup of the stores, the partition and the scheduler (before any persistent kernel)
+    def setup_io(self):
+        import giouring
+
+        a = self.args
+        self.part = giouring.SMPartition(a.io_sms)
+        self.io_stream = torch.cuda.Stream()
+        self.save_stream = torch.cuda.Stream()
+        self.kvpool = giouring.KVPool(self.pool, dims=("part", "block", "token", "head", "channel"))
+        store_bytes = self.Tmax // BLOCK * self.kvpool.object_bytes * self.L
+        # Room for the largest context's chunks and the new chunks of the runs after it (each run's
+        # are new keys: the store evicts the oldest), so that no prefix is evicted while in use.
+        per_drive = (store_bytes // a.drives) * 5 // 2 + (256 << 20)
+        per_drive = (per_drive + (1 << 20) - 1) >> 20 << 20
+        model = (f"&model_read_gbps={a.drive_read_gbps}&model_write_gbps={a.drive_write_gbps}"
+                 f"&model_mixed_gbps={a.drive_mixed_gbps}")
+        uris = [f"mem://host?exec=gpu&size={per_drive >> 20}M&sms={a.exec_sms}{model}" for _ in range(a.drives)]
+        self.uris = uris
+        self.gpu_store = giouring.Store.create(uris, self.kvpool)
+        maxreq = self.blocks
+        self.gpu_load = self.gpu_store.plan(max_requests=maxreq)
+        self.gpu_save = self.gpu_store.plan(max_requests=maxreq)
+        self.gpu_fill = self.gpu_save
+        self.sched = giouring.Scheduler(self.gpu_store, read_gbps=a.drive_read_gbps, write_gbps=a.drive_write_gbps,
+                                        mixed_gbps=a.drive_mixed_gbps, sm_min=1, sm_max=a.io_sms,
+                                        max_items=4 * self.L, max_bytes=1 << 40)
+        self.cpu_store = None
+        if "cpu-per-object" in a.systems:
+            self.shm = tempfile.mkdtemp(prefix="gio-ttft-", dir=a.shm)
+            fsize = ((store_bytes // a.drives) * 5 // 4 + (256 << 20)) >> 20  # no new chunks saved here
+            furis = [f"file://{self.shm}/kv{i}.img?size={fsize}M" for i in range(a.drives)]
+            self.cpu_store = giouring.Store.create(furis, self.kvpool)
+            self.cpu_load = self.cpu_store.plan(max_requests=maxreq)
+            self.cpu_fill = self.cpu_store.plan(max_requests=maxreq)
+
+    def close(self):
+        for s in (self.gpu_store, self.cpu_store):
+            if s is not None:
+                s.close()
+        self.sched.close()
+        self.part.close()
+        if self.cpu_store is not None:
+            for f in os.listdir(self.shm):
+                os.unlink(os.path.join(self.shm, f))
+            os.rmdir(self.shm)
+
+    # -- one forward
+    def forward(self, ctx, hooks, cache):
+        self.hooks = hooks
+        ids = ctx.ids[:, ctx.C:]
+        try:
+            out = self.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        finally:
+            self.hooks = Hooks()
+        return out.logits[0, -1]
+
+    def bulk_h2d_gbps(self, nbytes=4 << 30, reps=3):
+        src = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+        dst = torch.empty(nbytes, dtype=torch.uint8, device=self.dev)
+        out = []
+        for _ in range(reps + 1):
+            self.sync()
+            t = time.perf_counter()
+            dst.copy_(src, non_blocking=True)
+            self.sync()
+            out.append(nbytes / (time.perf_counter() - t) / 1e9)
+        del src, dst
+        return out[1:]
+
+    def prefill_reference(self, T, ids):
+        """The full prefill: its time (recompute), its logits, and the KV it leaves (the reference)."""
+        from transformers import DynamicCache
+
+        times = []
+        for r in range(max(1, self.args.reps if "recompute" in self.args.systems else 1)):
+            cache = DynamicCache(config=self.cfg)
+            self.sync()
+            t = time.perf_counter()
+            out = self.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+            tok = int(out.logits[0, -1].argmax())
+            times.append(time.perf_counter() - t)
+            if r + 1 < max(1, self.args.reps):
+                del cache, out
+        logits = out.logits[0, -1].float().clone()
+        ref = [(cache.layers[l].keys, cache.layers[l].values) for l in range(self.L)]
+        return times, logits, ref, tok
+
+    def put_prefix(self, ref, C):
+        for l in range(self.L):
+            for p in range(2):
+                t = self.pool[l][p]
+                t.view(-1, self.kvh, self.hd)[:C].copy_(ref[l][p][0, :, :C].transpose(0, 1))
+
+    def poison(self, C):
+        for l in range(self.L):
+            self.pool[l].view(2, -1, self.kvh, self.hd)[:, :C].fill_(float("nan"))
+
+    def prefix_equal(self, ref, C):
+        for l in range(self.L):
+            for p in range(2):
+                got = self.pool[l][p].view(-1, self.kvh, self.hd)[:C]
+                if not torch.equal(got, ref[l][p][0, :, :C].transpose(0, 1)):
+                    return False
+        return True
+
+    def fill_stores(self, T, ref, tag):
+        """Saves the context's chunks into both stores (the earlier request that computed them)."""
+        self.put_prefix(ref, T)
+        keys = [key(tag, T, i) for i in range(T // BLOCK)]
+        blocks = list(range(T // BLOCK))
+        self.sync()
+        t = time.perf_counter()
+        self.gpu_fill.save(keys, blocks)
+        for l in range(self.L):
+            self.gpu_fill.save_layer(l, stream=self.io_stream)
+        self.gpu_fill.finish(timeout=120)
+        t_gpu = time.perf_counter() - t
+        t_cpu = None
+        if self.cpu_store is not None:
+            t = time.perf_counter()
+            self.cpu_fill.save(keys, blocks)
+            for l in range(self.L):
+                self.cpu_fill.save_layer(l)
+            self.cpu_fill.finish(timeout=600)
+            t_cpu = time.perf_counter() - t
+        return t_gpu, t_cpu
+
+    def run_system(self, system, ctx, ref):
+        """One TTFT of one system: (seconds, token, logits, per-layer ms, per-layer bubble ms, extra)."""
+        PoolCache = self.PoolCache
+        extra = {}
+        if system == "hbm":
+            self.put_prefix(ref, ctx.C)
+            h = LayerEvents(self.L, torch.cuda.current_stream)
+            cache = PoolCache(self.pool, ctx.C, h)
+        elif system.startswith("giouring"):
+            self.poison(ctx.C)
+            h = GiouringHooks(self, self.L, system == "giouring-sched")
+            cache = PoolCache(self.pool, ctx.C, h)
+        elif system == "cpu-per-object":
+            self.poison(ctx.C)
+            h = CpuHooks(self, self.L)
+            cache = PoolCache(self.pool, ctx.C, h)
+        elif system == "offload":
+            from transformers import DynamicCache
+
+            cache = DynamicCache(ddp_cache_data=[(ref[l][0][:, :, :ctx.C].clone(), ref[l][1][:, :, :ctx.C].clone())
+                                                 for l in range(self.L)], config=self.cfg, offloading=True)
+            for l in range(self.L):
+                cache.offload(l)  # their tier: pinned DRAM, as their own offload leaves it
+            self.sync()
+            h = LayerEvents(self.L, torch.cuda.current_stream)
+        else:
+            raise ValueError(system)
+        comp = h.comp if isinstance(h, GiouringHooks) else torch.cuda.current_stream()
+        self.sync()
+        t0 = time.perf_counter()
+        with torch.cuda.stream(comp):
+            if system == "offload":
+                cache.prefetch(0)
+            h.start(ctx)
+            logits = self.forward(ctx, h, cache)
+            h.end()
+            tok = int(logits.argmax())  # the first token, on the host
+        ttft = time.perf_counter() - t0
+        if hasattr(h, "finish"):
+            extra["saved_after_ttft"] = h.finish()
+        self.sync()
+        if isinstance(h, GiouringHooks) and h.decisions:
+            extra["predicted_bubble_ms"] = sum(d.bubble for d in h.decisions) * 1e3
+            extra["saves_in_prefill"] = sum(d.saves for d in h.decisions)
+        if system != "hbm" and system != "offload":
+            extra["prefix_bitwise"] = self.prefix_equal(ref, ctx.C)
+        del cache
+        return ttft, tok, logits.float().clone(), h.layer_ms(), h.bubble_ms(), extra
+
+    def run(self, on_context=None):
+        a = self.args
+        systems = [s for s in a.systems.split(",") if s]
+        hits = [float(x) for x in a.hits.split(",") if x]
+        low = [float(x) for x in a.low_hits.split(",") if x]
+        slow = {float(x) for x in a.slow_hits.split(",") if x}
+        low_max = parse_tokens(a.low_hits_max)
+        io_systems = [s for s in systems if s in ("giouring-sched", "giouring-naive", "cpu-per-object", "offload")]
+        self.setup_io()
+        self.bulk = self.bulk_h2d_gbps()
+        log(f"bulk H2D (measured, pinned, 4 GiB): {', '.join(f'{x:.1f}' for x in self.bulk)} GB/s")
+        # Warm-up: every kernel the runs use is loaded before the stores' executors start (lazy loading).
+        tag = 1
+        warm_T = min(self.contexts)
+        ids = torch.randint(0, self.cfg.vocab_size, (1, warm_T), device=self.dev)
+        _, _, ref, _ = self.prefill_reference(warm_T, ids)
+        for system in ["hbm"]:
+            self.run_system(system, Ctx(warm_T, warm_T // 2 // BLOCK * BLOCK, ids, tag), ref)
+        log("warm-up: hbm ran; filling the stores")
+        self.fill_stores(warm_T, ref, tag)
+        log("warm-up: stores filled")
+        for system in io_systems:
+            if system == "cpu-per-object" and self.cpu_store is None:
+                continue
+            try:
+                self.run_system(system, Ctx(warm_T, warm_T // 2 // BLOCK * BLOCK, ids, tag), ref)
+                log(f"warm-up: {system} ran")
+            except Exception as e:  # noqa: BLE001
+                self.fail(system, warm_T, 0.5, e)
+        del ref
+        log("warm-up done")
+        for T in self.contexts:
+            tag += 1
+            ids = torch.randint(0, self.cfg.vocab_size, (1, T), device=self.dev, generator=None)
+            rt, ref_logits, ref, ref_tok = self.prefill_reference(T, ids)
+            self.results.append(dict(T=T, hit=0.0, system="recompute", ttft_s=rt, token=ref_tok))
+            log(f"T={T}: recompute {fmt_s(rt)}")
+            tg, tc = self.fill_stores(T, ref, tag)
+            log(f"T={T}: stores filled ({self.L * T * self.kv_token_bytes / 2**30:.2f} GiB; GPU engine {tg:.2f} s, "
+                f"CPU engine {tc if tc is None else round(tc, 2)} s)")
+            pts = sorted(set(hits + (low if T <= low_max else [])))
+            for h in pts:
+                C = int(h * T) // BLOCK * BLOCK
+                C = min(C, T - 1)  # the last token is always computed
+                C = C // BLOCK * BLOCK
+                ctx = Ctx(T, C, ids, tag)
+                hbm_logits = None
+                for system in systems:
+                    if system == "recompute":
+                        continue
+                    if system in ("offload", "cpu-per-object") and h not in slow:
+                        continue
+                    if system == "cpu-per-object" and self.cpu_store is None:
+                        continue
+                    if system in self.broken:
+                        continue
+                    runs = []
+                    for r in range(a.reps):
+                        try:
+                            ttft, tok, logits, lms, bms, extra = self.run_system(system, ctx, ref)
+                        except Exception as e:  # noqa: BLE001  (recorded, and the system is left out from here)
+                            self.fail(system, T, h, e)
+                            break
+                        runs.append((ttft, tok, lms, bms, extra))
+                        if system == "hbm":
+                            hbm_logits = logits
+                            self.profile = [x / 1e3 for x in lms]  # the scheduler's slack per layer
+                        d = {}
+                        if hbm_logits is not None:
+                            d["logits_bitwise_vs_hbm"] = bool(torch.equal(logits, hbm_logits))
+                        d["logits_maxabs_vs_recompute"] = float((logits - ref_logits).abs().max())
+                        d["logits_ref_maxabs"] = float(ref_logits.abs().max())
+                        d["token_eq_recompute"] = tok == ref_tok
+                        runs[-1][4].update(d)
+                    if not runs:
+                        continue
+                    ttfts = [x[0] for x in runs]
+                    row = dict(T=T, hit=h, C=C, N=T - C, system=system, ttft_s=ttfts,
+                               layer_ms=runs[-1][2], bubble_layer_ms=runs[-1][3], **runs[-1][4])
+                    self.results.append(row)
+                    log(f"T={T} h={h:.3f} C={C} N={T - C} {system}: TTFT {fmt_s(ttfts)}"
+                        + (f" waits {sum(runs[-1][3]):.1f} ms" if any(runs[-1][3]) else "")
+                        + "".join(f" {k}={v}" for k, v in runs[-1][4].items()
+                                  if k in ("prefix_bitwise", "logits_bitwise_vs_hbm", "saves_in_prefill",
+                                           "predicted_bubble_ms")))
+            del ref
+            if on_context:
+                on_context()
+        self.close()
+
+
+def fmt_s(xs):
+    xs = list(xs)
+    m = statistics.median(xs)
+    return f"{m * 1e3:.1f} ms" + (f" ({min(xs) * 1e3:.1f}-{max(xs) * 1e3:.1f})" if len(xs) > 1 else "")
+
+
+T0 = time.time()
+
+
+def log(s):
+    print(f"[{time.time() - T0:7.1f} s] {s}" if not s.startswith(("|", "\n")) else s, flush=True)
+
+
+# ---------------------------------------------------------------- analysis
+
+
+def median(x):
+    return statistics.median(x) if isinstance(x, list) else x
+
+
+def analyse(bench, results):
+    """Bubbles against hbm, crossovers, the physical limit, cost and endurance."""
+    by = {}
+    for r in results:
+        if "error" not in r:
+            by.setdefault((r["T"], r["system"]), []).append(r)
+    out = {"crossover": [], "rows": []}
+    bulk = statistics.median(bench.bulk)
+    for T in bench.contexts:
+        hbm = {r["hit"]: r for r in by.get((T, "hbm"), [])}
+        rec = by.get((T, "recompute"), [{}])[0].get("ttft_s")
+        # Physical limit: a layer's prefix at the bulk H2D bandwidth takes as long as its compute.
+        f = []
+        for h, r in sorted(hbm.items()):
+            layer = statistics.median(r["layer_ms"]) / 1e3
+            load = r["C"] * bench.kv_token_bytes / (bulk * 1e9)
+            f.append((h, load - layer))
+        limit = crossing(f)
+        for system in ("giouring-sched", "giouring-naive", "offload", "cpu-per-object"):
+            pts = []
+            for r in by.get((T, system), []):
+                if r["hit"] not in hbm:
+                    continue
+                base = median(hbm[r["hit"]]["ttft_s"])
+                t = median(r["ttft_s"])
+                bub = max(0.0, t - base)
+                r["bubble_s"] = bub
+                r["bubble_frac"] = bub / t
+                pts.append((r["hit"], r["bubble_frac"] - 0.05))
+            pts.sort()
+            out["crossover"].append(dict(T=T, system=system, crossover=crossing(pts, first_positive=True),
+                                         limit=limit))
+        out["rows"].append(dict(T=T, recompute_s=rec, limit=limit, bulk_gbps=bulk))
+    return out
+
+
+def crossing(pts, first_positive=False):
+    """The h where a sampled f(h) first turns positive, linearly interpolated (None if never;
+    the first point if it is positive already)."""
+    prev = None
+    for h, v in pts:
+        if v > 0:
+            if prev is None:
+                return h if first_positive else None
+            h0, v0 = prev
+            return h0 + (h - h0) * (-v0) / (v - v0)
+        prev = (h, v)
+    return None
+
+
+def main():
+    a = args_parse()
+    env = dict(python=sys.version.split()[0], torch=torch.__version__, cuda=torch.version.cuda,
+               gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+               host=platform.node(), argv=sys.argv)
+    try:
+        import transformers
+
+        env["transformers"] = transformers.__version__
+    except ImportError:
+        pass
+    log(json.dumps(env))
+    if a.cufile_probe:
+        env["cufile"] = cufile_probe(a.shm)
+        log(f"cufile probe: {env['cufile']}")
+    # A run that hangs behind a persistent kernel says where, before the caller's timeout.
+    faulthandler.dump_traceback_later(float(os.environ.get("GIO_TTFT_STACKS_AFTER", "900")), exit=False)
+    b = Bench(a)
+
+    def save():
+        an = analyse(b, b.results)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(dict(env=env, args=vars(a), bulk_gbps=b.bulk, results=b.results, analysis=an,
+                               kv_token_bytes=b.kv_token_bytes, layers=b.L), f, indent=1)
+        return an
+
+    b.run(on_context=save)  # each context's figures are kept as soon as it ends
+    report(b, save())
+
+
+def report(b, an):
+    log("\n| T | hit | system | TTFT ms (median, spread) | bubble ms | bubble % TTFT | restored prefix bitwise | logits = hbm |")
+    log("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in b.results:
+        if "error" in r:
+            log(f"| {r['T'] // 1024}K | {r['hit']:.3f} | {r['system']} | FAILED: {r['error'][:120]} | | | | |")
+            continue
+        if r["system"] == "recompute":
+            log(f"| {r['T'] // 1024}K | - | recompute | {fmt_s(r['ttft_s'])} | - | - | - | - |")
+            continue
+        bub = r.get("bubble_s")
+        bub_ms = "-" if bub is None else f"{bub * 1e3:.1f}"
+        bub_pc = "-" if bub is None else f"{100 * r['bubble_frac']:.1f}"
+        log(f"| {r['T'] // 1024}K | {r['hit']:.3f} | {r['system']} | {fmt_s(r['ttft_s'])} | {bub_ms} | {bub_pc} | "
+            f"{r.get('prefix_bitwise', '-')} | {r.get('logits_bitwise_vs_hbm', '-')} |")
+    log("\n| T | system | crossover (bubble > 5% of TTFT) | physical limit (bulk H2D = layer compute) |")
+    log("| --- | --- | --- | --- |")
+    for c in an["crossover"]:
+        f = lambda x: "-" if x is None else f"{100 * x:.2f}%"  # noqa: E731
+        log(f"| {c['T'] // 1024}K | {c['system']} | {f(c['crossover'])} | {f(c['limit'])} |")
+
+
+def cufile_probe(shm):
+    """Tries cuFile on this machine: in a child process per setting (default, and compatibility
+    mode forced), opens the driver and registers a file on the tmpfs, in the temp dir and in the
+    home dir, each opened with O_DIRECT and buffered; gives each step's status and cuFile's log."""
+    res = {}
+    for name, extra in (("default", {}), ("compat-forced", {"CUFILE_FORCE_COMPAT_MODE": "true"})):
+        env = dict(os.environ, **extra)
+        d = tempfile.mkdtemp(prefix="gio-cufile-")
+        try:
+            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--cufile-child", shm], env=env, cwd=d,
+                               capture_output=True, text=True, timeout=120)
+            try:
+                res[name] = json.loads(p.stdout.strip().splitlines()[-1])
+            except (IndexError, ValueError):
+                res[name] = {"rc": p.returncode, "stderr": p.stderr[-2000:]}
+            logf = os.path.join(d, "cufile.log")
+            if os.path.exists(logf):
+                with open(logf, errors="replace") as f:
+                    res[name]["log_tail"] = f.read()[-3000:]
+        finally:
+            subprocess.run(["rm", "-rf", d])
+    try:
+        res["df"] = subprocess.run(["df", "-T", shm, tempfile.gettempdir(), os.path.expanduser("~")],
+                                   capture_output=True, text=True).stdout
+    except OSError:
+        pass
+    return res
+
+
+def cufile_child(shm):
+    res = {}
+    try:
+        lib = ctypes.CDLL("libcufile.so.0")
+    except OSError as e:
+        print(json.dumps({"load": str(e)}))
+        return
+
+    class Err(ctypes.Structure):
+        _fields_ = [("err", ctypes.c_int), ("cu_err", ctypes.c_int)]
+
+    class Descr(ctypes.Structure):  # CUfileDescr_t: type, a union {int fd; void *handle}, fs_ops
+        _fields_ = [("type", ctypes.c_int), ("pad", ctypes.c_int), ("fd", ctypes.c_int), ("fd_rest", ctypes.c_int),
+                    ("fs_ops", ctypes.c_void_p)]  # the union is 8-byte aligned: the fd at offset 8
+
+    lib.cuFileDriverOpen.restype = Err
+    lib.cuFileHandleRegister.restype = Err
+    lib.cuFileHandleRegister.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(Descr)]
+    lib.cuFileHandleDeregister.argtypes = [ctypes.c_void_p]
+    e = lib.cuFileDriverOpen()
+    res["driver_open"] = [e.err, e.cu_err]
+    for where in (shm, tempfile.gettempdir(), os.path.expanduser("~")):
+        path = os.path.join(where, f"gio-cufile-{os.getpid()}")
+        try:
+            with open(path, "wb") as f:
+                f.write(b"\0" * (1 << 20))
+            for direct in (True, False):
+                flags = os.O_RDWR | (os.O_DIRECT if direct else 0)
+                tag = f"{where}:{'O_DIRECT' if direct else 'buffered'}"
+                try:
+                    fd = os.open(path, flags)
+                except OSError as ex:
+                    res[tag] = f"open: {ex}"
+                    continue
+                d = Descr(1, 0, fd, 0, None)  # CU_FILE_HANDLE_TYPE_OPAQUE_FD
+                h = ctypes.c_void_p()
+                e = lib.cuFileHandleRegister(ctypes.byref(h), ctypes.byref(d))
+                res[tag] = [e.err, e.cu_err]
+                if e.err == 0:
+                    lib.cuFileHandleDeregister(h)
+                os.close(fd)
+        except OSError as ex:
+            res[where] = str(ex)
+        finally:
+            if os.path.exists(path):
+                os.unlink(path)
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--cufile-child":
+        cufile_child(sys.argv[2])
+    else:
+        main()
