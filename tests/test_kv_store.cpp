@@ -554,6 +554,67 @@ TEST_CASE("store: contains answers without pinning, counting or moving a chunk i
 	REQUIRE(gio_kv_store_close(s) == 0);
 }
 
+TEST_CASE("store: removed journals the evicted keys, oldest first, from any point", "[kv]")
+{
+	Targets t(4, false, "size=1M");
+	const auto p = params(kFourSlots);
+	gio_kv_store *s = small_store(t, p, 16); // full: 4 slots on each of 4 devices
+	gio_kv_u128 got[8];
+	uint64_t next = 99;
+	CHECK(gio_kv_store_removed(s, 0, got, 8, &next) == 0); // filling evicts nothing
+	CHECK(next == 0);
+	for (uint64_t i = 16; i < 20; i++)
+		put_ok(s, i); // evicts keys 0-3, the oldest of devices 0-3, in that order
+	{
+		auto v = chunk(5);
+		CHECK(gio_kv_store_put(s, key(5), v.data(), v.size()) == -EEXIST); // no slot taken: nothing evicted
+	}
+	CHECK(gio_kv_store_removed(s, 0, got, 8, &next) == 4);
+	CHECK(next == 4);
+	for (uint64_t i = 0; i < 4; i++)
+		CHECK(gio_kv_u128_eq(got[i], key(i)));
+	// A short buffer gives the oldest, and the next call goes on from where it stopped.
+	CHECK(gio_kv_store_removed(s, 1, got, 2, &next) == 2);
+	CHECK((next == 3 && gio_kv_u128_eq(got[0], key(1)) && gio_kv_u128_eq(got[1], key(2))));
+	CHECK(gio_kv_store_removed(s, next, got, 8, &next) == 1);
+	CHECK((next == 4 && gio_kv_u128_eq(got[0], key(3))));
+	CHECK(gio_kv_store_removed(s, 4, got, 8, &next) == 0);
+	CHECK(gio_kv_store_removed(s, 4, nullptr, 0, &next) == 0);
+	CHECK(gio_kv_store_removed(s, 5, got, 8, &next) == -EINVAL); // beyond what happened
+	CHECK(std::string(gio_last_error()).find("since 5") != std::string::npos);
+	CHECK(gio_kv_store_removed(s, 0, nullptr, 1, &next) == -EINVAL);
+	CHECK(gio_kv_store_removed(s, 0, got, 1, nullptr) == -EINVAL);
+	CHECK(gio_kv_store_removed(nullptr, 0, got, 1, &next) == -EINVAL);
+	// The journal is of this open: a reopened store starts it empty.
+	REQUIRE(gio_kv_store_close(s) == 0);
+	REQUIRE(gio_kv_store_open(t.ctx.data(), 4, &p, &s) == 0);
+	CHECK(gio_kv_store_removed(s, 0, got, 8, &next) == 0);
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
+TEST_CASE("store: removed says -ERANGE once the journal lost keys, and where to go on from", "[kv]")
+{
+	Targets t(1, false, "size=1M");
+	const auto p = params(kFourSlots);
+	gio_kv_store *s = small_store(t, p, 4);
+	std::vector<unsigned char> v(kChunk, 0x5a);
+	const uint64_t n = GIO_KV_STORE_REMOVED_KEPT + 2; // evictions: keys 0 to n - 1
+	for (uint64_t i = 4; i < n + 4; i++) {
+		INFO("key " << i << ": " << gio_last_error());
+		REQUIRE(gio_kv_store_put(s, key(i), v.data(), v.size()) == 0);
+	}
+	gio_kv_u128 got[4];
+	uint64_t next = 0;
+	CHECK(gio_kv_store_removed(s, 1, got, 4, &next) == -ERANGE); // n - 1 since: one too many
+	CHECK(next == n);
+	CHECK(std::string(gio_last_error()).find("the journal keeps") != std::string::npos);
+	CHECK(gio_kv_store_removed(s, 2, got, 4, &next) == 4); // exactly what it keeps: from key 2
+	CHECK((next == 6 && gio_kv_u128_eq(got[0], key(2)) && gio_kv_u128_eq(got[3], key(5))));
+	CHECK(gio_kv_store_removed(s, n - 1, got, 4, &next) == 1);
+	CHECK(gio_kv_u128_eq(got[0], key(n - 1)));
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
 TEST_CASE("store: an NVMe error fails the put with its status, and the slot is reused safely", "[kv]")
 {
 	Targets t(1, false, "size=1M");

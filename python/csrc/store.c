@@ -281,6 +281,25 @@ int gpy_store_contains(struct gpy_store *s, const uint64_t *keys, uint32_t n, ui
 	return rc < 0 ? gpy_lib(rc, "looking the keys up") : rc;
 }
 
+int gpy_store_removed(struct gpy_store *s, uint64_t since, uint64_t *keys, uint32_t cap, uint64_t *next)
+{
+	struct gio_kv_u128 *k;
+	int rc;
+	uint32_t i;
+	gpy_clear_error();
+	if (!s || !next || (cap && !keys))
+		return gpy_fail(-EINVAL, "removed: no store, keys or next");
+	if (!(k = calloc(cap ? cap : 1, sizeof(*k))))
+		return gpy_fail(-ENOMEM, "removed: room for %u keys", cap);
+	rc = gio_kv_store_removed(s->store, since, k, cap, next);
+	for (i = 0; rc > 0 && i < (uint32_t)rc; i++) {
+		keys[2 * i] = k[i].hi;
+		keys[2 * i + 1] = k[i].lo;
+	}
+	free(k);
+	return rc < 0 ? gpy_lib(rc, "reading the journal of removed keys") : rc;
+}
+
 int gpy_store_gpu_targets(const struct gpy_store *s)
 {
 	return s && s->gpu_targets;
