@@ -130,6 +130,21 @@ class Store:
         _lib.check(_lib.lib.gpy_store_contains(self._handle(), keys_array(keys), len(keys), found))
         return [bool(found[i]) for i in range(len(keys))]
 
+    def keys(self) -> list[int]:
+        """The keys of the chunks the store holds (committed), as ints, slot by slot: what an index
+        kept elsewhere starts from. No I/O, no pin, no change to the LRU order. A chunk stored or
+        evicted while this runs (another thread) may or may not be listed: take
+        :meth:`removed`'s cursor first to learn what went since."""
+        out, piece = [], 65536
+        buf = (ctypes.c_uint64 * (2 * piece))()
+        nxt, at = ctypes.c_uint64(), 0
+        while True:
+            n = _lib.check(_lib.lib.gpy_store_keys(self._handle(), at, buf, piece, ctypes.byref(nxt)))
+            out += [(buf[2 * i] << 64) | buf[2 * i + 1] for i in range(n)]
+            if nxt.value == at or n < piece:
+                return out
+            at = nxt.value
+
     def removed(self, since: int = 0, *, max_keys: int = 4096) -> tuple[list[int], int, bool]:
         """The keys the store removed (evicted) since ``since``, oldest first, as ints:
         ``(keys, next, lost)``. ``since`` is 0 after the open, then the ``next`` of the last call;

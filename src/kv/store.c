@@ -593,16 +593,25 @@ int gio_kv_store_contains(struct gio_kv_store *s, const struct gio_kv_u128 *keys
 	return hits;
 }
 
+/* The argument checks of the calls that give keys from a cursor (removed, keys). */
+static int check_key_query(const struct gio_kv_store *s, const struct gio_kv_u128 *keys, uint32_t cap,
+			   const uint64_t *next, const char *what)
+{
+	gio__clear_error();
+	if (!s || !next || (cap && !keys))
+		return gio__fail(-EINVAL, "giouring: kv store: %s: NULL %s", what, !s ? "store" : !next ? "next" : "keys");
+	if (cap > INT32_MAX)
+		return gio__fail(-EINVAL, "giouring: kv store: %s: room for %u keys (at most INT32_MAX)", what, cap);
+	return 0;
+}
+
 int gio_kv_store_removed(struct gio_kv_store *s, uint64_t since, struct gio_kv_u128 *keys, uint32_t cap,
 			 uint64_t *next)
 {
 	uint64_t i, n;
-	int rc;
-	gio__clear_error();
-	if (!s || !next || (cap && !keys))
-		return gio__fail(-EINVAL, "giouring: kv store: removed: NULL %s", !s ? "store" : !next ? "next" : "keys");
-	if (cap > INT32_MAX)
-		return gio__fail(-EINVAL, "giouring: kv store: removed: room for %u keys (at most INT32_MAX)", cap);
+	int rc = check_key_query(s, keys, cap, next, "removed");
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&s->lock);
 	if (since > s->nremoved) {
 		n = s->nremoved;
@@ -624,6 +633,30 @@ int gio_kv_store_removed(struct gio_kv_store *s, uint64_t since, struct gio_kv_u
 	rc = (int)n;
 	pthread_mutex_unlock(&s->lock);
 	return rc;
+}
+
+int gio_kv_store_keys(struct gio_kv_store *s, uint64_t from, struct gio_kv_u128 *keys, uint32_t cap, uint64_t *next)
+{
+	struct gio__kv_stats x;
+	uint64_t id;
+	uint32_t state;
+	int n = check_key_query(s, keys, cap, next, "keys");
+	if (n)
+		return n;
+	pthread_mutex_lock(&s->lock);
+	gio__kv_index_stats(s->ix, &x);
+	if (from > x.capacity) {
+		pthread_mutex_unlock(&s->lock);
+		return gio__fail(-EINVAL, "giouring: kv store: keys: from slot %llu, the store has %llu",
+				 (unsigned long long)from, (unsigned long long)x.capacity);
+	}
+	for (id = from; id < x.capacity && (uint32_t)n < cap; id++)
+		if (gio__kv_index_peek(s->ix, (uint32_t)id, NULL, &state, NULL, NULL, &keys[n], NULL) == 0 &&
+		    state == GIO__KV_VALID)
+			n++;
+	*next = id;
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }
 
 void gio_kv_store_info(struct gio_kv_store *s, struct gio_kv_store_stats *st)
