@@ -18,7 +18,8 @@ single-process executor), and otherwise from its own index of the keys the worke
 worker sends what its store stored, evicted or missed in a step as :class:`GiouringKVEvents`
 through ``KVConnectorOutput.kv_cache_events`` (vLLM's output aggregator merges the workers'), and a
 block counts as stored once every worker (each tensor/pipeline parallel rank holds its part of the
-block in its own store) reported it. The same transitions become vLLM KV events (``BlockStored`` /
+block in its own store) reported it; the index starts from the keys each store holds, handed over
+at startup as vLLM's connector handshake metadata (:class:`GiouringStoreKeys`). The same transitions become vLLM KV events (``BlockStored`` /
 ``BlockRemoved`` with ``medium`` naming the tier, default ``"STORAGE"``), which vLLM publishes when
 its KV events are on, so that a cache-aware router sees which replica's SSDs hold which prefix.
 """
@@ -37,6 +38,7 @@ import torch
 from vllm.distributed.kv_events import MEDIUM_STORAGE, BlockRemoved, BlockStored, KVConnectorKVEvents
 from vllm.distributed.kv_transfer.kv_connector.v1.base import (
     KVConnectorBase_V1,
+    KVConnectorHandshakeMetadata,
     KVConnectorMetadata,
     KVConnectorRole,
 )
@@ -121,6 +123,16 @@ class GiouringKVEvents(KVConnectorKVEvents):
 
     def __repr__(self) -> str:
         return f"GiouringKVEvents({len(self._events)} events, {self._workers} workers)"
+
+
+@dataclasses.dataclass
+class GiouringStoreKeys(KVConnectorHandshakeMetadata):
+    """What a worker's store holds once vLLM registered its KV caches: vLLM's engine core collects
+    every worker's handshake metadata then and hands it to the scheduler side, whose index starts
+    from it (so that what an earlier engine stored is found from the first request on)."""
+
+    rank: int
+    keys: list[int]
 
 
 def _config(vllm_config: "VllmConfig") -> dict[str, Any]:
@@ -362,7 +374,8 @@ class GiouringConnector(KVConnectorBase_V1):
                     e = self._index.setdefault(key, [0, None])
                     was = e[0] == self._full
                     e[0] |= bit
-                    if e[0] == self._full and not was:
+                    # Stored now, or known since the start (no hash: not yet published).
+                    if e[0] == self._full and (not was or e[1] is None):
                         pending = self._pending.pop(key, None)
                         if pending is not None:
                             e[1] = pending[1].block_hashes[0]
@@ -377,6 +390,25 @@ class GiouringConnector(KVConnectorBase_V1):
             if self._outputs - step <= PENDING_STEPS:
                 break
             del self._pending[key]
+
+    def set_xfer_handshake_metadata(self, metadata: dict[int, KVConnectorHandshakeMetadata]) -> None:
+        self._learn(metadata.values())
+
+    def set_xfer_handshake_metadata_pp_aware(self, metadata: dict[tuple[int, int], KVConnectorHandshakeMetadata]
+                                             ) -> None:
+        """vLLM's engine core hands over every worker's GiouringStoreKeys (pipeline ranks too:
+        each carries its rank)."""
+        self._learn(metadata.values())
+
+    def _learn(self, metas) -> None:
+        """The index starts from what the workers' stores hold. Keys are only added: a stale one
+        is a load error at worst. Their blocks are published once a request meets them (their
+        hashes are vLLM's, which the store does not keep)."""
+        for m in metas:
+            if isinstance(m, GiouringStoreKeys):
+                bit = 1 << m.rank
+                for k in m.keys:
+                    self._index.setdefault(k, [0, None])[0] |= bit
 
     def _drop(self, key: int, bit: int) -> None:
         e = self._index.get(key)
@@ -559,6 +591,12 @@ class GiouringConnector(KVConnectorBase_V1):
             self.stats["save_failures"] += len(failed)
             log.warning("giouring: %d of %d chunks were not saved (first: rc %d, NVMe status 0x%x)", len(failed),
                         len(results), failed[0].rc, failed[0].nvme_status)
+
+    def get_handshake_metadata(self) -> GiouringStoreKeys | None:
+        """The keys this worker's store holds (vLLM asks after register_kv_caches)."""
+        if self._store is None:
+            return None
+        return GiouringStoreKeys(self._rank, self._store.keys())
 
     def _poll_removed(self) -> None:
         """The store's evictions since the last poll, as reports for the scheduler side."""

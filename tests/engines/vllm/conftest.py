@@ -117,6 +117,12 @@ class Engine:
         self.scheduler = Scheduler(vllm_config=vllm_config, kv_cache_config=self.kv_cache_config, log_stats=True,
                                    structured_output_manager=StructuredOutputManager(vllm_config), block_size=BLOCK)
         assert isinstance(self.scheduler.connector, GiouringConnector)  # built by vLLM's factory
+        # vLLM's engine core then hands the workers' handshake metadata to the scheduler side
+        # (EngineCore._set_kv_connector_handshake_metadata), keyed by (pp rank, tp rank).
+        shake = {(0, rank): w.get_handshake_metadata() for rank, w in enumerate(self.workers)}
+        if self.separate:
+            shake = pickle.loads(pickle.dumps(shake))
+        self.scheduler.connector.set_xfer_handshake_metadata_pp_aware(shake)
         self.loaded_at_step: dict[str, list[int]] = {}
 
     def step(self, kv_of=None, read=None):

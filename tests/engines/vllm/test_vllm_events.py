@@ -45,31 +45,35 @@ def test_worker_in_another_process_hit_on_the_next_request(uris):
     assert e.worker.stats["blocks_loaded"] == 3
     e.close()
 
-    # A new engine over the same targets: its scheduler side has no reports yet, so the first
-    # request computes its prefix; the worker's save finds the chunks there (EEXIST) and reports
-    # them, so the next request loads them.
+    # A new engine over the same targets: the workers' handshake metadata (what their stores
+    # hold) starts the scheduler side's index, so the first request loads the prefix.
     e = Engine(make_config(uris), separate=True)
-    req, steps = serve(e, PROMPT)
-    assert steps[0][0].num_scheduled_tokens == {req.request_id: 53}
-    assert e.worker.stats["blocks_saved"] == 0 and len(index_of(e)) == 3
-    fresh_prefix_cache(e)
-    req, steps = serve(e, PROMPT)
-    assert steps[0][0].num_scheduled_tokens == {req.request_id: 5}
+    assert len(index_of(e)) == 3
+    read, seen = check_loaded(e, 48)
+    req, steps = serve(e, PROMPT, read=read)
+    assert steps[0][0].num_scheduled_tokens == {req.request_id: 5} and seen
     e.close()
 
 
-def test_in_one_process_the_store_answers_and_the_index_follows(uris):
+def test_blocks_an_earlier_engine_stored_are_published_once_met(tmp_path, events):
+    uris = [f"file://{tmp_path}/kv0.img?size=16M"]
     e = Engine(make_config(uris))
     serve(e, PROMPT)
     e.close()
-    # vLLM's single-process executor: the scheduler side asks the store itself, which knows what
-    # the last engine stored; the blocks loaded are reported, so its index (and a router) has them.
-    e = Engine(make_config(uris))
-    keys = e.scheduler.connector._keys(make_request(PROMPT), 0, 3)
-    assert not index_of(e)
+    # vLLM's single-process executor this time: the scheduler side asks the store itself. Its
+    # index starts from the handshake (keys only: the store keeps no vLLM hash), and the blocks
+    # are published when a request loads them.
+    config, sub = events
+    e = Engine(make_config(uris, events=config))
+    joined(sub)
+    c = e.scheduler.connector
+    assert len(index_of(e)) == 3 and all(h is None for _, h in c._index.values())
     req, steps = serve(e, PROMPT)
     assert steps[0][0].num_scheduled_tokens == {req.request_id: 5}
-    assert index_of(e) == set(keys)
+    hashes = [maybe_convert_block_hash(h) for h in req.block_hashes[:3]]
+    stored = receive(sub, lambda evs: len(evs) >= 3)
+    assert [ev.block_hashes for ev in stored] == [[h] for h in hashes]
+    assert all(isinstance(ev, BlockStored) for ev in stored)
     e.close()
 
 
@@ -142,11 +146,10 @@ def test_several_workers_need_their_own_targets(uris):
         Engine(make_config(uris, tp=2))
 
 
-def subscriber(endpoint):
-    sub = zmq.Context.instance().socket(zmq.SUB)
-    sub.setsockopt(zmq.SUBSCRIBE, b"")
-    sub.setsockopt(zmq.LINGER, 0)
-    sub.connect(endpoint)
+def joined(sub):
+    """Waits for the subscriber to join vLLM's publisher, bound when the Engine's scheduler was
+    built: a ZMQ subscriber sees only what is published after it joined."""
+    time.sleep(0.5)
     return sub
 
 
@@ -163,15 +166,27 @@ def receive(sub, want, timeout=10.0):
     return got
 
 
-def test_kv_events_reach_a_subscriber_of_vllms_publisher(tmp_path):
+@pytest.fixture
+def events():
+    """vLLM's KV events on, published by its ZMQ publisher on an ipc endpoint, and a subscriber
+    of that endpoint (wait for it to join once the Engine is built)."""
     # An ipc path is limited to ~100 bytes: a short directory, not pytest's tmp_path.
     sock_dir = tempfile.mkdtemp(prefix="gio-ev")
     endpoint = f"ipc://{sock_dir}/events"
-    events = KVEventsConfig(enable_kv_cache_events=True, publisher="zmq", endpoint=endpoint, topic="kv")
+    sub = zmq.Context.instance().socket(zmq.SUB)  # connects (retrying) before the publisher binds
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.setsockopt(zmq.LINGER, 0)
+    sub.connect(endpoint)
+    yield KVEventsConfig(enable_kv_cache_events=True, publisher="zmq", endpoint=endpoint, topic="kv"), sub
+    sub.close()
+    shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+def test_kv_events_reach_a_subscriber_of_vllms_publisher(tmp_path, events):
+    config, sub = events
     uris = [f"file://{tmp_path}/kv0.img?size=1M"]
-    e = Engine(make_config(uris, create=True, events=events), separate=True)
-    sub = subscriber(endpoint)
-    time.sleep(0.5)  # a ZMQ subscriber sees only what is published after it joined
+    e = Engine(make_config(uris, create=True, events=config), separate=True)
+    joined(sub)
     req, _ = serve(e, PROMPT)
     hashes = [maybe_convert_block_hash(h) for h in req.block_hashes[:3]]
 
@@ -190,8 +205,6 @@ def test_kv_events_reach_a_subscriber_of_vllms_publisher(tmp_path):
                if isinstance(ev, BlockRemoved)]
     assert [ev.block_hashes for ev in removed[:3]] == [[h] for h in hashes]
     e.close()
-    sub.close()
-    shutil.rmtree(sock_dir, ignore_errors=True)
 
 
 def test_the_events_container_as_vllms_aggregator_uses_it():
