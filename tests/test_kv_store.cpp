@@ -10,6 +10,7 @@
 #include <cstring>
 #include <unistd.h>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -551,6 +552,119 @@ TEST_CASE("store: contains answers without pinning, counting or moving a chunk i
 		CHECK(gio_kv_store_contains(s, &k, 1, &f) == (i < 4 ? 0 : 1));
 		CHECK(f == (i < 4 ? 0 : 1));
 	}
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
+TEST_CASE("store: removed journals the evicted keys, oldest first, from any point", "[kv]")
+{
+	Targets t(4, false, "size=1M");
+	const auto p = params(kFourSlots);
+	gio_kv_store *s = small_store(t, p, 16); // full: 4 slots on each of 4 devices
+	gio_kv_u128 got[8];
+	uint64_t next = 99;
+	CHECK(gio_kv_store_removed(s, 0, got, 8, &next) == 0); // filling evicts nothing
+	CHECK(next == 0);
+	for (uint64_t i = 16; i < 20; i++)
+		put_ok(s, i); // evicts keys 0-3, the oldest of devices 0-3, in that order
+	{
+		auto v = chunk(5);
+		CHECK(gio_kv_store_put(s, key(5), v.data(), v.size()) == -EEXIST); // no slot taken: nothing evicted
+	}
+	CHECK(gio_kv_store_removed(s, 0, got, 8, &next) == 4);
+	CHECK(next == 4);
+	for (uint64_t i = 0; i < 4; i++)
+		CHECK(gio_kv_u128_eq(got[i], key(i)));
+	// A short buffer gives the oldest, and the next call goes on from where it stopped.
+	CHECK(gio_kv_store_removed(s, 1, got, 2, &next) == 2);
+	CHECK((next == 3 && gio_kv_u128_eq(got[0], key(1)) && gio_kv_u128_eq(got[1], key(2))));
+	CHECK(gio_kv_store_removed(s, next, got, 8, &next) == 1);
+	CHECK((next == 4 && gio_kv_u128_eq(got[0], key(3))));
+	CHECK(gio_kv_store_removed(s, 4, got, 8, &next) == 0);
+	CHECK(gio_kv_store_removed(s, 4, nullptr, 0, &next) == 0);
+	CHECK(gio_kv_store_removed(s, 5, got, 8, &next) == -EINVAL); // beyond what happened
+	CHECK(std::string(gio_last_error()).find("since 5") != std::string::npos);
+	CHECK(gio_kv_store_removed(s, 0, nullptr, 1, &next) == -EINVAL);
+	CHECK(gio_kv_store_removed(s, 0, got, 1, nullptr) == -EINVAL);
+	CHECK(gio_kv_store_removed(nullptr, 0, got, 1, &next) == -EINVAL);
+	// The journal is of this open: a reopened store starts it empty.
+	REQUIRE(gio_kv_store_close(s) == 0);
+	REQUIRE(gio_kv_store_open(t.ctx.data(), 4, &p, &s) == 0);
+	CHECK(gio_kv_store_removed(s, 0, got, 8, &next) == 0);
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
+TEST_CASE("store: keys lists the committed chunks in pieces, from any slot", "[kv]")
+{
+	Targets t(4, false, "size=1M");
+	const auto p = params(kFourSlots);
+	gio_kv_store *s = small_store(t, p, 16); // full: 4 slots on each of 4 devices
+	for (uint64_t i = 16; i < 19; i++)
+		put_ok(s, i); // evicts keys 0-2
+	auto listed = [&](uint32_t cap) {
+		std::set<uint64_t> seen;
+		gio_kv_u128 got[16];
+		uint64_t from = 0, next = 0;
+		int calls = 0;
+		for (;;) {
+			const int n = gio_kv_store_keys(s, from, got, cap, &next);
+			REQUIRE(n >= 0);
+			CHECK(uint32_t(n) <= cap);
+			for (int i = 0; i < n; i++)
+				CHECK(seen.insert(got[i].hi).second); // key(i).hi is i: each key once
+			calls++;
+			if (next == 16)
+				break;
+			REQUIRE(next > from);
+			from = next;
+		}
+		CHECK(calls >= int(16 / cap));
+		return seen;
+	};
+	std::set<uint64_t> want;
+	for (uint64_t i = 3; i < 19; i++)
+		want.insert(i);
+	CHECK(listed(16) == want);
+	CHECK(listed(5) == want);
+	CHECK(listed(1) == want);
+	uint64_t next = 0;
+	gio_kv_u128 one;
+	CHECK(gio_kv_store_keys(s, 16, &one, 1, &next) == 0);
+	CHECK(next == 16);
+	CHECK(gio_kv_store_keys(s, 17, &one, 1, &next) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("from slot 17") != std::string::npos);
+	CHECK(gio_kv_store_keys(s, 0, nullptr, 1, &next) == -EINVAL);
+	CHECK(gio_kv_store_keys(s, 0, &one, 1, nullptr) == -EINVAL);
+	CHECK(gio_kv_store_keys(nullptr, 0, &one, 1, &next) == -EINVAL);
+	// Listing is no use: the LRU order is untouched (keys 3-6 are still the next evicted).
+	for (uint64_t i = 19; i < 23; i++)
+		put_ok(s, i);
+	want.clear();
+	for (uint64_t i = 7; i < 23; i++)
+		want.insert(i);
+	CHECK(listed(16) == want);
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
+TEST_CASE("store: removed says -ERANGE once the journal lost keys, and where to go on from", "[kv]")
+{
+	Targets t(1, false, "size=1M");
+	const auto p = params(kFourSlots);
+	gio_kv_store *s = small_store(t, p, 4);
+	std::vector<unsigned char> v(kChunk, 0x5a);
+	const uint64_t n = GIO_KV_STORE_REMOVED_KEPT + 2; // evictions: keys 0 to n - 1
+	for (uint64_t i = 4; i < n + 4; i++) {
+		INFO("key " << i << ": " << gio_last_error());
+		REQUIRE(gio_kv_store_put(s, key(i), v.data(), v.size()) == 0);
+	}
+	gio_kv_u128 got[4];
+	uint64_t next = 0;
+	CHECK(gio_kv_store_removed(s, 1, got, 4, &next) == -ERANGE); // n - 1 since: one too many
+	CHECK(next == n);
+	CHECK(std::string(gio_last_error()).find("the journal keeps") != std::string::npos);
+	CHECK(gio_kv_store_removed(s, 2, got, 4, &next) == 4); // exactly what it keeps: from key 2
+	CHECK((next == 6 && gio_kv_u128_eq(got[0], key(2)) && gio_kv_u128_eq(got[3], key(5))));
+	CHECK(gio_kv_store_removed(s, n - 1, got, 4, &next) == 1);
+	CHECK(gio_kv_u128_eq(got[0], key(n - 1)));
 	REQUIRE(gio_kv_store_close(s) == 0);
 }
 

@@ -150,6 +150,11 @@ GPY_EXPORT int gpy_store_stats(struct gpy_store *s, uint64_t *out, uint32_t n);
 GPY_EXPORT int gpy_store_inject(struct gpy_store *s, uint32_t dev, uint64_t fail_nth, uint32_t status);
 /** gio_kv_store_contains() over @p n keys given as (hi, lo) pairs: how many are stored. */
 GPY_EXPORT int gpy_store_contains(struct gpy_store *s, const uint64_t *keys, uint32_t n, uint8_t *found);
+/** gio_kv_store_removed() with the keys as (hi, lo) pairs: how many were written (-ERANGE: some
+ *  were lost; @p next then says where the journal is now). */
+GPY_EXPORT int gpy_store_removed(struct gpy_store *s, uint64_t since, uint64_t *keys, uint32_t cap, uint64_t *next);
+/** gio_kv_store_keys() with the keys as (hi, lo) pairs: how many were written. */
+GPY_EXPORT int gpy_store_keys(struct gpy_store *s, uint64_t from, uint64_t *keys, uint32_t cap, uint64_t *next);
 /** 1 when the store's devices are GPU-executed targets (the GPU engine's). */
 GPY_EXPORT int gpy_store_gpu_targets(const struct gpy_store *s);
 /** Builds device @p d's P2P table from the pool at its bus addresses @p bus into d->table and

@@ -281,6 +281,38 @@ int gpy_store_contains(struct gpy_store *s, const uint64_t *keys, uint32_t n, ui
 	return rc < 0 ? gpy_lib(rc, "looking the keys up") : rc;
 }
 
+/* gio_kv_store_removed() or gio_kv_store_keys() with the keys as (hi, lo) pairs. */
+static int key_query(struct gpy_store *s, int (*fn)(struct gio_kv_store *, uint64_t, struct gio_kv_u128 *, uint32_t,
+						 uint64_t *),
+		     uint64_t at, uint64_t *keys, uint32_t cap, uint64_t *next, const char *what)
+{
+	struct gio_kv_u128 *k;
+	int rc;
+	uint32_t i;
+	gpy_clear_error();
+	if (!s || !next || (cap && !keys))
+		return gpy_fail(-EINVAL, "%s: no store, keys or next", what);
+	if (!(k = calloc(cap ? cap : 1, sizeof(*k))))
+		return gpy_fail(-ENOMEM, "%s: room for %u keys", what, cap);
+	rc = fn(s->store, at, k, cap, next);
+	for (i = 0; rc > 0 && i < (uint32_t)rc; i++) {
+		keys[2 * i] = k[i].hi;
+		keys[2 * i + 1] = k[i].lo;
+	}
+	free(k);
+	return rc < 0 ? gpy_lib(rc, what) : rc;
+}
+
+int gpy_store_removed(struct gpy_store *s, uint64_t since, uint64_t *keys, uint32_t cap, uint64_t *next)
+{
+	return key_query(s, gio_kv_store_removed, since, keys, cap, next, "reading the journal of removed keys");
+}
+
+int gpy_store_keys(struct gpy_store *s, uint64_t from, uint64_t *keys, uint32_t cap, uint64_t *next)
+{
+	return key_query(s, gio_kv_store_keys, from, keys, cap, next, "listing the keys");
+}
+
 int gpy_store_gpu_targets(const struct gpy_store *s)
 {
 	return s && s->gpu_targets;

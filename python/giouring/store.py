@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import errno
 from typing import Sequence
 
 from . import _lib
@@ -14,6 +15,9 @@ STORE_STATS = ("capacity", "valid", "free", "pinned", "hits", "misses", "evictio
                "unreadable", "bytes_read", "bytes_written", "next_seq", "devices", "store_id_hi", "store_id_lo")
 
 ENGINES = {"cpu": 0, "gpu": 1}
+
+#: Removals :meth:`Store.removed` keeps (GIO_KV_STORE_REMOVED_KEPT).
+REMOVED_KEPT = 65536
 
 
 class Store:
@@ -125,6 +129,44 @@ class Store:
         found = (ctypes.c_uint8 * max(len(keys), 1))()
         _lib.check(_lib.lib.gpy_store_contains(self._handle(), keys_array(keys), len(keys), found))
         return [bool(found[i]) for i in range(len(keys))]
+
+    def keys(self) -> list[int]:
+        """The keys of the chunks the store holds (committed), as ints, slot by slot: what an index
+        kept elsewhere starts from. No I/O, no pin, no change to the LRU order. A chunk stored or
+        evicted while this runs (another thread) may or may not be listed: take
+        :meth:`removed`'s cursor first to learn what went since."""
+        out, piece = [], 65536
+        buf = (ctypes.c_uint64 * (2 * piece))()
+        nxt, at = ctypes.c_uint64(), 0
+        while True:
+            n = _lib.check(_lib.lib.gpy_store_keys(self._handle(), at, buf, piece, ctypes.byref(nxt)))
+            out += [(buf[2 * i] << 64) | buf[2 * i + 1] for i in range(n)]
+            if nxt.value == at or n < piece:
+                return out
+            at = nxt.value
+
+    def removed(self, since: int = 0, *, max_keys: int = 4096) -> tuple[list[int], int, bool]:
+        """The keys the store removed (evicted) since ``since``, oldest first, as ints:
+        ``(keys, next, lost)``. ``since`` is 0 after the open, then the ``next`` of the last call;
+        ``keys`` holds at most ``max_keys`` (call again from ``next`` for the rest).
+
+        The store keeps the last :data:`REMOVED_KEPT` removals of this open in memory. ``lost``
+        is True when more happened since ``since``: ``keys`` is then empty and ``next`` is where
+        the journal is now; a caller keeping an index of the store must rebuild it (from
+        :meth:`contains`) before going on from ``next``.
+
+        Raises:
+            GiouringError: ``EINVAL`` for ``since`` beyond the removals so far.
+        """
+        if not isinstance(max_keys, int) or not 1 <= max_keys <= 1 << 24:
+            raise ValueError(f"max_keys: 1 to 2**24, not {max_keys!r}")
+        out = (ctypes.c_uint64 * (2 * max_keys))()
+        nxt = ctypes.c_uint64()
+        rc = _lib.lib.gpy_store_removed(self._handle(), since, out, max_keys, ctypes.byref(nxt))
+        if rc == -errno.ERANGE:
+            return [], nxt.value, True
+        _lib.check(rc)
+        return [(out[2 * i] << 64) | out[2 * i + 1] for i in range(rc)], nxt.value, False
 
     def stats(self) -> dict[str, int]:
         """The store's counters and sizes (gio_kv_store_stats): slots (capacity, valid, free,

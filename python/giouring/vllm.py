@@ -12,6 +12,16 @@ by layer before each layer's attention and saves every block that a step fills, 
 after its attention. A block that fails to load (an NVMe error, a deadline, a chunk evicted since
 the scheduler asked) is reported through ``get_block_ids_with_load_errors``, so vLLM recomputes it
 (``kv_load_failure_policy="recompute"``) or fails the request (``"fail"``), and never reads it.
+
+The scheduler side answers from the store itself when a worker of its process opened it (vLLM's
+single-process executor), and otherwise from its own index of the keys the workers reported: each
+worker sends what its store stored, evicted or missed in a step as :class:`GiouringKVEvents`
+through ``KVConnectorOutput.kv_cache_events`` (vLLM's output aggregator merges the workers'), and a
+block counts as stored once every worker (each tensor/pipeline parallel rank holds its part of the
+block in its own store) reported it; the index starts from the keys each store holds, handed over
+at startup as vLLM's connector handshake metadata (:class:`GiouringStoreKeys`). The same transitions become vLLM KV events (``BlockStored`` /
+``BlockRemoved`` with ``medium`` naming the tier, default ``"STORAGE"``), which vLLM publishes when
+its KV events are on, so that a cache-aware router sees which replica's SSDs hold which prefix.
 """
 
 from __future__ import annotations
@@ -21,24 +31,29 @@ import errno
 import hashlib
 import logging
 import threading
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import torch
+from vllm.distributed.kv_events import MEDIUM_STORAGE, BlockRemoved, BlockStored, KVConnectorKVEvents
 from vllm.distributed.kv_transfer.kv_connector.v1.base import (
     KVConnectorBase_V1,
+    KVConnectorHandshakeMetadata,
     KVConnectorMetadata,
     KVConnectorRole,
 )
+from vllm.v1.core.kv_cache_utils import maybe_convert_block_hash
 
 from .errors import GiouringError
 from .pool import KVPool
-from .store import Store
+from .store import REMOVED_KEPT, Store
 
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
     from vllm.v1.core.kv_cache_manager import KVCacheBlocks
     from vllm.v1.core.sched.output import SchedulerOutput
     from vllm.v1.kv_cache_interface import KVCacheConfig
+    from vllm.v1.outputs import KVConnectorOutput
     from vllm.v1.request import Request
 
 log = logging.getLogger(__name__)
@@ -57,6 +72,68 @@ LAYER_VIEW_DIMS = ("block", "head", "token", "channel")
 _stores: dict[tuple[str, ...], Store] = {}
 _stores_lock = threading.Lock()
 
+#: Steps a saved block's event details wait for every worker's report before they are dropped.
+PENDING_STEPS = 16
+
+
+def _world(vllm_config: "VllmConfig") -> int:
+    """Workers of one engine, each with its part of every block: tensor x pipeline parallel."""
+    pc = vllm_config.parallel_config
+    return pc.tensor_parallel_size * pc.pipeline_parallel_size
+
+
+def _worker_rank(vllm_config: "VllmConfig") -> int:
+    """This worker's rank among the engine's workers (0 where vLLM set up no parallel groups)."""
+    from vllm.distributed import parallel_state as ps
+
+    if not ps.model_parallel_is_initialized():
+        return 0
+    return ps.get_pp_group().rank_in_group * vllm_config.parallel_config.tensor_parallel_size \
+        + ps.get_tp_group().rank_in_group
+
+
+class GiouringKVEvents(KVConnectorKVEvents):
+    """What workers' stores did in a step, as ``(kind, rank, key)`` tuples: ``"stored"`` (a save
+    committed, or the chunk was there already), ``"removed"`` (evicted, or missing when loaded),
+    ``"cleared"`` (key 0: the worker lost track of its evictions; forget all it reported). Carried
+    in ``KVConnectorOutput.kv_cache_events``; vLLM's output aggregator concatenates the workers'
+    lists (``add_events``), the scheduler side reads them in ``update_connector_output``."""
+
+    def __init__(self, events: list[tuple[str, int, int]] | None = None):
+        self._events = list(events or [])
+        self._workers = 1
+
+    def add_events(self, events: list) -> None:
+        self._events.extend(events)
+
+    def aggregate(self) -> "GiouringKVEvents":
+        return self
+
+    def increment_workers(self, count: int = 1) -> None:
+        self._workers += count
+
+    def get_all_events(self) -> list:
+        return list(self._events)
+
+    def get_number_of_workers(self) -> int:
+        return self._workers
+
+    def clear_events(self) -> None:
+        self._events.clear()
+
+    def __repr__(self) -> str:
+        return f"GiouringKVEvents({len(self._events)} events, {self._workers} workers)"
+
+
+@dataclasses.dataclass
+class GiouringStoreKeys(KVConnectorHandshakeMetadata):
+    """What a worker's store holds once vLLM registered its KV caches: vLLM's engine core collects
+    every worker's handshake metadata then and hands it to the scheduler side, whose index starts
+    from it (so that what an earlier engine stored is found from the first request on)."""
+
+    rank: int
+    keys: list[int]
+
 
 def _config(vllm_config: "VllmConfig") -> dict[str, Any]:
     extra = dict(vllm_config.kv_transfer_config.kv_connector_extra_config or {})
@@ -69,6 +146,10 @@ def _config(vllm_config: "VllmConfig") -> dict[str, Any]:
     if create not in ("auto", True, False):
         raise ValueError(f"GiouringConnector: kv_connector_extra_config['create'] is 'auto', true or false, "
                          f"not {create!r}")
+    if _world(vllm_config) > 1 and not all("{rank}" in u for u in uris):
+        raise ValueError("GiouringConnector: with several workers (tensor/pipeline parallel) each needs its own "
+                         "targets: write {rank} in every URI of kv_connector_extra_config['uris'] "
+                         f"(e.g. 'file:///data/kv{{rank}}.img?size=64G'), not {list(uris)!r}")
     extra["uris"] = tuple(uris)
     return extra
 
@@ -124,7 +205,9 @@ class GiouringConnector(KVConnectorBase_V1):
     def __init__(self, vllm_config: "VllmConfig", role: KVConnectorRole, kv_cache_config: "KVCacheConfig"):
         super().__init__(vllm_config, role, kv_cache_config)
         self._extra = _config(vllm_config)
-        self._uris: tuple[str, ...] = self._extra["uris"]
+        # The worker's rank: which targets it opens ({rank} in the URIs), which bit its reports set.
+        self._rank = _worker_rank(vllm_config) if role == KVConnectorRole.WORKER else 0
+        self._uris: tuple[str, ...] = tuple(u.replace("{rank}", str(self._rank)) for u in self._extra["uris"])
         self._ns = _namespace(vllm_config, self._extra)
         self._block_size = vllm_config.cache_config.block_size
         hash_bs = getattr(kv_cache_config, "hash_block_size", None) or self._block_size
@@ -137,7 +220,15 @@ class GiouringConnector(KVConnectorBase_V1):
         chunks whose save failed (a failed save is a later miss, never an error for vLLM)."""
         # Scheduler side.
         self._reqs: dict[str, _Req] = {}
-        self._warned_no_store = False
+        self._told_index = False
+        self._full = (1 << _world(vllm_config)) - 1  # the ranks a block needs to count as stored
+        self._index: dict[int, list] = {}  # key -> [ranks that reported it stored, its block hash or None]
+        ev = vllm_config.kv_events_config
+        self._publish = bool(ev is not None and ev.enable_kv_cache_events)
+        self._medium = str(self._extra.get("kv_event_medium", MEDIUM_STORAGE))
+        self._pending: OrderedDict[int, tuple[int, BlockStored]] = OrderedDict()  # key -> (step, its event)
+        self._kv_events: list = []  # BlockStored / BlockRemoved for take_events
+        self._outputs = 0  # update_connector_output calls
         # Worker side.
         self._store: Store | None = None
         self._pool: KVPool | None = None
@@ -147,6 +238,9 @@ class GiouringConnector(KVConnectorBase_V1):
         self._load_running = False  # the batch had hits: its layers were queued
         self._save_open = False
         self._errors: set[int] = set()
+        self._reports: list[tuple[str, int, int]] = []  # GiouringKVEvents of this step
+        self._removed_next = 0  # Store.removed cursor
+        self._save_keys: list[int] = []
 
     # ---- layout ----
 
@@ -163,12 +257,19 @@ class GiouringConnector(KVConnectorBase_V1):
     def _shared_store(self) -> Store | None:
         with _stores_lock:
             store = _stores.get(self._uris)
-        if store is None and not self._warned_no_store:
-            self._warned_no_store = True
-            log.warning("giouring: no worker of this process opened the store %s: the scheduler side reports no "
-                        "hits (the store must be in the engine core's process: a single-process executor)",
-                        list(self._uris))
+        if store is None and not self._told_index:
+            self._told_index = True
+            log.info("giouring: the store %s is in the workers' processes: the scheduler side answers from the "
+                     "keys they report", list(self._uris))
         return store
+
+    def _stored(self, keys: list[int]) -> list[bool]:
+        """Which keys the store holds: asked of the store where it is in this process (exact, and
+        it knows what an earlier engine stored), else from the workers' reports (every rank's)."""
+        store = self._shared_store()
+        if store is not None:
+            return store.contains(keys)
+        return [k in self._index and self._index[k][0] == self._full for k in keys]
 
     def _keys(self, request: "Request", first: int, end: int) -> list[int]:
         """Keys of blocks [first, end) of a request (blocks whose hashes vLLM computed)."""
@@ -177,13 +278,10 @@ class GiouringConnector(KVConnectorBase_V1):
         return [chunk_key(self._ns, request.block_hashes[(i + 1) * r - 1]) for i in range(first, end)]
 
     def get_num_new_matched_tokens(self, request: "Request", num_computed_tokens: int) -> tuple[int, bool]:
-        store = self._shared_store()
-        if store is None:
-            return 0, False
         first = num_computed_tokens // self._block_size
         # The last token is never loaded: vLLM must compute at least one token to sample from.
         keys = self._keys(request, first, (request.num_tokens - 1) // self._block_size)
-        found = store.contains(keys)
+        found = self._stored(keys)
         n = found.index(False) if False in found else len(found)
         self._reqs.setdefault(request.request_id, _Req(request)).match = (first, keys[:n])
         return n * self._block_size, False
@@ -229,15 +327,104 @@ class GiouringConnector(KVConnectorBase_V1):
             full = min(done // self._block_size, len(st.block_ids))
             keys = self._keys(st.request, st.saved, full)
             save = Transfer(st.request.request_id, [], [])
-            for key, block in zip(keys, st.block_ids[st.saved:st.saved + len(keys)]):
+            for i, (key, block) in enumerate(zip(keys, st.block_ids[st.saved:st.saved + len(keys)])):
                 if key not in seen:  # two requests sharing a prefix: the chunk is saved once
                     seen.add(key)
                     save.keys.append(key)
                     save.blocks.append(block)
+                    if self._publish:
+                        self._pending[key] = (self._outputs, self._stored_event(st.request, st.saved + i))
+                        self._pending.move_to_end(key)
             st.saved += len(keys)
             if save.keys:
                 meta.saves.append(save)
         return meta
+
+    def _stored_event(self, request: "Request", i: int) -> BlockStored:
+        """vLLM's BlockStored for block i of a request, as its block pool builds one (one block, its
+        hash and its parent's as vLLM publishes them), the medium naming the store's tier."""
+        r, bs = self._hashes_per_block, self._block_size
+        h = request.block_hashes[(i + 1) * r - 1]
+        parent = request.block_hashes[i * r - 1] if i > 0 else None
+        lora = request.lora_request
+        return BlockStored(block_hashes=[maybe_convert_block_hash(h)],
+                           parent_block_hash=maybe_convert_block_hash(parent) if parent is not None else None,
+                           token_ids=list(request.all_token_ids[i * bs:(i + 1) * bs]), block_size=bs,
+                           lora_id=lora.adapter_id if lora else None, medium=self._medium,
+                           lora_name=lora.name if lora else None, group_idx=0)
+
+    def update_connector_output(self, connector_output: "KVConnectorOutput"):
+        """Takes in what the workers' stores did (GiouringKVEvents): the index of stored blocks
+        (a block is stored once every rank reported it, and no longer once any rank lost it), and
+        a BlockStored / BlockRemoved for each block that became stored or stopped being."""
+        self._outputs += 1
+        bad = connector_output.invalid_block_ids
+        if bad:
+            # vLLM recomputes a request from its first block that failed to load: the blocks from
+            # there are saved again once computed (the worker saved none of them).
+            for st in self._reqs.values():
+                i = next((i for i, b in enumerate(st.block_ids[:st.saved]) if b in bad), None)
+                if i is not None:
+                    st.saved = i
+        events = connector_output.kv_cache_events
+        if isinstance(events, GiouringKVEvents):
+            for kind, rank, key in events.get_all_events():
+                bit = 1 << rank
+                if kind == "stored":
+                    e = self._index.setdefault(key, [0, None])
+                    was = e[0] == self._full
+                    e[0] |= bit
+                    # Stored now, or known since the start (no hash: not yet published).
+                    if e[0] == self._full and (not was or e[1] is None):
+                        pending = self._pending.pop(key, None)
+                        if pending is not None:
+                            e[1] = pending[1].block_hashes[0]
+                            self._kv_events.append(pending[1])
+                elif kind == "removed":
+                    self._drop(key, bit)
+                elif kind == "cleared":
+                    for k in list(self._index):
+                        self._drop(k, bit)
+        while self._pending:  # saves some rank never reported (failed): their details go
+            key, (step, _) = next(iter(self._pending.items()))
+            if self._outputs - step <= PENDING_STEPS:
+                break
+            del self._pending[key]
+
+    def set_xfer_handshake_metadata(self, metadata: dict[int, KVConnectorHandshakeMetadata]) -> None:
+        self._learn(metadata.values())
+
+    def set_xfer_handshake_metadata_pp_aware(self, metadata: dict[tuple[int, int], KVConnectorHandshakeMetadata]
+                                             ) -> None:
+        """vLLM's engine core hands over every worker's GiouringStoreKeys (pipeline ranks too:
+        each carries its rank)."""
+        self._learn(metadata.values())
+
+    def _learn(self, metas) -> None:
+        """The index starts from what the workers' stores hold. Keys are only added: a stale one
+        is a load error at worst. Their blocks are published once a request meets them (their
+        hashes are vLLM's, which the store does not keep)."""
+        for m in metas:
+            if isinstance(m, GiouringStoreKeys):
+                bit = 1 << m.rank
+                for k in m.keys:
+                    self._index.setdefault(k, [0, None])[0] |= bit
+
+    def _drop(self, key: int, bit: int) -> None:
+        e = self._index.get(key)
+        if e is None:
+            return
+        was = e[0] == self._full
+        e[0] &= ~bit
+        if was and e[1] is not None:
+            self._kv_events.append(BlockRemoved(block_hashes=[e[1]], medium=self._medium, group_idx=0))
+        if not e[0]:
+            del self._index[key]
+
+    def take_events(self):
+        """vLLM KV events of the store's tier since the last call (vLLM publishes them)."""
+        events, self._kv_events = self._kv_events, []
+        yield from events
 
     def request_finished(self, request: "Request", block_ids: list[int]) -> tuple[bool, dict[str, Any] | None]:
         # Saves end within their step (wait_for_save): the blocks may be freed at once.
@@ -315,8 +502,10 @@ class GiouringConnector(KVConnectorBase_V1):
             log.error("giouring: planning the load of %d blocks failed: %s", len(batch), e)
             self._errors.update(batch.values())
             return
-        # A chunk evicted since the scheduler counted it: vLLM must recompute that block.
+        # A chunk evicted since the scheduler counted it: vLLM must recompute that block, and
+        # the scheduler side's index learns that the store no longer has it.
         self._errors.update(b for b, hit in zip(batch.values(), hits) if not hit)
+        self._reports.extend(("removed", self._rank, k) for k, hit in zip(batch, hits) if not hit)
         self._load_batch = list(batch.items())
         self._load_running = any(hits)
         if self._load_running:
@@ -353,6 +542,9 @@ class GiouringConnector(KVConnectorBase_V1):
                 self._errors.add(block)
             elif r.layer != 0xFFFF and block not in self._errors:
                 self.stats["blocks_loaded"] += 1
+                # The store holds it: the scheduler side's index learns it too (a scheduler in
+                # the store's process found it there; after a restart its index is empty).
+                self._reports.append(("stored", self._rank, key))
 
     def save_kv_layer(self, layer_name: str, kv_layer: torch.Tensor, attn_metadata: Any, **kwargs: Any) -> None:
         if self._save_plan is None or layer_name not in self._layer:
@@ -361,8 +553,13 @@ class GiouringConnector(KVConnectorBase_V1):
             meta = self._meta()
             if meta is None or not meta.saves:
                 return
-            keys = [k for t in meta.saves for k in t.keys]
-            blocks = [b for t in meta.saves for b in t.blocks]
+            # A block loaded this step is not saved: it came from the store, or its load failed
+            # and it holds no KV (vLLM recomputes it; the scheduler side saves it then).
+            loading = {b for _, b in self._load_batch or ()} | self._errors
+            pairs = [(k, b) for t in meta.saves for k, b in zip(t.keys, t.blocks) if b not in loading]
+            if not pairs:
+                return
+            keys, blocks = [k for k, _ in pairs], [b for _, b in pairs]
             try:
                 rcs = self._save_plan.save(keys, blocks)
             except GiouringError as e:
@@ -370,6 +567,7 @@ class GiouringConnector(KVConnectorBase_V1):
                 self.stats["save_failures"] += len(keys)
                 return
             self.stats["save_failures"] += sum(1 for rc in rcs if rc not in (0, -errno.EEXIST))
+            self._save_keys = keys
             self._save_open = True
         self._sync_device()
         self._save_plan.save_layer(self._layer[layer_name])
@@ -380,6 +578,11 @@ class GiouringConnector(KVConnectorBase_V1):
             return
         self._save_open = False
         results = self._save_plan.finish(check=False)
+        # Evictions happened when the save was planned: reported before what the save stored, so
+        # that a key evicted and stored again in one step ends up stored.
+        self._poll_removed()
+        self._reports.extend(("stored", self._rank, k) for k, r in zip(self._save_keys, results)
+                             if r.rc in (0, -errno.EEXIST))
         ok = sum(1 for r in results if r.rc == 0 and r.layer != 0xFFFF)
         failed = [r for r in results if r.rc not in (0, -errno.EEXIST)]
         self.stats["blocks_saved"] += ok
@@ -388,6 +591,34 @@ class GiouringConnector(KVConnectorBase_V1):
             self.stats["save_failures"] += len(failed)
             log.warning("giouring: %d of %d chunks were not saved (first: rc %d, NVMe status 0x%x)", len(failed),
                         len(results), failed[0].rc, failed[0].nvme_status)
+
+    def get_handshake_metadata(self) -> GiouringStoreKeys | None:
+        """The keys this worker's store holds (vLLM asks after register_kv_caches)."""
+        if self._store is None:
+            return None
+        return GiouringStoreKeys(self._rank, self._store.keys())
+
+    def _poll_removed(self) -> None:
+        """The store's evictions since the last poll, as reports for the scheduler side."""
+        while self._store is not None:
+            keys, self._removed_next, lost = self._store.removed(self._removed_next)
+            if lost:
+                log.warning("giouring: more than %d chunks were evicted between two steps: the scheduler side "
+                            "forgets what rank %d reported (later saves report it again)", REMOVED_KEPT, self._rank)
+                self._reports.append(("cleared", self._rank, 0))
+                continue
+            self._reports.extend(("removed", self._rank, k) for k in keys)
+            if not keys:
+                return
+
+    def get_kv_connector_kv_cache_events(self) -> GiouringKVEvents | None:
+        """What this worker's store stored, evicted or missed since the last call (vLLM's model
+        runner sends it to the scheduler side in ``KVConnectorOutput.kv_cache_events``)."""
+        self._poll_removed()
+        if not self._reports:
+            return None
+        reports, self._reports = self._reports, []
+        return GiouringKVEvents(reports)
 
     def get_block_ids_with_load_errors(self) -> set[int]:
         self._finish_load()

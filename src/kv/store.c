@@ -32,6 +32,9 @@ struct gio_kv_store {
 	uint64_t refused, unreadable;
 	struct gio_kv_u128 id;
 	int crash_at;
+	/* The journal of removals (gio_kv_store_removed()): removal i is removed[i % KEPT]. */
+	uint64_t nremoved;
+	struct gio_kv_u128 removed[GIO_KV_STORE_REMOVED_KEPT];
 };
 
 /* Writes the entry of one slot (the rest of its block zeros). */
@@ -398,6 +401,9 @@ static int reserve_locked(struct gio_kv_store *s, const struct gio_kv_u128 *keys
 	if (rc < 0)
 		return rc;
 	for (i = 0; i < n; i++)
+		if (out[i].evicted) /* gone from the index now, whatever becomes of the new key's write */
+			s->removed[s->nremoved++ % GIO_KV_STORE_REMOVED_KEPT] = out[i].evicted_key;
+	for (i = 0; i < n; i++)
 		if (out[i].rc == 0 && out[i].invalidate) {
 			struct gio__kv_dev *dv = &s->dev[out[i].loc.device];
 			rc = dev_write_entry(dv, out[i].loc.slot, GIO_KV_ENTRY_FREE, zero, s->next_seq - 1, 0,
@@ -585,6 +591,72 @@ int gio_kv_store_contains(struct gio_kv_store *s, const struct gio_kv_u128 *keys
 	}
 	pthread_mutex_unlock(&s->lock);
 	return hits;
+}
+
+/* The argument checks of the calls that give keys from a cursor (removed, keys). */
+static int check_key_query(const struct gio_kv_store *s, const struct gio_kv_u128 *keys, uint32_t cap,
+			   const uint64_t *next, const char *what)
+{
+	gio__clear_error();
+	if (!s || !next || (cap && !keys))
+		return gio__fail(-EINVAL, "giouring: kv store: %s: NULL %s", what, !s ? "store" : !next ? "next" : "keys");
+	if (cap > INT32_MAX)
+		return gio__fail(-EINVAL, "giouring: kv store: %s: room for %u keys (at most INT32_MAX)", what, cap);
+	return 0;
+}
+
+int gio_kv_store_removed(struct gio_kv_store *s, uint64_t since, struct gio_kv_u128 *keys, uint32_t cap,
+			 uint64_t *next)
+{
+	uint64_t i, n;
+	int rc = check_key_query(s, keys, cap, next, "removed");
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&s->lock);
+	if (since > s->nremoved) {
+		n = s->nremoved;
+		pthread_mutex_unlock(&s->lock);
+		return gio__fail(-EINVAL, "giouring: kv store: removed: since %llu, but the store removed %llu keys",
+				 (unsigned long long)since, (unsigned long long)n);
+	}
+	if (s->nremoved - since > GIO_KV_STORE_REMOVED_KEPT) {
+		n = s->nremoved - since;
+		*next = s->nremoved;
+		pthread_mutex_unlock(&s->lock);
+		return gio__fail(-ERANGE, "giouring: kv store: removed: %llu keys since %llu, the journal keeps %u",
+				 (unsigned long long)n, (unsigned long long)since, GIO_KV_STORE_REMOVED_KEPT);
+	}
+	n = s->nremoved - since < cap ? s->nremoved - since : cap;
+	for (i = 0; i < n; i++)
+		keys[i] = s->removed[(since + i) % GIO_KV_STORE_REMOVED_KEPT];
+	*next = since + n;
+	rc = (int)n;
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int gio_kv_store_keys(struct gio_kv_store *s, uint64_t from, struct gio_kv_u128 *keys, uint32_t cap, uint64_t *next)
+{
+	struct gio__kv_stats x;
+	uint64_t id;
+	uint32_t state;
+	int n = check_key_query(s, keys, cap, next, "keys");
+	if (n)
+		return n;
+	pthread_mutex_lock(&s->lock);
+	gio__kv_index_stats(s->ix, &x);
+	if (from > x.capacity) {
+		pthread_mutex_unlock(&s->lock);
+		return gio__fail(-EINVAL, "giouring: kv store: keys: from slot %llu, the store has %llu",
+				 (unsigned long long)from, (unsigned long long)x.capacity);
+	}
+	for (id = from; id < x.capacity && (uint32_t)n < cap; id++)
+		if (gio__kv_index_peek(s->ix, (uint32_t)id, NULL, &state, NULL, NULL, &keys[n], NULL) == 0 &&
+		    state == GIO__KV_VALID)
+			n++;
+	*next = id;
+	pthread_mutex_unlock(&s->lock);
+	return n;
 }
 
 void gio_kv_store_info(struct gio_kv_store *s, struct gio_kv_store_stats *st)

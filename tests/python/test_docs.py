@@ -31,15 +31,16 @@ def test_the_docs_have_python_blocks():
     assert any("python.md" in p.id for p in BLOCKS)
 
 
-def shell_argv(page, program):
-    """The arguments of the command that runs ``program`` in a page's ```sh blocks, as a shell
-    splits them (the engine suites check the configurations they hold)."""
+def shell_argv(page, program, having=None):
+    """The arguments of the first command that runs ``program`` (with the argument ``having``,
+    if given) in a page's ```sh blocks, as a shell splits them (the engine suites check the
+    configurations they hold)."""
     text = (ROOT / "docs" / page).read_text()
     for m in re.finditer(r"^```sh\n(.*?)^```", text, re.S | re.M):
         argv = shlex.split(m.group(1).replace("\\\n", " "))
-        if program in argv[:3]:
+        if program in argv[:3] and (having is None or having in argv):
             return argv
-    raise LookupError(f"no {program} command in {page}")
+    raise LookupError(f"no {program} command{f' with {having}' if having else ''} in {page}")
 
 
 @pytest.mark.parametrize("code,page", BLOCKS)

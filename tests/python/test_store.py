@@ -221,6 +221,32 @@ def test_contains_answers_without_counting_or_pinning(uris):
             store.contains(["1"])
 
 
+def test_removed_gives_the_evicted_keys_oldest_first_and_keys_what_is_left(tmp_path):
+    kv, pool = vllm_pool()
+    uris = [f"file://{tmp_path}/kv0.img?size=1M"]  # one small target: a few dozen chunks
+    with giouring.Store.create(uris, pool) as store:
+        plan = store.plan(max_requests=BLOCKS)
+        cap = store.stats()["capacity"]
+        assert store.removed() == ([], 0, False)
+        assert store.keys() == []
+        keys = list(range(1, cap + 6))
+        for k in keys:
+            save(plan, kv, [k], [k % BLOCKS])
+        assert store.stats()["evictions"] == 5
+        got, nxt, lost = store.removed()
+        assert (got, nxt, lost) == (keys[:5], 5, False)  # one device: exact LRU order
+        assert store.contains(got) == [False] * 5
+        assert store.removed(2, max_keys=2) == (keys[2:4], 4, False)
+        assert store.removed(5) == ([], 5, False)
+        assert sorted(store.keys()) == keys[5:]  # what it holds now
+        with pytest.raises(giouring.GiouringError) as e:
+            store.removed(6)
+        assert e.value.errno == errno.EINVAL
+        with pytest.raises(ValueError):
+            store.removed(0, max_keys=0)
+    assert giouring.store.REMOVED_KEPT == 65536
+
+
 def test_closing_a_store_destroys_every_plan(uris):
     # Store.close once skipped every other plan (each close took its plan off the list being
     # walked) and then failed with EBUSY: "1 plans of the store are alive".

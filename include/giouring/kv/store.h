@@ -239,6 +239,50 @@ int gio_kv_store_get(struct gio_kv_store *store, struct gio_kv_u128 key, void *d
 int gio_kv_store_contains(struct gio_kv_store *store, const struct gio_kv_u128 *keys, uint32_t n, uint8_t *found);
 
 /**
+ * @brief The keys the store holds, slot by slot: what an index kept elsewhere starts from.
+ * @param store  the store.
+ * @param from   the slot to start at: 0, then what the last call put in @p next.
+ * @param keys   receives up to @p cap keys of committed chunks (NULL when @p cap is 0).
+ * @param cap    room in @p keys.
+ * @param next   receives the slot after the last one looked at: gio_kv_store_stats::capacity
+ *               once every slot was.
+ * @return how many keys were written; `-EINVAL` for NULL arguments, @p cap above INT32_MAX or
+ *         @p from beyond the store's capacity.
+ *
+ * Any thread (serialized with the store's other calls). Each call is a snapshot of the slots it
+ * looks at; across calls a chunk stored or evicted meanwhile may or may not appear (take
+ * gio_kv_store_removed()'s count first to learn what went since). No I/O, no pin, no LRU move.
+ */
+int gio_kv_store_keys(struct gio_kv_store *store, uint64_t from, struct gio_kv_u128 *keys, uint32_t cap,
+		      uint64_t *next);
+
+/** Removals gio_kv_store_removed() keeps: a caller that asks less often than this many evictions
+ *  happen loses the older ones (-ERANGE) and must start over from gio_kv_store_contains(). */
+#define GIO_KV_STORE_REMOVED_KEPT 65536u
+
+/**
+ * @brief The keys the store removed since a point, oldest first: what an engine that keeps an index
+ *        of the store elsewhere (a scheduler in another process) must drop from it.
+ * @param store  the store.
+ * @param since  removals already seen: 0 after the open, then what the last call put in @p next.
+ * @param keys   receives up to @p cap keys (NULL when @p cap is 0).
+ * @param cap    room in @p keys.
+ * @param next   receives @p since plus the keys written: where the next call starts.
+ * @return how many keys were written (0 to @p cap; fewer than were removed when @p cap is short:
+ *         call again from @p next); `-EINVAL` for NULL arguments, @p cap above INT32_MAX or
+ *         @p since beyond the removals so far; `-ERANGE` when more than GIO_KV_STORE_REMOVED_KEPT
+ *         keys were removed since @p since (the older ones are no longer kept): @p next then
+ *         receives the count of removals now, from which to go on once the caller rebuilt its index.
+ *
+ * Any thread (serialized with the store's other calls). A removal is a committed chunk that went
+ * out of the index: an eviction to make room (gio_kv_store_stats::evictions counts them too), even
+ * when the write that evicted it then failed. The journal lives in memory: it starts empty at each
+ * open (the chunks a store holds when it opens are gio_kv_store_contains()'s to say).
+ */
+int gio_kv_store_removed(struct gio_kv_store *store, uint64_t since, struct gio_kv_u128 *keys, uint32_t cap,
+			 uint64_t *next);
+
+/**
  * @brief The store's counters and sizes.
  * @param store  the store, or NULL.
  * @param st     receives them (all zero for a NULL @p store); NULL does nothing.
