@@ -165,7 +165,9 @@ class Scheduler:
 class SMPartition:
     """A split of one GPU's SMs: ``io_sms`` for I/O kernels (rounded up to the driver's
     granularity), the rest for compute, each side with a stream (green contexts). Make it before
-    any persistent kernel starts (the store's first batch on GPU-executed targets).
+    any persistent kernel starts: before the first batch of a store over GPU-executed targets
+    (their executors start then); made after, it raises GiouringError(EBUSY), since making green
+    contexts waits until no kernel runs. Close it after those stores.
 
     With ``fallback`` (default), ordinary streams where green contexts are unavailable
     (``isolated`` is then False).

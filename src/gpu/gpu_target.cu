@@ -30,6 +30,7 @@
 #include "../cuda/pinned.h"
 #include "../internal.h"
 #include "cuda_fail.cuh"
+#include "executors.h"
 
 /* The executor kernel: every warp runs gio_gpu_exec_loop(); exec_blocks blocks of exec_warps warps,
  * a block per SM (gio_gpu_one_block_per_sm(): the dynamic shared memory that keeps a second block
@@ -455,6 +456,14 @@ int gio_gpu_target_read_back(struct gio_gpu_target *g, uint32_t timeout_ms, stru
 	return read_back(g, timeout_ms, st);
 }
 
+// Executors started and not yet seen ended, process-wide (executors.h).
+static uint32_t g_executors_running;
+
+uint32_t gio__gpu_executors_running(void)
+{
+	return __atomic_load_n(&g_executors_running, __ATOMIC_ACQUIRE);
+}
+
 int gio_gpu_target_load(void)
 {
 	gio__clear_error();
@@ -483,6 +492,7 @@ int gio_gpu_target_start(struct gio_gpu_target *g)
 		g->tgt, g->backing, g->ctl_dev, g->cfg.flags, g->cfg.model);
 	GIO__CUDA_TRY(cudaGetLastError(), "GPU target: executor launch");
 	g->running = 1;
+	__atomic_add_fetch(&g_executors_running, 1u, __ATOMIC_ACQ_REL);
 	return 0;
 }
 
@@ -501,6 +511,7 @@ int gio_gpu_target_stop(struct gio_gpu_target *g, uint32_t timeout_ms, struct gi
 		gio_host_sleep_ns(100000);
 	}
 	g->running = 0; /* ended, one way or the other */
+	__atomic_sub_fetch(&g_executors_running, 1u, __ATOMIC_ACQ_REL);
 	if (e != cudaSuccess)
 		return gio__cuda_fail_rt(e, "GPU target: the executor failed");
 	return read_back(g, timeout_ms, st);

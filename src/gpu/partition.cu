@@ -16,6 +16,7 @@
 
 #include "../internal.h"
 #include "cuda_fail.cuh"
+#include "executors.h"
 
 namespace {
 
@@ -321,6 +322,13 @@ int gio_sm_partition_create(const struct gio_sm_partition_params *prm, struct gi
 	if (prm->device < 0 || prm->device >= n)
 		return gio__fail(-EINVAL, "giouring: gio_sm_partition_create: device %d out of range (%d devices)",
 				 prm->device, n);
+	// Making green contexts waits until no kernel runs on the device (measured on the H200: it
+	// never returned beside GPU executors); the executors we know of are refused here, with the
+	// way out, instead of a wait for ever. The caller's own persistent kernels we cannot see.
+	if (const uint32_t running = gio__gpu_executors_running())
+		return gio__fail(-EBUSY, "giouring: gio_sm_partition_create: %u GPU executor%s of this process run "
+				 "(gio_gpu_target_start()), and making green contexts waits until no kernel runs: make "
+				 "the partition before starting GPU-executed targets", running, running == 1 ? "" : "s");
 	auto *p = static_cast<gio_sm_partition *>(calloc(1, sizeof(gio_sm_partition)));
 	if (!p)
 		return gio__fail(-ENOMEM, "giouring: gio_sm_partition_create: no memory");

@@ -16,6 +16,8 @@
 #include <giouring/host/ctx.h>
 #include <giouring/host/launch.h>
 #include <giouring/host/partition.h>
+#include <giouring/ring/clock.h>
+#include <giouring/target/gpu_target.h>
 
 namespace {
 
@@ -181,6 +183,31 @@ void check_refusals(uint32_t device_sms)
 	EXPECT(gio_sm_partition_stream(nullptr, GIO_SM_IO) == nullptr, "stream of NULL");
 }
 
+// Beside a running GPU executor, creation is refused at once (-EBUSY, the way out named): making
+// green contexts then never returned on the H200 (bench/probe_torch_executors.py).
+void check_refused_beside_executor()
+{
+	gio_gpu_target *g = nullptr;
+	int rc = gio_gpu_target_open("mem://host?exec=gpu&size=4M&queues=1&depth=16&sms=1&warps=1", &g);
+	EXPECT(rc == 0, "open a GPU target: %s", gio_last_error());
+	if (rc)
+		return;
+	rc = gio_gpu_target_start(g);
+	EXPECT(rc == 0, "start its executor: %s", gio_last_error());
+	if (rc == 0) {
+		struct gio_sm_partition *p = nullptr;
+		struct gio_sm_partition_params prm = {0, 8, 0};
+		const uint64_t t0 = gio_now_ns();
+		rc = gio_sm_partition_create(&prm, &p);
+		std::printf("beside a running executor: %d after %.1f ms: %s\n", rc, (gio_now_ns() - t0) / 1e6, gio_last_error());
+		EXPECT(rc == -EBUSY && !p, "refused beside a running executor: rc %d", rc);
+		EXPECT(std::strstr(gio_last_error(), "before starting GPU-executed targets") != nullptr,
+		       "the message says what to do: %s", gio_last_error());
+		EXPECT(gio_gpu_target_stop(g, 10000, nullptr) == 0, "stop: %s", gio_last_error());
+	}
+	EXPECT(gio_gpu_target_close(g) == 0, "close: %s", gio_last_error());
+}
+
 } // namespace
 
 int main()
@@ -197,6 +224,7 @@ int main()
 			return 1;
 		}
 	check_refusals(device_sms);
+	check_refused_beside_executor();
 
 	struct gio_sm_partition *part = nullptr;
 	struct gio_sm_partition_params prm = {dev, 3, 0}; // 3: rounded up to the granularity

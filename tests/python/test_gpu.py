@@ -131,6 +131,21 @@ def test_a_stream_wait_that_times_out_fails_the_batch():
         assert plan.stats()["stream_timeouts"] == 1
 
 
+def test_an_sm_partition_made_while_executors_run_is_refused_not_waited_for():
+    # Making green contexts waits until no kernel runs: beside the executors it never returned.
+    kv = [torch.zeros(2, BLOCKS, TOKENS, HEADS, DIM, dtype=torch.bfloat16, device="cuda") for _ in range(LAYERS)]
+    pool = giouring.KVPool(kv, dims=DIMS)
+    with giouring.Store.create([f"mem://hbm?sms=2&size={POOL_MIB + 64}M"], pool) as store:
+        plan = store.plan(max_requests=4)
+        assert plan.load([1], [0]) == [False]  # the first batch: the executors start
+        with pytest.raises(giouring.GiouringError) as e:
+            giouring.SMPartition(8)
+        assert e.value.errno == errno.EBUSY and "before starting GPU-executed targets" in e.value.strerror
+        plan.finish(check=False)
+    with giouring.SMPartition(8) as part:  # the store closed: its executors ended
+        assert part.io_stream is not None
+
+
 def test_cpu_engine_restores_into_a_pool_in_gpu_memory(tmp_path):
     kv = [torch.zeros(2, BLOCKS, TOKENS, HEADS, DIM, dtype=torch.bfloat16, device="cuda") for _ in range(2)]
     pool = giouring.KVPool(kv, dims=DIMS)

@@ -76,9 +76,12 @@ struct gio_sm_partition_info {
  *         (the I/O partition, rounded up, would leave the compute partition without SMs: the
  *         message gives the granularity and the device's SMs); `-EOPNOTSUPP` where green contexts
  *         are unavailable (the message says why; with ::GIO_SM_PARTITION_FALLBACK, 0 and ordinary
- *         streams instead); `-ENOMEM`; or the CUDA error's errno, with the failing call named.
+ *         streams instead); `-EBUSY` while GPU executors of this process run
+ *         (gio_gpu_target_start(): the creation would wait for them for ever); `-ENOMEM`; or the
+ *         CUDA error's errno, with the failing call named.
  *
- * Any host thread; waits for the device (create it before persistent kernels start).
+ * Any host thread; waits for the device (create it before persistent kernels start: with one of
+ * the caller's own running, it does not return until that kernel ends).
  */
 int gio_sm_partition_create(const struct gio_sm_partition_params *p, struct gio_sm_partition **out);
 
