@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""Which step makes a forward on the legacy default stream stop progressing (diagnosis).
+"""Which step stops a PyTorch forward beside the stand-in drives' executors (a diagnosis probe).
 
-Each stage runs in a child process bounded by --stage-timeout; a child past it gets its native
-stacks dumped (gdb if present, else /proc wchan/syscall) and is killed.
-    python3 bench/probe_legacy_stream.py [--stages s1,s2,...]
+A stage is a sequence of steps (STEPS: make an SM partition, make a store over GPU-executed
+targets and save into it, a 2-layer Llama3-8B-sized forward on one stream or another), after a
+warm-up forward. Each stage runs in a child process bounded by --stage-timeout; a child past it
+gets its stacks dumped (py-spy from .gpu-deps/tools or PATH, else gdb, else /proc) and is killed.
+    python3 bench/probe_torch_executors.py [--stages "P,S,L;S,P"] [--stage-timeout 60]
+On the H200 (bench/results/2026-12-04-ttft-h200.md) every stage passed except those that made the
+partition after the executors started, which never returned; such a partition is now refused
+with EBUSY at once (the stage exits 1 with GiouringError).
 """
 import argparse
 import faulthandler
@@ -87,6 +92,10 @@ def child(stage):
 
 
 def native_stacks(pid):
+    spy = shutil.which("py-spy") or os.path.join(os.path.dirname(__file__), "..", ".gpu-deps", "tools", "py-spy")
+    if os.access(spy, os.X_OK):
+        r = subprocess.run([spy, "dump", "--native", "--pid", str(pid)], capture_output=True, text=True, timeout=60)
+        return (r.stdout + r.stderr)[-12000:]
     if shutil.which("gdb"):
         r = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 25"],
                            capture_output=True, text=True, timeout=60)

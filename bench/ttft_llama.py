@@ -88,8 +88,11 @@ def args_parse():
     ap.add_argument("--drive-mixed-gbps", type=float, default=3.0,
                     help="MODELLED GB/s per drive reading and writing at once (both together)")
     ap.add_argument("--exec-sms", type=int, default=2, help="executor SMs of each stand-in drive")
+    ap.add_argument("--cpu-max", default="32K",
+                    help="cpu-per-object runs (and its file store is filled) only for contexts up to this")
     ap.add_argument("--shm", default="/dev/shm", help="where the CPU baseline's file targets live")
     ap.add_argument("--tiny", action="store_true", help="a 2-layer toy model (for a CPU check of this script)")
+    ap.add_argument("--layers", type=int, default=0, help="Llama3-8B's dimensions with this many layers (0: its 32)")
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--wait-timeout", type=float, default=10.0, help="GPU engine: a layer wait's deadline, s")
     ap.add_argument("--cufile-probe", action="store_true", help="try to register a file with cuFile and report")
@@ -122,7 +125,7 @@ def register_attention():
     AttentionMaskInterface.register("gio_sdpa", lambda *a, **k: None)
 
 
-def make_model(tiny: bool, device):
+def make_model(tiny: bool, device, layers: int = 0):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     if tiny:
@@ -132,6 +135,8 @@ def make_model(tiny: bool, device):
         cfg = LlamaConfig(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
                           num_key_value_heads=8, head_dim=128, vocab_size=128256, max_position_embeddings=1 << 18,
                           rope_theta=500000.0, rms_norm_eps=1e-5, tie_word_embeddings=False)
+        if layers:
+            cfg.num_hidden_layers = layers
     cfg._attn_implementation = "gio_sdpa"
     torch.manual_seed(0)
     old = torch.get_default_dtype()
@@ -388,7 +393,7 @@ class Bench:
         self.args = args
         self.dev = torch.device("cuda")
         register_attention()
-        self.model, self.cfg = make_model(args.tiny, self.dev)
+        self.model, self.cfg = make_model(args.tiny, self.dev, args.layers)
         self.L = self.cfg.num_hidden_layers
         self.kvh = self.cfg.num_key_value_heads
         self.hd = self.cfg.head_dim
@@ -431,6 +436,14 @@ class Bench:
             self.part.io_stream.synchronize()
             self.part.compute_stream.synchronize()
 
+    def memory(self):
+        """GPU memory: free on the device, and what PyTorch's caching allocator holds (no call here waits)."""
+        free, total = torch.cuda.mem_get_info()
+        st = torch.cuda.memory_stats()
+        return (f"GPU free {free / 2**30:.1f} of {total / 2**30:.1f} GiB, torch reserved "
+                f"{torch.cuda.memory_reserved() / 2**30:.1f} GiB, allocated {torch.cuda.memory_allocated() / 2**30:.1f} GiB, "
+                f"alloc retries {st.get('num_alloc_retries', 0)}, OOMs {st.get('num_ooms', 0)}")
+
     # -- setup of the stores, the partition and the scheduler (before any persistent kernel)
     def setup_io(self):
         import giouring
@@ -458,9 +471,12 @@ class Bench:
                                         mixed_gbps=a.drive_mixed_gbps, sm_min=1, sm_max=a.io_sms,
                                         max_items=4 * self.L, max_bytes=1 << 40)
         self.cpu_store = None
-        if "cpu-per-object" in a.systems:
+        self.cpu_max = parse_tokens(a.cpu_max)
+        cpu_T = max([T for T in self.contexts if T <= self.cpu_max], default=0)
+        if "cpu-per-object" in a.systems and cpu_T:
             self.shm = tempfile.mkdtemp(prefix="gio-ttft-", dir=a.shm)
-            fsize = ((store_bytes // a.drives) * 5 // 4 + (256 << 20)) >> 20  # no new chunks saved here
+            cpu_bytes = cpu_T // BLOCK * self.kvpool.object_bytes * self.L
+            fsize = ((cpu_bytes // a.drives) * 5 // 4 + (256 << 20)) >> 20  # no new chunks saved here
             furis = [f"file://{self.shm}/kv{i}.img?size={fsize}M" for i in range(a.drives)]
             self.cpu_store = giouring.Store.create(furis, self.kvpool)
             self.cpu_load = self.cpu_store.plan(max_requests=maxreq)
@@ -549,7 +565,7 @@ class Bench:
         self.gpu_fill.finish(timeout=120)
         t_gpu = time.perf_counter() - t
         t_cpu = None
-        if self.cpu_store is not None:
+        if self.cpu_store is not None and T <= self.cpu_max:
             t = time.perf_counter()
             self.cpu_fill.save(keys, blocks)
             for l in range(self.L):
@@ -617,7 +633,7 @@ class Bench:
         io_systems = [s for s in systems if s in ("giouring-sched", "giouring-naive", "cpu-per-object", "offload")]
         self.setup_io()
         self.bulk = self.bulk_h2d_gbps()
-        log(f"bulk H2D (measured, pinned, 4 GiB): {', '.join(f'{x:.1f}' for x in self.bulk)} GB/s")
+        log(f"bulk H2D (measured, pinned, 4 GiB): {', '.join(f'{x:.1f}' for x in self.bulk)} GB/s; {self.memory()}")
         # Warm-up: every kernel the runs use is loaded before the stores' executors start (lazy loading).
         tag = 1
         warm_T = min(self.contexts)
@@ -625,7 +641,7 @@ class Bench:
         _, _, ref, _ = self.prefill_reference(warm_T, ids)
         for system in ["hbm"]:
             self.run_system(system, Ctx(warm_T, warm_T // 2 // BLOCK * BLOCK, ids, tag), ref)
-        log("warm-up: hbm ran; filling the stores")
+        log(f"warm-up: hbm ran; {self.memory()}; filling the stores")
         self.fill_stores(warm_T, ref, tag)
         log("warm-up: stores filled")
         for system in io_systems:
@@ -633,7 +649,7 @@ class Bench:
                 continue
             try:
                 self.run_system(system, Ctx(warm_T, warm_T // 2 // BLOCK * BLOCK, ids, tag), ref)
-                log(f"warm-up: {system} ran")
+                log(f"warm-up: {system} ran; {self.memory()}")
             except Exception as e:  # noqa: BLE001
                 self.fail(system, warm_T, 0.5, e)
         del ref
@@ -643,7 +659,7 @@ class Bench:
             ids = torch.randint(0, self.cfg.vocab_size, (1, T), device=self.dev, generator=None)
             rt, ref_logits, ref, ref_tok = self.prefill_reference(T, ids)
             self.results.append(dict(T=T, hit=0.0, system="recompute", ttft_s=rt, token=ref_tok))
-            log(f"T={T}: recompute {fmt_s(rt)}")
+            log(f"T={T}: recompute {fmt_s(rt)}; {self.memory()}")
             tg, tc = self.fill_stores(T, ref, tag)
             log(f"T={T}: stores filled ({self.L * T * self.kv_token_bytes / 2**30:.2f} GiB; GPU engine {tg:.2f} s, "
                 f"CPU engine {tc if tc is None else round(tc, 2)} s)")
@@ -659,7 +675,7 @@ class Bench:
                         continue
                     if system in ("offload", "cpu-per-object") and h not in slow:
                         continue
-                    if system == "cpu-per-object" and self.cpu_store is None:
+                    if system == "cpu-per-object" and (self.cpu_store is None or T > self.cpu_max):
                         continue
                     if system in self.broken:
                         continue
@@ -691,7 +707,8 @@ class Bench:
                         + (f" waits {sum(runs[-1][3]):.1f} ms" if any(runs[-1][3]) else "")
                         + "".join(f" {k}={v}" for k, v in runs[-1][4].items()
                                   if k in ("prefix_bitwise", "logits_bitwise_vs_hbm", "saves_in_prefill",
-                                           "predicted_bubble_ms")))
+                                           "predicted_bubble_ms"))
+                        + f"; {self.memory()}")
             del ref
             if on_context:
                 on_context()
@@ -785,6 +802,11 @@ def main():
         log(f"cufile probe: {env['cufile']}")
     # A run that hangs behind a persistent kernel says where, before the caller's timeout.
     faulthandler.dump_traceback_later(float(os.environ.get("GIO_TTFT_STACKS_AFTER", "900")), exit=False)
+    # Inference only: with autograd on, every forward's activations stay alive through its logits
+    # (71 GiB at 8K tokens), PyTorch's allocator runs out, frees its cache with cudaFree, and that
+    # waits for the stand-in drives' executors for ever (seen on the H200: cuMemFree_v2 under
+    # release_cached_blocks).
+    torch.set_grad_enabled(False)
     b = Bench(a)
 
     def save():

@@ -6,6 +6,9 @@
 #   OUTDIR/ttft.log    the bench's output (tables at the end)
 #   OUTDIR/ttft.json   every figure
 #   OUTDIR/env.txt     python, torch, CUDA, GPU
+#   OUTDIR/stacks.txt  when the bench's output stood still for GIO_TTFT_STALL seconds (default 120):
+#                      every thread's native and Python stack (py-spy from .gpu-deps/tools, made by
+#                      scripts/gpu-deps.sh), taken once per stall; the run goes on to its timeout
 #   bash scripts/gpu-ttft.sh OUTDIR [bench arguments...]
 # Needs python3 with torch (CUDA) and transformers 5.x; nothing is downloaded.
 set -uo pipefail
@@ -21,7 +24,33 @@ bash scripts/gpu-python.sh --build-only "$out" >"$out/build.log" 2>&1 || {
   exit 1
 }
 PYTHONPATH="$out/site${PYTHONPATH:+:$PYTHONPATH}" timeout -k 30 "${GIO_TTFT_TIMEOUT:-1500}" \
-  "$py" bench/ttft_llama.py --json "$out/ttft.json" "$@" 2>&1 | tee "$out/ttft.log"
-rc=${PIPESTATUS[0]}
+  "$py" bench/ttft_llama.py --json "$out/ttft.json" "$@" >"$out/ttft.log" 2>&1 &
+pid=$!
+# A stall says where it is: a CUDA call waiting behind the stand-in drives' persistent executors
+# shows only in native frames (faulthandler, inside the bench, prints Python frames only).
+spy=$(command -v py-spy || echo .gpu-deps/tools/py-spy)
+stall=${GIO_TTFT_STALL:-120}
+last=-1 still=0 dumped=0
+tail -n +1 -f --pid="$pid" "$out/ttft.log" &
+while kill -0 "$pid" 2>/dev/null; do
+  sleep 1
+  size=$(stat -c %s "$out/ttft.log" 2>/dev/null || echo 0)
+  if [[ $size != "$last" ]]; then
+    last=$size still=0 dumped=0
+    continue
+  fi
+  still=$((still + 1))
+  if ((still >= stall && !dumped)); then
+    dumped=1
+    bench=$(pgrep -P "$pid" -f ttft_llama.py | head -n1)
+    {
+      echo "== $(date -u +%FT%TZ): no output for ${stall} s; stacks of pid ${bench:-?}"
+      if [[ -x $spy && -n $bench ]]; then "$spy" dump --native --pid "$bench" 2>&1; else echo "(no py-spy: scripts/gpu-deps.sh)"; fi
+    } >>"$out/stacks.txt"
+    echo "gpu-ttft: the bench stood still for ${stall} s: stacks in $out/stacks.txt"
+  fi
+done
+wait "$pid"
+rc=$?
 echo "gpu-ttft: exit $rc"
 exit "$rc"
