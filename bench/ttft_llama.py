@@ -44,7 +44,6 @@ import argparse
 import ctypes
 import faulthandler
 import json
-import math
 import os
 import platform
 import statistics
@@ -466,7 +465,6 @@ class Bench:
         maxreq = self.blocks
         self.gpu_load = self.gpu_store.plan(max_requests=maxreq)
         self.gpu_save = self.gpu_store.plan(max_requests=maxreq)
-        self.gpu_fill = self.gpu_save
         self.sched = giouring.Scheduler(self.gpu_store, read_gbps=a.drive_read_gbps, write_gbps=a.drive_write_gbps,
                                         mixed_gbps=a.drive_mixed_gbps, sm_min=1, sm_max=a.io_sms,
                                         max_items=4 * self.L, max_bytes=1 << 40)
@@ -559,10 +557,10 @@ class Bench:
         blocks = list(range(T // BLOCK))
         self.sync()
         t = time.perf_counter()
-        self.gpu_fill.save(keys, blocks)
+        self.gpu_save.save(keys, blocks)
         for l in range(self.L):
-            self.gpu_fill.save_layer(l, stream=self.io_stream)
-        self.gpu_fill.finish(timeout=120)
+            self.gpu_save.save_layer(l, stream=self.io_stream)
+        self.gpu_save.finish(timeout=120)
         t_gpu = time.perf_counter() - t
         t_cpu = None
         if self.cpu_store is not None and T <= self.cpu_max:
@@ -623,13 +621,39 @@ class Bench:
         del cache
         return ttft, tok, logits.float().clone(), h.layer_ms(), h.bubble_ms(), extra
 
+    def points(self, T):
+        """The (hit rate, prefix tokens C) points run at context T: C in whole blocks, below T (the
+        last token is always computed)."""
+        a = self.args
+        hits = [float(x) for x in a.hits.split(",") if x]
+        low = [float(x) for x in a.low_hits.split(",") if x]
+        out = []
+        for h in sorted(set(hits + (low if T <= parse_tokens(a.low_hits_max) else []))):
+            C = min(int(h * T) // BLOCK * BLOCK, T - 1)
+            out.append((h, C // BLOCK * BLOCK))
+        return out
+
+    def warm_shapes(self):
+        """One forward of every new-token count N the runs use (and of every full context), on each
+        stream they compute on, before the executors start: cuBLAS picks GEMM kernels by shape,
+        and a kernel first loaded while the executors run would wait for them for ever (suspected
+        for the second stop in bench/results/2026-12-04-ttft-h200.md: CUDA_MODULE_LOADING=EAGER
+        may not reach the libraries cuBLAS loads itself)."""
+        ns = sorted({T - C for T in self.contexts for _, C in self.points(T)} | set(self.contexts))
+        streams = [torch.cuda.current_stream()] + ([self.part.compute_stream] if self.part is not None else [])
+        t = time.perf_counter()
+        for n in ns:
+            ids = torch.randint(0, self.cfg.vocab_size, (1, n), device=self.dev)
+            for st in streams:
+                with torch.cuda.stream(st):
+                    self.model(input_ids=ids, use_cache=False, logits_to_keep=1)
+                st.synchronize()
+        log(f"warm-up: {len(ns)} shapes x {len(streams)} streams in {time.perf_counter() - t:.1f} s; {self.memory()}")
+
     def run(self, on_context=None):
         a = self.args
         systems = [s for s in a.systems.split(",") if s]
-        hits = [float(x) for x in a.hits.split(",") if x]
-        low = [float(x) for x in a.low_hits.split(",") if x]
         slow = {float(x) for x in a.slow_hits.split(",") if x}
-        low_max = parse_tokens(a.low_hits_max)
         io_systems = [s for s in systems if s in ("giouring-sched", "giouring-naive", "cpu-per-object", "offload")]
         self.setup_io()
         self.bulk = self.bulk_h2d_gbps()
@@ -641,8 +665,9 @@ class Bench:
         _, _, ref, _ = self.prefill_reference(warm_T, ids)
         for system in ["hbm"]:
             self.run_system(system, Ctx(warm_T, warm_T // 2 // BLOCK * BLOCK, ids, tag), ref)
-        log(f"warm-up: hbm ran; {self.memory()}; filling the stores")
-        self.fill_stores(warm_T, ref, tag)
+        log(f"warm-up: hbm ran; {self.memory()}")
+        self.warm_shapes()
+        self.fill_stores(warm_T, ref, tag)  # the stand-in drives' executors start here
         log("warm-up: stores filled")
         for system in io_systems:
             if system == "cpu-per-object" and self.cpu_store is None:
@@ -663,11 +688,7 @@ class Bench:
             tg, tc = self.fill_stores(T, ref, tag)
             log(f"T={T}: stores filled ({self.L * T * self.kv_token_bytes / 2**30:.2f} GiB; GPU engine {tg:.2f} s, "
                 f"CPU engine {tc if tc is None else round(tc, 2)} s)")
-            pts = sorted(set(hits + (low if T <= low_max else [])))
-            for h in pts:
-                C = int(h * T) // BLOCK * BLOCK
-                C = min(C, T - 1)  # the last token is always computed
-                C = C // BLOCK * BLOCK
+            for h, C in self.points(T):
                 ctx = Ctx(T, C, ids, tag)
                 hbm_logits = None
                 for system in systems:
