@@ -1,0 +1,91 @@
+/*
+ * libplugin_GIOURING.so's entry points: what NIXL's plugin manager looks up after dlopen()
+ * (nixl_plugin_init, nixl_plugin_fini), and two C hooks for tests (gio_nixl_*). Nothing else
+ * leaves the library: the host library's symbols stay inside (CMake: hidden visibility).
+ */
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "engine.h"
+#include "options.h"
+
+#define GIO_NIXL_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+nixlBackendEngine *create_engine(const nixlBackendInitParams *init)
+{
+	try {
+		return new gio_nixl::engine(init);
+	} catch (const std::exception &) {
+		return nullptr; /* NIXL reports a backend that could not be created */
+	}
+}
+
+void destroy_engine(nixlBackendEngine *e)
+{
+	delete e;
+}
+
+const char *plugin_name()
+{
+	return "GIOURING";
+}
+
+const char *plugin_version()
+{
+	return "0.1.0";
+}
+
+nixl_b_params_t plugin_options()
+{
+	return gio_nixl::default_options();
+}
+
+nixl_mem_list_t plugin_mems()
+{
+	return {DRAM_SEG, OBJ_SEG};
+}
+
+nixlBackendPlugin plugin = {NIXL_PLUGIN_API_VERSION, create_engine,  destroy_engine, plugin_name,
+			    plugin_version,          plugin_options, plugin_mems};
+
+thread_local std::string hook_message;
+
+} // namespace
+
+GIO_NIXL_EXPORT nixlBackendPlugin *nixl_plugin_init()
+{
+	return &plugin;
+}
+
+GIO_NIXL_EXPORT void nixl_plugin_fini() {}
+
+/**
+ * For tests: makes the @p nth I/O command (from now on, 1-based) of device @p dev of agent
+ * @p agent's GIOURING store fail with NVMe status @p status (0 and 0: no fault). Software targets
+ * (file://, mem://host) only. Returns 0 or -errno; gio_nixl_last_error() says why.
+ */
+GIO_NIXL_EXPORT int gio_nixl_inject(const char *agent, uint32_t dev, uint64_t nth, uint32_t status)
+{
+	gio_nixl::engine *e = agent ? gio_nixl::find_engine(agent) : nullptr;
+	if (!e) {
+		hook_message = std::string("no GIOURING backend for agent '") + (agent ? agent : "") + "'";
+		return -ENOENT;
+	}
+	return e->inject(dev, nth, status, hook_message);
+}
+
+/**
+ * The latest failure of agent @p agent's GIOURING backend (what it also printed on stderr), or
+ * the hooks' own; "" when there is none. Valid until the next call on this thread.
+ */
+GIO_NIXL_EXPORT const char *gio_nixl_last_error(const char *agent)
+{
+	gio_nixl::engine *e = agent ? gio_nixl::find_engine(agent) : nullptr;
+	if (e)
+		hook_message = e->last_error();
+	return hook_message.c_str();
+}
