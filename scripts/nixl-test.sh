@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# NIXL's GIOURING backend against the real NIXL (ctests nixl.*, label nixl; docs/nixl.md): a venv
+# in BUILD_DIR/nixl-venv with the pinned wheels, nixl==1.5.1 and nixl-cu13==1.5.1, without their
+# dependencies (no torch: nothing here needs it; ~10 s and ~330 MB), plus numpy and pytest; the
+# plugin built in BUILD_DIR copied next to the wheel's own plugins (NIXL_PLUGIN_DIR replaces the
+# wheel's directory instead of adding to it, and the wheel's plugins find their libraries only
+# from there), then one step:
+#   bash scripts/nixl-test.sh venv [BUILD_DIR]            the venv (ctest nixl.venv)
+#   bash scripts/nixl-test.sh vtable [BUILD_DIR]          nixl/check_vtable.py against the wheel's
+#                                                         libplugin_POSIX.so (ctest nixl.vtable)
+#   bash scripts/nixl-test.sh pytest [BUILD_DIR] ARGS...  pytest ARGS in the venv (tests/nixl)
+# Exit 77 (skipped, saying why) where BUILD_DIR has no plugin (GIOURING_NIXL=OFF).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+step=${1:-}
+build=$(realpath -m "${2:-build}")
+shift 2 || shift $# || true
+py=${GIO_PYTHON:-python3}
+venv=$build/nixl-venv
+plugin=$build/nixl/plugins/libplugin_GIOURING.so
+
+die() { printf 'nixl-test: error: %s\n' "$*" >&2; exit 1; }
+[[ -f $plugin ]] || { echo "nixl-test: SKIPPED: no $plugin (configure with -DGIOURING_NIXL=ON, build it)"; exit 77; }
+
+# The wheel's plugins folder, where NIXL looks by default.
+plugins_dir() {
+  "$venv/bin/python" -c 'import glob, os, site
+d = [p for s in site.getsitepackages() for p in glob.glob(os.path.join(s, ".nixl_cu*.mesonpy.libs", "plugins"))]
+print(d[0] if d else "")'
+}
+
+case $step in
+  venv)
+    command -v "$py" >/dev/null || die "$py not found (scripts/deps.sh installs python3)"
+    t=$SECONDS
+    [[ -x $venv/bin/python ]] || "$py" -m venv "$venv" || die "$py -m venv $venv failed (Debian: python3-venv)"
+    # --no-deps: unpinned, nixl pulls in torch and the nixl-cu12 wheels (several GB) it does not
+    # need for DRAM, files and loopback UCX.
+    pip=("$venv/bin/python" -m pip --disable-pip-version-check install --progress-bar off)
+    "${pip[@]}" --no-deps nixl==1.5.1 nixl-cu13==1.5.1 ||
+      die "pip could not install nixl==1.5.1 and nixl-cu13==1.5.1 into $venv"
+    "${pip[@]}" numpy "pytest>=8" || die "pip could not install numpy and pytest into $venv"
+    echo "nixl-test: nixl 1.5.1 in $venv ($((SECONDS - t)) s)"
+    ;;
+  vtable | pytest)
+    [[ -x $venv/bin/python ]] || die "no venv in $venv: run 'bash scripts/nixl-test.sh venv $build' first"
+    dir=$(plugins_dir)
+    [[ -n $dir ]] || die "no NIXL plugins folder in $venv (is nixl-cu13 installed?)"
+    if [[ $step == vtable ]]; then
+      exec "$py" nixl/check_vtable.py "$dir/libplugin_POSIX.so" nixlPosixEngine "$plugin" gio_nixl::engine
+    fi
+    install -m 0755 "$plugin" "$dir/libplugin_GIOURING.so"
+    export GIO_NIXL_PLUGIN="$dir/libplugin_GIOURING.so"
+    exec "$venv/bin/python" -m pytest -p no:cacheprovider -ra "$@"
+    ;;
+  *) die "usage: bash scripts/nixl-test.sh venv|vtable|pytest [BUILD_DIR] [PYTEST_ARGS...] (not '${step}')" ;;
+esac
