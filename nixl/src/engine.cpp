@@ -94,6 +94,12 @@ std::string engine::last_error() const
 	return last_error_;
 }
 
+int engine::direct(bool write, const std::vector<kv_item> &items, std::string &msg)
+{
+	std::lock_guard<std::mutex> g(io_mu_);
+	return kv_.transfer(write, items, msg);
+}
+
 int engine::inject(uint32_t dev, uint64_t nth, uint32_t status, std::string &msg)
 {
 	std::lock_guard<std::mutex> g(io_mu_);

@@ -70,6 +70,10 @@ public:
 	const std::string &agent() const { return localAgent; }
 	/** The latest failure's message ("" before any). */
 	std::string last_error() const;
+	/** Bench hook: the same chunks' move without NIXL (kv_batch::transfer() on the caller's
+	 *  thread, after any queued transfer's batch): the library's own call that NIXL's path is
+	 *  compared with. */
+	int direct(bool write, const std::vector<kv_item> &items, std::string &msg);
 	/** Test hook: kv_batch::inject(). */
 	int inject(uint32_t dev, uint64_t nth, uint32_t status, std::string &msg);
 

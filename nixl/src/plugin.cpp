@@ -79,6 +79,29 @@ GIO_NIXL_EXPORT int gio_nixl_inject(const char *agent, uint32_t dev, uint64_t nt
 }
 
 /**
+ * For benches: moves @p n chunks between the store of agent @p agent's GIOURING backend and
+ * memory without NIXL, on the calling thread: chunk i's key is (keys[2i], keys[2i+1]) and its
+ * memory addrs[i] (layers x object_bytes bytes). @p write 1 stores, 0 reads. The backend's own
+ * path minus NIXL's (descriptor lists, the worker's hand-off, polling), to measure what NIXL
+ * adds. Returns 0 or -errno; gio_nixl_last_error() says why.
+ */
+GIO_NIXL_EXPORT int gio_nixl_direct(const char *agent, int write, const uint64_t *keys, const uint64_t *addrs, uint32_t n)
+{
+	gio_nixl::engine *e = agent ? gio_nixl::find_engine(agent) : nullptr;
+	if (!e || (n && (!keys || !addrs))) {
+		hook_message = std::string("no GIOURING backend for agent '") + (agent ? agent : "") + "', or no keys";
+		return -EINVAL;
+	}
+	std::vector<gio_nixl::kv_item> items(n);
+	for (uint32_t i = 0; i < n; i++) {
+		items[i].key.hi = keys[2 * i];
+		items[i].key.lo = keys[2 * i + 1];
+		items[i].addr = (uintptr_t)addrs[i];
+	}
+	return e->direct(write != 0, items, hook_message);
+}
+
+/**
  * The latest failure of agent @p agent's GIOURING backend (what it also printed on stderr), or
  * the hooks' own; "" when there is none. Valid until the next call on this thread.
  */
