@@ -10,13 +10,15 @@ It is a program, not a test: it prints what it measured and exits 0 unless somet
 makes, the plugin copied into it (that script's "pytest" step does both), e.g.
 
     bash scripts/nixl-test.sh venv build
-    build/nixl-venv/bin/python bench/nixl_bench.py --plugin build/nixl/plugins/libplugin_GIOURING.so
+    bash scripts/nixl-test.sh pytest build tests/nixl     # copies the plugin into the venv, tests it
+    build/nixl-venv/bin/python bench/nixl_bench.py
 
 Memory and targets:
   --mem dram             numpy buffers (DRAM_SEG); the default
-  --mem vram             cudaMalloc'd buffers (VRAM_SEG; the CUDA runtime through ctypes):
-                         only backends whose memory types include VRAM_SEG run, the others are
-                         listed as not supported
+  --mem vram             cudaMalloc'd buffers (VRAM_SEG; the CUDA runtime through ctypes,
+                         GIO_CUDART names its library): only backends whose memory types include
+                         VRAM_SEG run (GIOURING does where built with CUDA), the others are listed
+                         as not supported; a bulk H2D copy of the same bytes is the reference row
   --gio-uris U1;U2       the GIOURING store's targets (default: one file:// target in --dir);
                          mem://hbm?... for GPU-executed targets on a GPU machine
   --dir DIR              where the files go (default: a temporary folder)
@@ -162,7 +164,8 @@ def spread(xs):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--plugin", required=True, help="libplugin_GIOURING.so (the copy NIXL loads, or the build's)")
+    ap.add_argument("--plugin", default="", help="libplugin_GIOURING.so: the very file NIXL loads (its hooks must "
+                    "be the same library instance); default: the one in NIXL's plugins folder")
     ap.add_argument("--chunks", type=int, default=128)
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--object-bytes", type=int, default=32768)
@@ -173,6 +176,7 @@ def main():
     ap.add_argument("--gio-uris", default="")
     ap.add_argument("--dir", default="")
     ap.add_argument("--backends", default="POSIX,GIOURING,direct")
+    ap.add_argument("--device", type=int, default=0, help="CUDA device of the GIOURING backend (VRAM, mem://hbm)")
     ap.add_argument("--poll-us", type=float, default=50.0,
                     help="sleep between two checks of a transfer, us (0: poll without pause, which on a 2-core "
                          "machine starves the backends' own threads)")
@@ -181,6 +185,16 @@ def main():
     POLL_SLEEP = a.poll_us / 1e6
 
     from nixl._api import nixl_agent, nixl_agent_config
+
+    if not a.plugin:
+        import glob
+        import site
+        found = [p for s in site.getsitepackages()
+                 for p in glob.glob(os.path.join(s, ".nixl_cu*.mesonpy.libs", "plugins", "libplugin_GIOURING.so"))]
+        if not found:
+            raise SystemExit("nixl_bench: no libplugin_GIOURING.so in NIXL's plugins folder: copy it there "
+                             "(bash scripts/nixl-test.sh pytest BUILD_DIR does) or name it with --plugin")
+        a.plugin = found[0]
 
     chunk = a.layers * a.object_bytes
     total = a.chunks * chunk
@@ -232,10 +246,10 @@ def main():
         else:
             agent.create_backend("GIOURING", {"uris": gio_uris, "layers": str(a.layers),
                                               "object_bytes": str(a.object_bytes), "blocks": str(a.blocks),
-                                              "create": "1"})
+                                              "create": "1", "device": str(a.device)})
             hooks = ctypes.CDLL(a.plugin)
-            hooks.gio_nixl_direct.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
-                                              ctypes.c_uint32]
+            hooks.gio_nixl_direct.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                                              ctypes.c_void_p, ctypes.c_uint32]
             hooks.gio_nixl_last_error.restype = ctypes.c_char_p
             agent.register_memory([(buf.addr, buf.bytes, 0, "")], mem, backends=["GIOURING"])
             # Object j is key (0xbe7c, j) under devId j: write round r takes objects r x chunks on,
@@ -262,19 +276,29 @@ def main():
 
                 def direct(write, r, n=a.chunks, first=None):
                     k = keys_of(salt, r * a.chunks if first is None else first, n)
-                    rc = hooks.gio_nixl_direct(b"bench", 1 if write else 0, k.ctypes.data, addrs.ctypes.data, n)
+                    rc = hooks.gio_nixl_direct(b"bench", 1 if write else 0, 1 if vram else 0, k.ctypes.data,
+                                               addrs.ctypes.data, n)
                     if rc:
                         raise SystemExit(f"nixl_bench: direct call: {rc}: "
                                          f"{hooks.gio_nixl_last_error(b'bench').decode()}")
 
                 rows += bench_backend(agent, "GIOURING direct (no NIXL)", buf, data, a, total, None, None, direct)
 
+    # The reference on a GPU machine: the same bytes host -> GPU in one bulk copy.
+    if vram:
+        host = np.ascontiguousarray(data)
+        g, c = measure(lambda: buf.fill(host), total, a.repeat)
+        gm, gs = spread(g)
+        cm, cs = spread(c)
+        rows.append(["bulk H2D (cudaMemcpy, pageable host memory)", "H2D", f"{gm:.2f}", f"{gs:.0f}%", f"{cm:.3f}",
+                     f"{cs:.0f}%", "-"])
+
     print()
     print("| path | op | GB/s median | spread | CPU s per GB median | spread | one-chunk call, us median (min-max) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print("| " + " | ".join(r) + " |")
-    calls = {(r[0], r[1]): float(r[6].split()[0]) for r in rows}
+    calls = {(r[0], r[1]): float(r[6].split()[0]) for r in rows if r[6] != "-"}
     for op in ("WRITE", "READ"):
         n, d = calls.get(("GIOURING", op)), calls.get(("GIOURING direct (no NIXL)", op))
         if n is not None and d is not None:

@@ -75,9 +75,16 @@ engine::~engine()
 		worker_.join();
 }
 
+nixl_mem_list_t supported_mems()
+{
+	if (kv_has_cuda())
+		return {DRAM_SEG, VRAM_SEG, OBJ_SEG};
+	return {DRAM_SEG, OBJ_SEG};
+}
+
 nixl_mem_list_t engine::getSupportedMems() const
 {
-	return {DRAM_SEG, OBJ_SEG};
+	return supported_mems();
 }
 
 nixl_status_t engine::fail(nixl_status_t st, const std::string &msg) const
@@ -109,9 +116,9 @@ int engine::inject(uint32_t dev, uint64_t nth, uint32_t status, std::string &msg
 nixl_status_t engine::registerMem(const nixlBlobDesc &mem, const nixl_mem_t &nixl_mem, nixlBackendMD *&out)
 {
 	auto md = std::make_unique<mem_md>(nixl_mem, mem.addr, mem.len);
-	if (nixl_mem == DRAM_SEG) {
+	if (nixl_mem == DRAM_SEG || (nixl_mem == VRAM_SEG && kv_has_cuda())) {
 		if (mem.addr == 0 || mem.len == 0)
-			return fail(NIXL_ERR_INVALID_PARAM, "registerMem: DRAM at address 0 or of length 0");
+			return fail(NIXL_ERR_INVALID_PARAM, "registerMem: memory at address 0 or of length 0");
 	} else if (nixl_mem == OBJ_SEG) {
 		if (!key_parse(mem.metaInfo, md->key))
 			return fail(NIXL_ERR_INVALID_PARAM, "registerMem: an OBJ_SEG's metaInfo is the chunk's key, 32 hex "
@@ -122,7 +129,8 @@ nixl_status_t engine::registerMem(const nixlBlobDesc &mem, const nixl_mem_t &nix
 							    std::to_string(kv_.chunk_bytes()) + " bytes (or give 0)");
 	} else {
 		return fail(NIXL_ERR_NOT_SUPPORTED, "registerMem: memory type " + std::to_string((int)nixl_mem) +
-							    " (GIOURING takes DRAM_SEG and OBJ_SEG)");
+							    (kv_has_cuda() ? " (GIOURING takes DRAM_SEG, VRAM_SEG and OBJ_SEG)"
+									   : " (GIOURING takes DRAM_SEG and OBJ_SEG in this build without CUDA)"));
 	}
 	out = md.release();
 	return NIXL_SUCCESS;
@@ -165,9 +173,11 @@ nixl_status_t engine::prepXfer(const nixl_xfer_op_t &op, const nixl_meta_dlist_t
 							    remote_agent + "', not '" + localAgent + "'");
 	if (op != NIXL_READ && op != NIXL_WRITE)
 		return fail(NIXL_ERR_INVALID_PARAM, "prepXfer: unknown operation");
-	if (local.getType() != DRAM_SEG || remote.getType() != OBJ_SEG)
-		return fail(NIXL_ERR_NOT_SUPPORTED, "prepXfer: GIOURING moves between DRAM_SEG (local) and OBJ_SEG "
-							    "(remote), not " + std::to_string((int)local.getType()) + " and " +
+	const bool vram = local.getType() == VRAM_SEG && kv_has_cuda();
+	if ((local.getType() != DRAM_SEG && !vram) || remote.getType() != OBJ_SEG)
+		return fail(NIXL_ERR_NOT_SUPPORTED, "prepXfer: GIOURING moves between DRAM_SEG or VRAM_SEG (local) and "
+							    "OBJ_SEG (remote), not memory types " +
+							    std::to_string((int)local.getType()) + " and " +
 							    std::to_string((int)remote.getType()));
 	if (local.descCount() != remote.descCount())
 		return fail(NIXL_ERR_INVALID_PARAM, "prepXfer: " + std::to_string(local.descCount()) + " local and " +
@@ -180,8 +190,8 @@ nixl_status_t engine::prepXfer(const nixl_xfer_op_t &op, const nixl_meta_dlist_t
 		const auto *lm = static_cast<const mem_md *>(l.metadataP);
 		const auto *om = static_cast<const mem_md *>(o.metadataP);
 		const std::string at = "prepXfer: descriptor " + std::to_string(i) + ": ";
-		if (!lm || lm->type != DRAM_SEG || l.addr < lm->addr || l.addr + l.len > lm->addr + lm->len)
-			return fail(NIXL_ERR_INVALID_PARAM, at + "its DRAM is not registered with GIOURING");
+		if (!lm || lm->type != local.getType() || l.addr < lm->addr || l.addr + l.len > lm->addr + lm->len)
+			return fail(NIXL_ERR_INVALID_PARAM, at + "its memory is not registered with GIOURING");
 		if (!om || om->type != OBJ_SEG)
 			return fail(NIXL_ERR_INVALID_PARAM, at + "its object is not registered with GIOURING");
 		if (o.addr != 0 || o.len != chunk || l.len != chunk)
@@ -189,7 +199,7 @@ nixl_status_t engine::prepXfer(const nixl_xfer_op_t &op, const nixl_meta_dlist_t
 								    std::to_string(chunk) + " bytes on both sides (got offset " +
 								    std::to_string(o.addr) + ", lengths " + std::to_string(l.len) +
 								    " and " + std::to_string(o.len) + ")");
-		r->job->items.push_back(kv_item{om->key, l.addr});
+		r->job->items.push_back(kv_item{om->key, l.addr, vram});
 	}
 	handle = r.release();
 	return NIXL_SUCCESS;

@@ -1,7 +1,7 @@
 /*
  * nixlGiouringEngine: NIXL's GIOURING backend, a local storage backend over a giouring KV store.
  *
- * Memory: DRAM_SEG buffers on one side, the store's chunks as OBJ_SEG on the other: an OBJ_SEG
+ * Memory: DRAM_SEG (and, where built with CUDA, VRAM_SEG) buffers on one side, the store's chunks as OBJ_SEG on the other: an OBJ_SEG
  * registration names one chunk by its 128-bit key (metaInfo: 32 hex digits) under a devId, and a
  * transfer descriptor (offset 0, length layers x object_bytes, that devId) moves the whole chunk.
  * Why OBJ_SEG: the store addresses chunks by key, not by file offset or block, and places them
@@ -90,6 +90,9 @@ private:
 	kv_batch kv_;
 	std::thread worker_;
 };
+
+/** The memory types the backend takes: VRAM_SEG too where built with CUDA. */
+nixl_mem_list_t supported_mems();
 
 /** The engine of agent @p agent, or null (engines register themselves while they live). */
 engine *find_engine(const std::string &agent);

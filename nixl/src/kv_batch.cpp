@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <giouring/target/gpu_target.h>
+
 #include "gpy.h"
 
 namespace gio_nixl {
@@ -49,13 +51,67 @@ bool key_parse(const std::string &s, gio_kv_u128 &key)
 	return true;
 }
 
+bool kv_has_cuda()
+{
+#ifdef GIOURING_NIXL_CUDA
+	return true;
+#else
+	return false;
+#endif
+}
+
 kv_batch::~kv_batch()
 {
 	if (plan_)
 		gpy_plan_destroy(plan_);
 	if (store_)
 		gpy_store_close(store_);
+#ifdef GIOURING_NIXL_CUDA
+	if (gpu_) {
+		device_stream::release(pool_);
+		return;
+	}
+#endif
 	std::free(pool_);
+}
+
+void *kv_batch::stream() const
+{
+#ifdef GIOURING_NIXL_CUDA
+	return dev_open_ ? dev_.handle() : nullptr;
+#else
+	return nullptr;
+#endif
+}
+
+int kv_batch::copy(bool to_pool, const kv_item &item, uint32_t block, std::string &msg)
+{
+	uint8_t *const pool = pool_ + (uint64_t)block * chunk_;
+	void *const user = reinterpret_cast<void *>(item.addr);
+	if (!gpu_ && !item.vram) {
+		std::memcpy(to_pool ? pool : user, to_pool ? user : pool, chunk_);
+		return 0;
+	}
+#ifdef GIOURING_NIXL_CUDA
+	if (!dev_open_) {
+		msg = "GPU memory, but CUDA device " + std::to_string(cfg_.device) + " could not be used when the backend started";
+		return -ENODEV;
+	}
+	return dev_.copy(to_pool ? (void *)pool : user, to_pool ? user : (const void *)pool, chunk_, msg);
+#else
+	msg = "GPU memory in a build without CUDA";
+	return -EOPNOTSUPP;
+#endif
+}
+
+int kv_batch::copies_wait(std::string &msg)
+{
+#ifdef GIOURING_NIXL_CUDA
+	if (dev_open_)
+		return dev_.wait(cfg_.timeout_ns, msg);
+#endif
+	(void)msg;
+	return 0;
 }
 
 int kv_batch::open(const kv_config &c, std::string &msg)
@@ -77,11 +133,42 @@ int kv_batch::open(const kv_config &c, std::string &msg)
 	chunk_ = (uint64_t)c.layers * c.object_bytes;
 	/* Pages for the pool: the targets' DMA registration and their SGL rules like aligned memory. */
 	const uint64_t bytes = (chunk_ * c.blocks + 4095) & ~4095ull;
-	if (!(pool_ = static_cast<uint8_t *>(std::aligned_alloc(4096, bytes)))) {
-		msg = "no memory for the pool of " + std::to_string(c.blocks) + " chunks";
-		return -ENOMEM;
+	unsigned gpu_targets = 0;
+	for (const auto &u : c.uris) {
+		gio_gpu_target_config tc;
+		gpu_targets += gio_gpu_target_parse(u.c_str(), &tc) == 0;
 	}
-	std::memset(pool_, 0, bytes);
+	gpu_ = gpu_targets > 0;
+	if (gpu_ && gpu_targets != c.uris.size()) {
+		msg = "parameter uris: a store's targets are all GPU-executed (mem://hbm, exec=gpu) or none is";
+		return -EINVAL;
+	}
+#ifdef GIOURING_NIXL_CUDA
+	if ((rc = dev_.open(c.device, msg)) != 0)
+		msg = "CUDA device " + std::to_string(c.device) + ": " + msg;
+	dev_open_ = rc == 0;
+	/* Without a GPU the backend still serves DRAM over CPU-executed targets. */
+	if (gpu_ && !dev_open_)
+		return rc;
+	if (gpu_) {
+		void *p = nullptr;
+		if ((rc = dev_.alloc(bytes, &p, msg)) != 0)
+			return rc;
+		pool_ = static_cast<uint8_t *>(p);
+	}
+#else
+	if (gpu_) {
+		msg = "parameter uris: GPU-executed targets need a build of the plugin with CUDA";
+		return -EOPNOTSUPP;
+	}
+#endif
+	if (!gpu_) {
+		if (!(pool_ = static_cast<uint8_t *>(std::aligned_alloc(4096, bytes)))) {
+			msg = "no memory for the pool of " + std::to_string(c.blocks) + " chunks";
+			return -ENOMEM;
+		}
+		std::memset(pool_, 0, bytes);
+	}
 	/* Blocks first: chunk b's layer l at b x chunk + l x object_bytes, so a chunk is one run of
 	 * memory, the same bytes as the caller's buffer. */
 	std::memset(&d, 0, sizeof(d));
@@ -100,7 +187,7 @@ int kv_batch::open(const kv_config &c, std::string &msg)
 	region[1] = bytes;
 	d.regions = region;
 	d.nregions = 1;
-	d.device = -1;
+	d.device = gpu_ ? c.device : -1;
 	for (const auto &u : c.uris)
 		uris.push_back(u.c_str());
 	rc = gpy_store_open(uris.data(), (uint32_t)uris.size(), &d, c.create ? 1 : 0, c.store_bytes, c.timeout_ns, &store_);
@@ -109,7 +196,8 @@ int kv_batch::open(const kv_config &c, std::string &msg)
 		msg = std::string(c.create ? "creating" : "opening") + " the store: " + gpy_last_error();
 		return rc;
 	}
-	rc = gpy_plan_create(store_, GIO_KV_ENGINE_CPU, c.blocks, c.queues, 0, 0, 0, c.timeout_ns, &plan_);
+	rc = gpy_plan_create(store_, gpu_ ? GIO_KV_ENGINE_GPU : GIO_KV_ENGINE_CPU, c.blocks, c.queues, 0, 0, 0,
+			     c.timeout_ns, &plan_);
 	if (rc) {
 		plan_ = nullptr;
 		msg = std::string("making the plan: ") + gpy_last_error();
@@ -149,9 +237,11 @@ int kv_batch::batch(bool write, const kv_item *items, uint32_t n, uint32_t first
 		keys[2 * i] = items[i].key.hi;
 		keys[2 * i + 1] = items[i].key.lo;
 		blocks[i] = i;
-		if (write)
-			std::memcpy(pool_ + (uint64_t)i * chunk_, reinterpret_cast<const void *>(items[i].addr), chunk_);
+		if (write && (rc = copy(true, items[i], i, msg)) != 0)
+			return rc;
 	}
+	if (write && (rc = copies_wait(msg)) != 0)
+		return rc;
 	planned = write ? gpy_plan_save(plan_, keys.data(), blocks.data(), n, rcs.data())
 			: gpy_plan_load(plan_, keys.data(), blocks.data(), n, hit.data());
 	if (planned < 0) {
@@ -165,7 +255,7 @@ int kv_batch::batch(bool write, const kv_item *items, uint32_t n, uint32_t first
 	for (uint32_t i = 0; !write && i < n; i++)
 		miss |= !hit[i];
 	for (uint32_t l = 0; planned > 0 && !miss && l < cfg_.layers; l++) {
-		if ((layer_rc = gpy_plan_layer(plan_, l, write ? 1 : 0, nullptr)) != 0) {
+		if ((layer_rc = gpy_plan_layer(plan_, l, write ? 1 : 0, stream())) != 0) {
 			layer_msg = gpy_last_error();
 			break;
 		}
@@ -199,8 +289,9 @@ int kv_batch::batch(bool write, const kv_item *items, uint32_t n, uint32_t first
 		return rc;
 	}
 	for (uint32_t i = 0; !write && i < n; i++)
-		std::memcpy(reinterpret_cast<void *>(items[i].addr), pool_ + (uint64_t)i * chunk_, chunk_);
-	return 0;
+		if ((rc = copy(false, items[i], i, msg)) != 0)
+			return rc;
+	return write ? 0 : copies_wait(msg);
 }
 
 } // namespace gio_nixl

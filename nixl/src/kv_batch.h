@@ -4,6 +4,11 @@
  * the KV layer's batch calls (plan a batch of keys, one call per layer, finish), the path an
  * engine's connector takes, never through the store's one-chunk put/get.
  *
+ * Targets executed on the CPU (file://, mem://host, nvme-pci://) take the CPU engine and a pool in
+ * host memory; GPU-executed targets (mem://hbm, exec=gpu; CUDA builds) the GPU engine and a pool
+ * in the GPU's memory. VRAM_SEG buffers (CUDA builds) are copied to and from either pool on the
+ * backend's stream.
+ *
  * Why a pool of the backend's own and not NIXL's buffers directly: a plan's destinations are
  * pool blocks whose P2P table is built once, when the store opens; NIXL hands over arbitrary
  * registered buffers per transfer. The pool is registered with every target once; chunks are
@@ -17,6 +22,10 @@
 #include <vector>
 
 #include <giouring/kv/format.h>
+
+#ifdef GIOURING_NIXL_CUDA
+#include "device.h"
+#endif
 
 struct gpy_store;
 struct gpy_plan;
@@ -33,13 +42,18 @@ struct kv_config {
 	bool create = false;           /* format the targets (destroys what they hold) */
 	uint64_t store_bytes = 0;      /* bytes of each device to use (0: all) */
 	uint64_t timeout_ns = 5000000000ull;
+	int device = 0;                /* CUDA device of the pool and the VRAM buffers (CUDA builds) */
 };
 
 /** One chunk of a transfer: its key and the caller's memory. */
 struct kv_item {
 	gio_kv_u128 key;
 	uintptr_t addr;
+	bool vram = false; /* GPU memory (VRAM_SEG) */
 };
+
+/** Whether this build moves VRAM_SEG buffers (CUDA was found where it was built). */
+bool kv_has_cuda();
 
 class kv_batch {
 public:
@@ -62,12 +76,23 @@ public:
 
 private:
 	int batch(bool write, const kv_item *items, uint32_t n, uint32_t first, std::string &msg);
+	/* Copies between the caller's chunk and pool block @p block, to the pool for a write; the
+	 * device copies are queued, and finish with copies_wait(). */
+	int copy(bool to_pool, const kv_item &item, uint32_t block, std::string &msg);
+	int copies_wait(std::string &msg);
+	/* The GPU engine's stream (its layers are launched there), or null. */
+	void *stream() const;
 
 	gpy_store *store_ = nullptr;
 	gpy_plan *plan_ = nullptr;
 	uint8_t *pool_ = nullptr;
 	uint64_t chunk_ = 0;
+	bool gpu_ = false; /* GPU-executed targets: the GPU engine, the pool in device memory */
 	kv_config cfg_;
+#ifdef GIOURING_NIXL_CUDA
+	device_stream dev_;
+	bool dev_open_ = false;
+#endif
 };
 
 /** Formats a key as 32 hex digits (hi then lo), as OBJ_SEG's metaInfo spells it. */

@@ -17,6 +17,7 @@ nixl_b_params_t default_options()
 		{"create", "0"},
 		{"store_bytes", "0"},
 		{"timeout_ms", std::to_string(c.timeout_ns / 1000000)},
+		{"device", std::to_string(c.device)},
 	};
 }
 
@@ -44,7 +45,7 @@ int parse_options(const nixl_b_params_t &params, kv_config &c, std::string &msg)
 	for (const auto &kv : params)
 		if (!defaults.count(kv.first)) {
 			msg = "unknown parameter '" + kv.first + "' (known: uris, layers, object_bytes, blocks, queues, "
-								 "create, store_bytes, timeout_ms)";
+								 "create, store_bytes, timeout_ms, device)";
 			return -EINVAL;
 		}
 	auto get = [&](const char *k) {
@@ -90,6 +91,9 @@ int parse_options(const nixl_b_params_t &params, kv_config &c, std::string &msg)
 	if (number("timeout_ms", get("timeout_ms"), 1, 3600000, v, msg))
 		return -EINVAL;
 	c.timeout_ns = v * 1000000ull;
+	if (number("device", get("device"), 0, 1023, v, msg))
+		return -EINVAL;
+	c.device = (int)v;
 	return 0;
 }
 

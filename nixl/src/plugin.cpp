@@ -46,7 +46,7 @@ nixl_b_params_t plugin_options()
 
 nixl_mem_list_t plugin_mems()
 {
-	return {DRAM_SEG, OBJ_SEG};
+	return gio_nixl::supported_mems();
 }
 
 nixlBackendPlugin plugin = {NIXL_PLUGIN_API_VERSION, create_engine,  destroy_engine, plugin_name,
@@ -81,11 +81,13 @@ GIO_NIXL_EXPORT int gio_nixl_inject(const char *agent, uint32_t dev, uint64_t nt
 /**
  * For benches: moves @p n chunks between the store of agent @p agent's GIOURING backend and
  * memory without NIXL, on the calling thread: chunk i's key is (keys[2i], keys[2i+1]) and its
- * memory addrs[i] (layers x object_bytes bytes). @p write 1 stores, 0 reads. The backend's own
+ * memory addrs[i] (layers x object_bytes bytes), GPU memory where @p vram is 1 (CUDA builds).
+ * @p write 1 stores, 0 reads. The backend's own
  * path minus NIXL's (descriptor lists, the worker's hand-off, polling), to measure what NIXL
  * adds. Returns 0 or -errno; gio_nixl_last_error() says why.
  */
-GIO_NIXL_EXPORT int gio_nixl_direct(const char *agent, int write, const uint64_t *keys, const uint64_t *addrs, uint32_t n)
+GIO_NIXL_EXPORT int gio_nixl_direct(const char *agent, int write, int vram, const uint64_t *keys, const uint64_t *addrs,
+				    uint32_t n)
 {
 	gio_nixl::engine *e = agent ? gio_nixl::find_engine(agent) : nullptr;
 	if (!e || (n && (!keys || !addrs))) {
@@ -97,6 +99,11 @@ GIO_NIXL_EXPORT int gio_nixl_direct(const char *agent, int write, const uint64_t
 		items[i].key.hi = keys[2 * i];
 		items[i].key.lo = keys[2 * i + 1];
 		items[i].addr = (uintptr_t)addrs[i];
+		items[i].vram = vram != 0;
+	}
+	if (vram && !gio_nixl::kv_has_cuda()) {
+		hook_message = "GPU memory in a build without CUDA";
+		return -EOPNOTSUPP;
 	}
 	return e->direct(write != 0, items, hook_message);
 }

@@ -1,5 +1,7 @@
 """The GIOURING backend in one NIXL agent: listed, created, chunks written and read back through
 it, and bad input refused with a status and a message naming the problem."""
+import os
+
 import numpy as np
 import pytest
 
@@ -34,7 +36,9 @@ def test_listed_with_params_and_mems():
     assert "GIOURING" in a.get_plugin_list()
     params = a.get_plugin_params("GIOURING")
     assert {"uris", "layers", "object_bytes", "blocks", "create", "timeout_ms"} <= set(params)
-    assert set(a.get_plugin_mem_types("GIOURING")) == {"DRAM_SEG", "OBJ_SEG"}
+    mems = set(a.get_plugin_mem_types("GIOURING"))
+    # VRAM_SEG where the plugin was built with CUDA.
+    assert {"DRAM_SEG", "OBJ_SEG"} <= mems <= {"DRAM_SEG", "VRAM_SEG", "OBJ_SEG"}
 
 
 def test_write_then_read_every_byte(agent):
@@ -125,3 +129,19 @@ def test_target_failing_mid_transfer_fails_it(agent, hooks, op):
         assert xfer(agent, "WRITE", sd, objs, "A") == "DONE"
     assert xfer(agent, "READ", dd, objs, "A") == "DONE"
     assert np.array_equal(src, dst)
+
+
+def test_vram_without_a_gpu_fails_the_transfer(agent, hooks):
+    """A build with CUDA offers VRAM_SEG; where the backend found no usable GPU, a transfer of
+    GPU memory fails and says so (here: host memory registered as VRAM, never touched)."""
+    if "VRAM_SEG" not in agent.get_plugin_mem_types("GIOURING"):
+        pytest.skip("this plugin was built without CUDA: no VRAM_SEG")
+    if os.path.exists("/dev/nvidia0"):
+        pytest.skip("a GPU is present: this test is for machines without one")
+    fake = np.zeros((1, CHUNK), dtype=np.uint8)
+    agent.register_memory([(fake.ctypes.data, fake.nbytes, 0, "")], "VRAM", backends=["GIOURING"])
+    agent.register_memory([(0, CHUNK, 0, key(7))], "OBJ", backends=["GIOURING"])
+    v = agent.get_xfer_descs([(fake.ctypes.data, CHUNK, 0)], "VRAM")
+    o = agent.get_xfer_descs([(0, CHUNK, 0)], "OBJ")
+    assert xfer(agent, "WRITE", v, o, "A") == "ERR"
+    assert "could not be used" in hooks.last_error("A"), hooks.last_error("A")
