@@ -6,7 +6,8 @@
 # wheel's directory instead of adding to it, and the wheel's plugins find their libraries only
 # from there), then one step:
 #   bash scripts/nixl-test.sh venv [BUILD_DIR]            the venv (ctest nixl.venv)
-#   bash scripts/nixl-test.sh vtable [BUILD_DIR]          nixl/check_vtable.py against the wheel's
+#   bash scripts/nixl-test.sh vtable [BUILD_DIR] [LIB]    nixl/check_vtable.py: the plugin's (or
+#                                                         LIB's) vtable against the wheel's
 #                                                         libplugin_POSIX.so (ctest nixl.vtable)
 #   bash scripts/nixl-test.sh pytest [BUILD_DIR] ARGS...  pytest ARGS in the venv (tests/nixl)
 # Exit 77 (skipped, saying why) where BUILD_DIR has no plugin (GIOURING_NIXL=OFF).
@@ -47,7 +48,7 @@ case $step in
     dir=$(plugins_dir)
     [[ -n $dir ]] || die "no NIXL plugins folder in $venv (is nixl-cu13 installed?)"
     if [[ $step == vtable ]]; then
-      exec "$py" nixl/check_vtable.py "$dir/libplugin_POSIX.so" nixlPosixEngine "$plugin" gio_nixl::engine
+      exec "$py" nixl/check_vtable.py "$dir/libplugin_POSIX.so" nixlPosixEngine "${1:-$plugin}" gio_nixl::engine
     fi
     install -m 0755 "$plugin" "$dir/libplugin_GIOURING.so"
     export GIO_NIXL_PLUGIN="$dir/libplugin_GIOURING.so"
