@@ -10,6 +10,12 @@
 #                                                         LIB's) vtable against the wheel's
 #                                                         libplugin_POSIX.so (ctest nixl.vtable)
 #   bash scripts/nixl-test.sh pytest [BUILD_DIR] ARGS...  pytest ARGS in the venv (tests/nixl)
+#   bash scripts/nixl-test.sh wheels DIR [PYVER]          downloads the two pinned wheels for
+#                                                         CPython PYVER (default: this python3's,
+#                                                         e.g. 3.12) into DIR, for a machine
+#                                                         without network (~60 MB)
+# With GIO_NIXL_WHEELS=DIR, "venv" installs the wheels from DIR without network, into a venv that
+# sees the system's packages (numpy and pytest from there): the GPU machine's way.
 # Exit 77 (skipped, saying why) where BUILD_DIR has no plugin (GIOURING_NIXL=OFF).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,6 +27,15 @@ venv=$build/nixl-venv
 plugin=$build/nixl/plugins/libplugin_GIOURING.so
 
 die() { printf 'nixl-test: error: %s\n' "$*" >&2; exit 1; }
+if [[ $step == wheels ]]; then
+  # (the arguments are shifted: BUILD_DIR's place holds DIR, and PYVER is $1)
+  dir=$build
+  ver=${1:-$("$py" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')}
+  "$py" -m pip --disable-pip-version-check download --no-deps --only-binary=:all: --python-version "$ver" \
+    --platform manylinux_2_28_x86_64 -d "$dir" nixl==1.5.1 nixl-cu13==1.5.1 ||
+    die "pip could not download nixl==1.5.1 and nixl-cu13==1.5.1 for Python $ver into $dir"
+  exit 0
+fi
 [[ -f $plugin ]] || { echo "nixl-test: SKIPPED: no $plugin (configure with -DGIOURING_NIXL=ON, build it)"; exit 77; }
 
 # The wheel's plugins folder, where NIXL looks by default.
@@ -34,6 +49,15 @@ case $step in
   venv)
     command -v "$py" >/dev/null || die "$py not found (scripts/deps.sh installs python3)"
     t=$SECONDS
+    if [[ -n ${GIO_NIXL_WHEELS:-} ]]; then
+      [[ -x $venv/bin/python ]] || "$py" -m venv --system-site-packages "$venv" || die "$py -m venv $venv failed"
+      "$venv/bin/python" -m pip --disable-pip-version-check install --progress-bar off --no-index \
+        --find-links "$GIO_NIXL_WHEELS" --no-deps nixl==1.5.1 nixl-cu13==1.5.1 ||
+        die "no nixl==1.5.1 and nixl-cu13==1.5.1 wheels for this Python in $GIO_NIXL_WHEELS"
+      "$venv/bin/python" -c 'import numpy, pytest' || die "the system's Python lacks numpy or pytest"
+      echo "nixl-test: nixl 1.5.1 from $GIO_NIXL_WHEELS in $venv ($((SECONDS - t)) s)"
+      exit 0
+    fi
     [[ -x $venv/bin/python ]] || "$py" -m venv "$venv" || die "$py -m venv $venv failed (Debian: python3-venv)"
     # --no-deps: unpinned, nixl pulls in torch and the nixl-cu12 wheels (several GB) it does not
     # need for DRAM, files and loopback UCX.
@@ -54,5 +78,5 @@ case $step in
     export GIO_NIXL_PLUGIN="$dir/libplugin_GIOURING.so"
     exec "$venv/bin/python" -m pytest -p no:cacheprovider -ra "$@"
     ;;
-  *) die "usage: bash scripts/nixl-test.sh venv|vtable|pytest [BUILD_DIR] [PYTEST_ARGS...] (not '${step}')" ;;
+  *) die "usage: bash scripts/nixl-test.sh venv|vtable|pytest|wheels [BUILD_DIR] [PYTEST_ARGS...] (not '${step}')" ;;
 esac
