@@ -176,6 +176,8 @@ def main():
     ap.add_argument("--gio-uris", default="")
     ap.add_argument("--dir", default="")
     ap.add_argument("--backends", default="POSIX,GIOURING,direct")
+    ap.add_argument("--json", default="", help="also write the rows as JSON to this file")
+    ap.add_argument("--quick", action="store_true", help="smoke mode (ctest nixl.bench): 4 chunks, 1 repeat, 2 calls")
     ap.add_argument("--device", type=int, default=0, help="CUDA device of the GIOURING backend (VRAM, mem://hbm)")
     ap.add_argument("--poll-us", type=float, default=50.0,
                     help="sleep between two checks of a transfer, us (0: poll without pause, which on a 2-core "
@@ -183,6 +185,8 @@ def main():
     a = ap.parse_args()
     global POLL_SLEEP
     POLL_SLEEP = a.poll_us / 1e6
+    if a.quick:
+        a.chunks, a.repeat, a.calls = 4, 1, 2
 
     from nixl._api import nixl_agent, nixl_agent_config
 
@@ -305,6 +309,13 @@ def main():
             print(f"NIXL's path over the library's own call, {op} of one chunk: {n - d:+.1f} us per call")
     for note in notes:
         print(note)
+    if a.json:
+        import json
+        keys = ["path", "op", "gbps", "gbps_spread", "cpu_s_per_gb", "cpu_spread", "one_chunk_us"]
+        with open(a.json, "w") as f:
+            json.dump({"machine": machine_line(), "chunks": a.chunks, "chunk_bytes": chunk, "repeat": a.repeat,
+                       "calls": a.calls, "mem": mem, "gio_uris": gio_uris, "notes": notes,
+                       "rows": [dict(zip(keys, r)) for r in rows]}, f, indent=1)
     if not a.dir:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

@@ -10,6 +10,8 @@
 #                                                         LIB's) vtable against the wheel's
 #                                                         libplugin_POSIX.so (ctest nixl.vtable)
 #   bash scripts/nixl-test.sh pytest [BUILD_DIR] ARGS...  pytest ARGS in the venv (tests/nixl)
+#   bash scripts/nixl-test.sh bench [BUILD_DIR] ARGS...   bench/nixl_bench.py ARGS in the venv
+#                                                         (ctest nixl.bench: --quick)
 #   bash scripts/nixl-test.sh wheels DIR [PYVER]          downloads the two pinned wheels for
 #                                                         CPython PYVER (default: this python3's,
 #                                                         e.g. 3.12) into DIR, for a machine
@@ -67,7 +69,7 @@ case $step in
     "${pip[@]}" numpy "pytest>=8" || die "pip could not install numpy and pytest into $venv"
     echo "nixl-test: nixl 1.5.1 in $venv ($((SECONDS - t)) s)"
     ;;
-  vtable | pytest)
+  vtable | pytest | bench)
     [[ -x $venv/bin/python ]] || die "no venv in $venv: run 'bash scripts/nixl-test.sh venv $build' first"
     dir=$(plugins_dir)
     [[ -n $dir ]] || die "no NIXL plugins folder in $venv (is nixl-cu13 installed?)"
@@ -76,7 +78,8 @@ case $step in
     fi
     install -m 0755 "$plugin" "$dir/libplugin_GIOURING.so"
     export GIO_NIXL_PLUGIN="$dir/libplugin_GIOURING.so"
+    [[ $step == bench ]] && exec "$venv/bin/python" bench/nixl_bench.py --plugin "$GIO_NIXL_PLUGIN" "$@"
     exec "$venv/bin/python" -m pytest -p no:cacheprovider -ra "$@"
     ;;
-  *) die "usage: bash scripts/nixl-test.sh venv|vtable|pytest|wheels [BUILD_DIR] [PYTEST_ARGS...] (not '${step}')" ;;
+  *) die "usage: bash scripts/nixl-test.sh venv|vtable|pytest|bench|wheels [BUILD_DIR] [PYTEST_ARGS...] (not '${step}')" ;;
 esac
