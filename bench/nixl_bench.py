@@ -193,7 +193,7 @@ def main():
     if not a.plugin:
         import glob
         import site
-        found = [p for s in site.getsitepackages()
+        found = [p for s in site.getsitepackages() + sys.path
                  for p in glob.glob(os.path.join(s, ".nixl_cu*.mesonpy.libs", "plugins", "libplugin_GIOURING.so"))]
         if not found:
             raise SystemExit("nixl_bench: no libplugin_GIOURING.so in NIXL's plugins folder: copy it there "

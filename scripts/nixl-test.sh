@@ -16,8 +16,9 @@
 #                                                         CPython PYVER (default: this python3's,
 #                                                         e.g. 3.12) into DIR, for a machine
 #                                                         without network (~60 MB)
-# With GIO_NIXL_WHEELS=DIR, "venv" installs the wheels from DIR without network, into a venv that
-# sees the system's packages (numpy and pytest from there): the GPU machine's way.
+# With GIO_NIXL_WHEELS=DIR, "venv" installs the wheels from DIR without network into
+# BUILD_DIR/nixl-venv/site, for GIO_PYTHON (or python3) with its own numpy and pytest: the GPU
+# machine's way (GIO_PYTHON=/opt/torch/.venv/bin/python3 there).
 # Exit 77 (skipped, saying why) where BUILD_DIR has no plugin (GIOURING_NIXL=OFF).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -43,7 +44,8 @@ fi
 # The wheel's plugins folder, where NIXL looks by default.
 plugins_dir() {
   "$venv/bin/python" -c 'import glob, os, site
-d = [p for s in site.getsitepackages() for p in glob.glob(os.path.join(s, ".nixl_cu*.mesonpy.libs", "plugins"))]
+import sys
+d = [p for s in site.getsitepackages() + sys.path for p in glob.glob(os.path.join(s, ".nixl_cu*.mesonpy.libs", "plugins"))]
 print(d[0] if d else "")'
 }
 
@@ -52,12 +54,19 @@ case $step in
     command -v "$py" >/dev/null || die "$py not found (scripts/deps.sh installs python3)"
     t=$SECONDS
     if [[ -n ${GIO_NIXL_WHEELS:-} ]]; then
-      [[ -x $venv/bin/python ]] || "$py" -m venv --system-site-packages "$venv" || die "$py -m venv $venv failed"
-      "$venv/bin/python" -m pip --disable-pip-version-check install --progress-bar off --no-index \
-        --find-links "$GIO_NIXL_WHEELS" --no-deps nixl==1.5.1 nixl-cu13==1.5.1 ||
-        die "no nixl==1.5.1 and nixl-cu13==1.5.1 wheels for this Python in $GIO_NIXL_WHEELS"
-      "$venv/bin/python" -c 'import numpy, pytest' || die "the system's Python lacks numpy or pytest"
-      echo "nixl-test: nixl 1.5.1 from $GIO_NIXL_WHEELS in $venv ($((SECONDS - t)) s)"
+      # Not a venv: GIO_PYTHON may itself be a venv's (the GPU machine's torch venv, with numpy
+      # and pytest), whose packages a new venv would not see. The wheels go to a folder of their
+      # own and $venv/bin/python runs GIO_PYTHON with that folder on its path.
+      rm -rf "$venv"
+      mkdir -p "$venv/bin"
+      "$py" -m pip --disable-pip-version-check install --progress-bar off --no-index --no-deps \
+        --find-links "$GIO_NIXL_WHEELS" --target "$venv/site" nixl==1.5.1 nixl-cu13==1.5.1 ||
+        die "no nixl==1.5.1 and nixl-cu13==1.5.1 wheels for $py in $GIO_NIXL_WHEELS"
+      printf '#!/bin/sh\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}" exec "%s" "$@"\n' "$venv/site" "$(command -v "$py")" \
+        >"$venv/bin/python"
+      chmod +x "$venv/bin/python"
+      "$venv/bin/python" -c 'import numpy, pytest, nixl._api' || die "$py lacks numpy or pytest, or nixl does not load"
+      echo "nixl-test: nixl 1.5.1 from $GIO_NIXL_WHEELS for $py in $venv/site ($((SECONDS - t)) s)"
       exit 0
     fi
     [[ -x $venv/bin/python ]] || "$py" -m venv "$venv" || die "$py -m venv $venv failed (Debian: python3-venv)"
