@@ -48,10 +48,13 @@ packages+=(
   qemu-user
   liburing-dev:arm64
 )
-# The Python package's stage (scripts/python-test.sh): a venv for torch from PyPI.
+# The Python package's stage (scripts/python-test.sh): a venv for torch from PyPI. The NIXL tests
+# (scripts/nixl-test.sh): a venv for the pinned NIXL wheels, and binutils' readelf, nm and c++filt
+# for nixl/check_vtable.py (g++ pulls binutils in already; named for what uses it).
 packages+=(
   python3
   python3-venv
+  binutils
 )
 extra_packages=()
 if [[ -n "${GIO_EXTRA_PACKAGES:-}" ]]; then

@@ -1,7 +1,8 @@
 """The Python blocks of README.md and docs/*.md run as written (the project's rule: code in the
 docs is compiled or run by a test; cmake/gio_doc_snippets.cmake leaves them to this test).
 The engines' pages import their engine: they run where it is installed (scripts/engine-test.sh
-runs this file in each engine's venv) and skip here without it."""
+runs this file in each engine's venv) and skip here without it; likewise docs/nixl.md, whose block
+tests/nixl/test_docs.py runs in the NIXL venv (scripts/nixl-test.sh)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import shlex
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-ENGINE_PAGES = {"vllm.md": "vllm", "sglang.md": "sglang"}
+ENGINE_PAGES = {"vllm.md": "vllm", "sglang.md": "sglang", "nixl.md": "nixl"}
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
