@@ -416,6 +416,9 @@ class Bench:
         self.broken.add(system)
         self.results.append(dict(T=T, hit=h, system=system, error=f"{type(e).__name__}: {e}"))
         log(f"FAILED T={T} h={h} {system}: {type(e).__name__}: {e}")
+        if system == "giouring-sched":  # save layers it still holds would keep their batch open
+            self.sched.close()
+            self.make_sched()
         for p in (getattr(self, "gpu_load", None), getattr(self, "gpu_save", None), getattr(self, "cpu_load", None)):
             try:
                 if p is not None:
@@ -465,9 +468,7 @@ class Bench:
         maxreq = self.blocks
         self.gpu_load = self.gpu_store.plan(max_requests=maxreq)
         self.gpu_save = self.gpu_store.plan(max_requests=maxreq)
-        self.sched = giouring.Scheduler(self.gpu_store, read_gbps=a.drive_read_gbps, write_gbps=a.drive_write_gbps,
-                                        mixed_gbps=a.drive_mixed_gbps, sm_min=1, sm_max=a.io_sms,
-                                        max_items=4 * self.L, max_bytes=1 << 40)
+        self.make_sched()
         self.cpu_store = None
         self.cpu_max = parse_tokens(a.cpu_max)
         cpu_T = max([T for T in self.contexts if T <= self.cpu_max], default=0)
@@ -480,11 +481,19 @@ class Bench:
             self.cpu_load = self.cpu_store.plan(max_requests=maxreq)
             self.cpu_fill = self.cpu_store.plan(max_requests=maxreq)
 
+    def make_sched(self):
+        import giouring
+
+        a = self.args
+        self.sched = giouring.Scheduler(self.gpu_store, read_gbps=a.drive_read_gbps, write_gbps=a.drive_write_gbps,
+                                        mixed_gbps=a.drive_mixed_gbps, sm_min=1, sm_max=a.io_sms,
+                                        max_items=4 * self.L, max_bytes=1 << 40)
+
     def close(self):
+        self.sched.close()  # first: it may hold save layers of the stores' plans
         for s in (self.gpu_store, self.cpu_store):
             if s is not None:
                 s.close()
-        self.sched.close()
         self.part.close()
         if self.cpu_store is not None:
             for f in os.listdir(self.shm):

@@ -103,6 +103,8 @@ struct gpy_plan {
 					    (mapped pinned memory) */
 	int batch_open, batch_write;
 	uint32_t batch_n;                /* keys of the open batch */
+	uint32_t sched_queued;           /* save layers of the open batch a scheduler still holds
+					    (sched.c): finish and destroy refuse while any are */
 	uint64_t timeout_ns;
 	uint64_t stats[GPY_PLAN_STATS];
 };

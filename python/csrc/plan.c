@@ -147,9 +147,20 @@ fail: {
 }
 }
 
+/* A scheduler holds save layers of this plan's batch: they would be issued on a batch that ended,
+ * or on freed memory. */
+static int refuse_queued(const struct gpy_plan *p, const char *what)
+{
+	return gpy_fail(-EBUSY, "%s: %u save layer%s of this batch %s still queued in a scheduler: issue slots, "
+			"drain() it, or close it (its layers then count as not run)", what, p->sched_queued,
+			p->sched_queued == 1 ? "" : "s", p->sched_queued == 1 ? "is" : "are");
+}
+
 int gpy_plan_destroy(struct gpy_plan *p)
 {
 	gpy_clear_error();
+	if (p && p->sched_queued)
+		return refuse_queued(p, "closing the plan");
 	return p ? plan_free(p) : 0;
 }
 
@@ -231,6 +242,8 @@ int gpy_plan_finish(struct gpy_plan *p, int32_t *rcs, uint16_t *status, uint16_t
 		return gpy_fail(-EINVAL, "no plan");
 	if (!p->batch_open)
 		return gpy_fail(-EINVAL, "no batch open: plan one with load() or save() first");
+	if (p->sched_queued)
+		return refuse_queued(p, "finishing the batch");
 	n = p->batch_n;
 	if (!(res = calloc(n ? n : 1, sizeof(*res))))
 		return gpy_fail(-ENOMEM, "no memory");

@@ -21,6 +21,7 @@ struct gpy_sched {
 	struct gio_sched_write *writes; /* cap entries: a slot may issue the whole backlog */
 	struct gpy_plan *saves[GPY_SCHED_SAVES]; /* save plans with items queued, by index */
 	struct gio_kv_plan *save_plans[GPY_SCHED_SAVES];
+	uint32_t queued[GPY_SCHED_SAVES]; /* items of each index in the backlog, as the plan counts them */
 	struct gio_sched_decision prev; /* the last slot's, carried into the next (gio_sched_carry()) */
 	uint64_t timeout_ns;
 };
@@ -68,10 +69,28 @@ int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, ui
 	return 0;
 }
 
+static uint32_t queued_of(const struct gpy_sched *x, uint32_t i);
+
+/* Brings each plan's count of queued layers to the backlog's: after a slot took items off it,
+ * or (gone 1) when the scheduler goes and its items with it. A plan is touched only while it has
+ * items queued, which keeps it alive (gpy_plan_finish() and gpy_plan_destroy() refuse). */
+static void settle(struct gpy_sched *x, int gone)
+{
+	uint32_t i, now;
+	for (i = 0; i < GPY_SCHED_SAVES; i++) {
+		if (!x->queued[i])
+			continue;
+		now = gone ? 0 : queued_of(x, i);
+		x->saves[i]->sched_queued -= x->queued[i] - now;
+		x->queued[i] = now;
+	}
+}
+
 int gpy_sched_destroy(struct gpy_sched *x)
 {
 	if (!x)
 		return 0;
+	settle(x, 1); /* the layers never issued: their plans' finish reports them as not run */
 	free(x->ring);
 	free(x->writes);
 	free(x);
@@ -135,6 +154,8 @@ int gpy_sched_defer(struct gpy_sched *x, struct gpy_plan *p, uint32_t layer)
 		return gpy_fail(rc, "scheduler: malformed backlog");
 	x->saves[slot] = p;
 	x->save_plans[slot] = p->plan;
+	x->queued[slot]++;
+	p->sched_queued++;
 	return rc; /* 0, or GIO_SCHED_PRESSURE */
 }
 
@@ -173,6 +194,7 @@ int gpy_sched_slot(struct gpy_sched *x, struct gpy_plan *load, uint32_t layer, u
 	is.timeout_ns = x->timeout_ns;
 	memset(&dec, 0, sizeof(dec));
 	rc = gio_sched_issue(&is, &slot, load ? load->plan : NULL, layer, x->writes, x->bl.cap, &dec);
+	settle(x, 0); /* what was issued left the backlog, also when a later item failed */
 	if (rc == -EINVAL && dec.fault)
 		return gpy_fail(rc, "scheduler: %s (%u)", gio_sched_reason_name(dec.fault), dec.fault_index);
 	if (rc)

@@ -183,13 +183,19 @@ class Plan:
         return dict(zip(PLAN_STATS, out))
 
     def close(self) -> None:
-        """Destroys the plan (a batch still open is finished first, its failure raised)."""
+        """Destroys the plan (a batch still open is finished first, its failure raised).
+
+        Raises GiouringError(EBUSY), and leaves the plan as it was, while a :class:`Scheduler`
+        still holds save layers of its batch."""
         if self._h is None:
             return
-        h, self._h = self._h, None
+        rc = _lib.lib.gpy_plan_destroy(self._h)
+        if rc == -errno.EBUSY:
+            _lib.check(rc)
+        self._h = None  # destroyed, also when finishing its batch failed
         if self in self.store._plans:
             self.store._plans.remove(self)
-        _lib.check(_lib.lib.gpy_plan_destroy(h))
+        _lib.check(rc)
 
     def __enter__(self) -> "Plan":
         return self

@@ -9,6 +9,7 @@ model: the scheduler never measures them).
 from __future__ import annotations
 
 import ctypes
+import errno
 from typing import NamedTuple, Sequence
 
 import torch
@@ -75,7 +76,7 @@ class Scheduler:
         def per_dev(v, what):
             v = list(v) if isinstance(v, Sequence) else [v] * n
             if len(v) != n:
-                raise GiouringError(22, f"{what}: {len(v)} figures for {n} devices")
+                raise GiouringError(errno.EINVAL, f"{what}: {len(v)} figures for {n} devices")
             return [float(x) for x in v]
 
         r, w = per_dev(read_gbps, "read_gbps"), per_dev(write_gbps, "write_gbps")
@@ -136,7 +137,7 @@ class Scheduler:
         while self.stats()["queued"]:
             d = self.slot(None, 0, slack=0.0, stream=stream, phase="decode")
             if d.saves == 0:
-                raise GiouringError(5, "scheduler: a decode slot issued no save with the backlog not empty")
+                raise GiouringError(errno.EIO, "scheduler: a decode slot issued no save with the backlog not empty")
             n += d.saves
         return n
 
@@ -151,6 +152,8 @@ class Scheduler:
         return dict(zip(SCHED_STATS, out))
 
     def close(self) -> None:
+        """Destroys the scheduler. Save layers still deferred are dropped: their plans' batches
+        can then be finished (those layers reported as not run: ``ECANCELED``)."""
         if self._h is not None:
             h, self._h = self._h, None
             _lib.lib.gpy_sched_destroy(h)

@@ -187,16 +187,20 @@ class Store:
         _lib.check(_lib.lib.gpy_store_inject(self._handle(), device, fail_nth, nvme_status))
 
     def close(self) -> None:
-        """Destroys the store's plans, closes the store (flushing each target) and its targets."""
+        """Destroys the store's plans, closes the store (flushing each target) and its targets.
+
+        A plan a :class:`Scheduler` still holds save layers of stays, and so does the store: the
+        EBUSY is raised, and closing the scheduler first lets a second close succeed."""
         if self._h is None:
             return
         first = None
         for p in list(self._plans):  # each close takes its plan off the list
             try:
                 p.close()
-            except Exception as e:  # every plan is destroyed; the first failure is raised
+            except Exception as e:  # every plan it can is destroyed; the first failure is raised
                 first = first or e
-        self._plans = []
+        if self._plans:  # plans refused (EBUSY): the store stays open for them
+            raise first
         h, self._h = self._h, None
         _lib.check(_lib.lib.gpy_store_close(h))
         if first:

@@ -89,6 +89,38 @@ def test_a_full_backlog_refuses_and_drops_nothing(uris):
             save.finish()
 
 
+def test_a_plan_with_layers_queued_is_neither_finished_nor_closed(uris):
+    # The scheduler holds the plan's batch: finishing it would leave layers to be issued on a
+    # batch that ended, closing it would leave them pointing at freed memory.
+    kv, pool = vllm_pool()
+    with giouring.Store.create(uris, pool, store_bytes=4 << 20) as store:
+        for b in range(2):
+            fill(kv, b, 40 + b)
+        save = store.plan(max_requests=BLOCKS)
+        assert save.save([40, 41], [0, 1]) == [0, 0]
+        sched = open_sched(store)
+        for layer in range(LAYERS):
+            sched.defer(save, layer)
+        d = sched.slot(None, 0, slack=20e-6)  # issues some of them
+        left = LAYERS - d.saves
+        assert 1 < left < LAYERS
+        for call in (save.finish, save.close, store.close):
+            with pytest.raises(giouring.GiouringError) as e:
+                call()
+            assert e.value.errno == errno.EBUSY and f"{left} save layers of this batch are" in str(e.value)
+        assert sched.drain() == left  # the plan is intact: its layers all run
+        assert all(r.rc == 0 for r in save.finish())
+        # Closing the scheduler drops what it still holds: the batch then ends with those layers
+        # reported as not run, and nothing is committed.
+        assert save.save([50], [2]) == [0]
+        sched.defer(save, 0)
+        sched.close()
+        results = save.finish(check=False)
+        assert [r.rc for r in results] == [-errno.ECANCELED]
+        assert store.contains([40, 41, 50]) == [True, True, False]
+        save.close()
+
+
 def test_bad_input_is_refused_by_name(uris):
     kv, pool = vllm_pool()
     with giouring.Store.create(uris, pool, store_bytes=4 << 20) as store:
