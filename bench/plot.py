@@ -10,16 +10,21 @@ bench_kv_restore JSON -> GB/s per path
 (bars), the bulk copy's line drawn across; bench_gpu_file JSON -> GB/s per path, file and CPU
 thread count; bench_kv_layer JSON -> load GB/s per shape and target count (MODELLED drives), beside
 N x the one-target figure and the bulk copy; bench_sched JSON -> per input length, the bubble per
-layer (naive overlap against the scheduler) and the writes pending over the run's time. Needs
+layer (naive overlap against the scheduler) and the writes pending over the run's time;
+bench/ttft_llama.py JSON -> three PNGs: time to first token against hit rate per context length
+and system (the recompute dashed across), the GPU's wait per layer at the highest hit rate of the
+longest context, and each system's crossover hit rate beside the physical limit. Needs
 matplotlib (Debian: python3-matplotlib).
 """
 import json
 import sys
+import textwrap
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 
 def cmdrate(doc, out):
@@ -173,6 +178,111 @@ def sched(doc, out):
     fig.savefig(out, dpi=120)
 
 
+TTFT_STYLE = {"hbm": ("black", "o"), "giouring-sched": ("tab:green", "s"), "giouring-naive": ("tab:olive", "^"),
+              "offload": ("tab:blue", "D"), "cpu-per-object": ("tab:red", "v")}
+
+
+def _med(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
+
+
+def ttft(doc, out):
+    rows = [r for r in doc["results"] if "error" not in r]
+    ts = sorted({r["T"] for r in rows})
+    if not ts:
+        raise ValueError("no measured rows")
+    drives = doc.get("args", {})
+    note = (f"Llama3-8B (random bf16 weights) on {doc.get('env', {}).get('gpu', '?')}; TTFT measured; SSD tier: "
+            f"{drives.get('drives', '?')} drives MODELLED at {drives.get('drive_read_gbps', '?')} GB/s read each")
+    # 1. TTFT against hit rate (x: the miss rate on a log axis, labelled as hit rates).
+    fig, axes = plt.subplots(1, len(ts), figsize=(max(4.2 * len(ts), 6.5), 4.6), squeeze=False)
+    for ax, T in zip(axes[0], ts):
+        for system, (color, marker) in TTFT_STYLE.items():
+            pts = sorted((r["hit"], r["ttft_s"]) for r in rows if r["T"] == T and r["system"] == system)
+            if not pts:
+                continue
+            x = [1 - h for h, _ in pts]
+            y = [_med(v) * 1e3 for _, v in pts]
+            lo = [yy - min(v) * 1e3 for yy, (_, v) in zip(y, pts)]
+            hi = [max(v) * 1e3 - yy for yy, (_, v) in zip(y, pts)]
+            ax.errorbar(x, y, yerr=[lo, hi], color=color, marker=marker, markersize=4, capsize=2, label=system)
+        rec = [r for r in rows if r["T"] == T and r["system"] == "recompute"]
+        if rec:
+            ax.axhline(_med(rec[0]["ttft_s"]) * 1e3, color="grey", linestyle="--", linewidth=1, label="recompute")
+        ax.set_xscale("log")
+        ax.invert_xaxis()
+        ticks = sorted({1 - r["hit"] for r in rows if r["T"] == T and r["system"] != "recompute"})
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([f"{100 * (1 - t):g}" for t in ticks], rotation=60, fontsize=7)
+        ax.minorticks_off()
+        ax.set_xlabel("hit rate, %")
+        ax.set_ylabel("time to first token, ms")
+        ax.set_title(f"{T // 1024}K-token context", fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(textwrap.fill(note, 110), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+    base = out[:-4]
+    # 2. The GPU's wait per layer (bubble), at the highest hit rate of the longest context.
+    T = ts[-1]
+    io = [r for r in rows if r["T"] == T and any(r.get("bubble_layer_ms") or []) and r["system"] in TTFT_STYLE
+          and r["system"] != "hbm"]  # systems whose waits were timed (events around each layer's wait)
+    if io:
+        h = max(r["hit"] for r in io)
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for r in io:
+            if r["hit"] == h:
+                color, marker = TTFT_STYLE[r["system"]]
+                ax.plot(range(len(r["bubble_layer_ms"])), r["bubble_layer_ms"], color=color, marker=marker,
+                        markersize=3, label=f"{r['system']} (sum {sum(r['bubble_layer_ms']):.1f} ms)")
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.set_xlabel("layer")
+        ax.set_ylabel("compute stream waiting for its layer's KV, ms")
+        ax.set_title(f"{T // 1024}K tokens, hit rate {100 * h:g}%: the GPU's wait per layer (measured)", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(base + "-bubble.png", dpi=130)
+        plt.close(fig)
+        print(base + "-bubble.png")
+    # 3. Crossover (bubble above 5% of TTFT) per system, beside the physical limit.
+    cross = doc.get("analysis", {}).get("crossover", [])
+    systems = [s for s in TTFT_STYLE if s != "hbm" and any(c["system"] == s for c in cross)]
+    if cross and systems:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        width = 0.8 / (len(systems) + 1)
+        top = max(r["hit"] for r in rows)
+        for i, T in enumerate(ts):
+            cs = {c["system"]: c for c in cross if c["T"] == T}
+            for j, system in enumerate(systems):
+                c = cs.get(system)
+                if c is None:
+                    continue
+                v = c["crossover"]
+                ax.bar(i + j * width, 100 * (v if v is not None else top), width, color=TTFT_STYLE[system][0],
+                       hatch=None if v is not None else "//", alpha=1.0 if v is not None else 0.35,
+                       label=system if i == 0 else None)
+            lim = next((c["limit"] for c in cs.values() if c.get("limit") is not None), None)
+            if lim is not None:
+                ax.plot([i - width / 2, i + len(systems) * width - width / 2], [100 * lim] * 2, color="black",
+                        linewidth=2, label="physical limit (bulk H2D)" if i == 0 else None)
+        ax.set_xticks([i + (len(systems) - 1) * width / 2 for i in range(len(ts))])
+        ax.set_xticklabels([f"{T // 1024}K" for T in ts])
+        lows = [c["crossover"] for c in cross if c["crossover"] is not None] + [r["hit"] for r in rows if r["hit"]]
+        ax.set_ylim(100 * min(lows) - 2, 100.5)
+        ax.set_ylabel("hit rate where the bubble passes 5% of TTFT, %")
+        ax.set_title("crossover per system (hatched: not reached in the grid)", fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(base + "-crossover.png", dpi=130)
+        plt.close(fig)
+        print(base + "-crossover.png")
+
+
 def main(paths):
     if not paths:
         print(__doc__)
@@ -192,6 +302,8 @@ def main(paths):
             kv_layer(doc, out)
         elif kind == "bench_sched":
             sched(doc, out)
+        elif kind == "ttft_llama" or "kv_token_bytes" in doc:  # files before the "bench" key had none
+            ttft(doc, out)
         else:
             print(f"{path}: no plot for bench '{kind}'", file=sys.stderr)
             continue

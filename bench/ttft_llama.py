@@ -93,6 +93,12 @@ def args_parse():
     ap.add_argument("--tiny", action="store_true", help="a 2-layer toy model (for a CPU check of this script)")
     ap.add_argument("--layers", type=int, default=0, help="Llama3-8B's dimensions with this many layers (0: its 32)")
     ap.add_argument("--json", help="write every figure here")
+    # Prices for the cost table (Tutti's): applied to measured throughput, never measured here.
+    ap.add_argument("--gpu-usd-h", type=float, default=5.0, help="GPU price, $ per hour")
+    ap.add_argument("--dram-usd-gb-h", type=float, default=0.0088, help="DRAM price, $ per GB and hour")
+    ap.add_argument("--ssd-usd-gb-h", type=float, default=0.000082, help="SSD price, $ per GB and hour")
+    ap.add_argument("--drive-tb", type=float, default=7.68, help="capacity of each drive of the SSD tier, TB")
+    ap.add_argument("--drive-dwpd", type=float, default=1.0, help="the drives' rated drive writes per day")
     ap.add_argument("--wait-timeout", type=float, default=10.0, help="GPU engine: a layer wait's deadline, s")
     ap.add_argument("--cufile-probe", action="store_true", help="try to register a file with cuFile and report")
     return ap.parse_args()
@@ -771,7 +777,7 @@ def analyse(bench, results):
     for r in results:
         if "error" not in r:
             by.setdefault((r["T"], r["system"]), []).append(r)
-    out = {"crossover": [], "rows": []}
+    out = {"crossover": [], "rows": [], "cost": []}
     bulk = statistics.median(bench.bulk)
     for T in bench.contexts:
         hbm = {r["hit"]: r for r in by.get((T, "hbm"), [])}
@@ -798,7 +804,44 @@ def analyse(bench, results):
             out["crossover"].append(dict(T=T, system=system, crossover=crossing(pts, first_positive=True),
                                          limit=limit))
         out["rows"].append(dict(T=T, recompute_s=rec, limit=limit, bulk_gbps=bulk))
+        out["cost"] += cost_rows(bench.args, T, rec, hbm, by, bench.kv_token_bytes * bench.L)
     return out
+
+
+# Which tier holds each system's prefix KV (the price its holding is charged at).
+TIER = {"giouring-sched": "ssd", "giouring-naive": "ssd", "cpu-per-object": "ssd", "offload": "dram"}
+
+
+def cost_rows(a, T, rec, hbm, by, token_bytes):
+    """Cost and endurance per (T, hit, system), from MEASURED TTFT and the STATED prices:
+    - throughput: T / TTFT tokens per second (one GPU serving such prefills back to back);
+    - GPU $ per 1M tokens: the GPU hours those tokens take at that throughput x --gpu-usd-h;
+    - holding $ per 1M tokens and hour: their KV (token_bytes each) held one hour in the
+      system's tier (DRAM or SSD price); the recompute holds nothing;
+    - SSD writes: the new tokens' KV (1 - hit of them) is written once: bytes per 1M tokens, and
+      the drive writes per day that the throughput implies over --drives drives of --drive-tb TB
+      (against their rated --drive-dwpd)."""
+    rows = []
+    gb = 1e6 * token_bytes / 1e9  # GB of KV per 1M tokens
+    if rec:
+        tps = T / median(rec)
+        rows.append(dict(T=T, hit=0.0, system="recompute", tokens_per_s=tps,
+                         gpu_usd_per_mtok=a.gpu_usd_h * 1e6 / tps / 3600, hold_usd_per_mtok_h=0.0,
+                         written_gb_per_mtok=0.0, dwpd=0.0))
+    for system, tier in TIER.items():
+        for r in by.get((T, system), []):
+            if r["hit"] not in hbm:
+                continue
+            tps = T / median(r["ttft_s"])
+            new = 1.0 - r["C"] / T
+            written = gb * new if tier == "ssd" else 0.0
+            per_day = tps * 86400 * new * token_bytes if tier == "ssd" else 0.0
+            rows.append(dict(T=T, hit=r["hit"], system=system, tokens_per_s=tps,
+                             gpu_usd_per_mtok=a.gpu_usd_h * 1e6 / tps / 3600,
+                             hold_usd_per_mtok_h=gb * (a.ssd_usd_gb_h if tier == "ssd" else a.dram_usd_gb_h),
+                             written_gb_per_mtok=written,
+                             dwpd=per_day / (a.drives * a.drive_tb * 1e12), dwpd_rated=a.drive_dwpd))
+    return rows
 
 
 def crossing(pts, first_positive=False):
@@ -843,7 +886,7 @@ def main():
         an = analyse(b, b.results)
         if a.json:
             with open(a.json, "w") as f:
-                json.dump(dict(env=env, args=vars(a), bulk_gbps=b.bulk, results=b.results, analysis=an,
+                json.dump(dict(bench="ttft_llama", env=env, args=vars(a), bulk_gbps=b.bulk, results=b.results, analysis=an,
                                kv_token_bytes=b.kv_token_bytes, layers=b.L), f, indent=1)
         return an
 
@@ -871,6 +914,15 @@ def report(b, an):
     for c in an["crossover"]:
         f = lambda x: "-" if x is None else f"{100 * x:.2f}%"  # noqa: E731
         log(f"| {c['T'] // 1024}K | {c['system']} | {f(c['crossover'])} | {f(c['limit'])} |")
+    log("\n| T | hit | system | tokens/s (measured) | GPU $ per 1M tokens | holding $ per 1M tokens and hour | "
+        "SSD GB written per 1M tokens | drive writes per day |")
+    log("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for c in an["cost"]:
+        log(f"| {c['T'] // 1024}K | {c['hit']:.3f} | {c['system']} | {c['tokens_per_s']:.0f} | {c['gpu_usd_per_mtok']:.3f} | "
+            f"{c['hold_usd_per_mtok_h']:.4f} | {c['written_gb_per_mtok']:.1f} | {c['dwpd']:.2f} |")
+    log("(prices: GPU ${:.2f}/h, DRAM ${}/GB/h, SSD ${}/GB/h; {} drives of {} TB rated {} DWPD; "
+        "throughput measured, the rest derived)".format(b.args.gpu_usd_h, b.args.dram_usd_gb_h, b.args.ssd_usd_gb_h,
+                                                      b.args.drives, b.args.drive_tb, b.args.drive_dwpd))
 
 
 def cufile_probe(shm):

@@ -50,10 +50,12 @@ packages+=(
 )
 # The Python package's stage (scripts/python-test.sh): a venv for torch from PyPI. The NIXL tests
 # (scripts/nixl-test.sh): a venv for the pinned NIXL wheels, and binutils' readelf, nm and c++filt
-# for nixl/check_vtable.py (g++ pulls binutils in already; named for what uses it).
+# for nixl/check_vtable.py (g++ pulls binutils in already; named for what uses it). matplotlib:
+# bench/plot.py, whose TTFT plots tests/python/test_ttft_analysis.py draws.
 packages+=(
   python3
   python3-venv
+  python3-matplotlib
   binutils
 )
 extra_packages=()

@@ -1,0 +1,88 @@
+"""bench/ttft_llama.py's analysis on figures given here (nothing is measured): the crossover's
+interpolation, the cost and endurance arithmetic, and bench/plot.py drawing the three plots
+(where matplotlib is installed)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def bench():
+    spec = importlib.util.spec_from_file_location("ttft_llama", os.path.join(ROOT, "bench", "ttft_llama.py"))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def args(**kw):
+    d = dict(gpu_usd_h=5.0, dram_usd_gb_h=0.0088, ssd_usd_gb_h=0.000082, drives=4, drive_tb=7.68, drive_dwpd=1.0)
+    d.update(kw)
+    return argparse.Namespace(**d)
+
+
+def test_the_crossover_is_interpolated_where_the_bubble_passes_its_bound():
+    m = bench()
+    assert m.crossing([(0.5, -0.1), (0.9, -0.05), (0.99, 0.05)], first_positive=True) == pytest.approx(0.945)
+    assert m.crossing([(0.5, 0.01), (0.9, 0.2)], first_positive=True) == 0.5  # above it from the start
+    assert m.crossing([(0.5, 0.01), (0.9, 0.2)]) is None  # the physical limit: no crossing below
+    assert m.crossing([(0.5, -0.1), (0.99, -0.01)], first_positive=True) is None
+
+
+def test_cost_and_endurance_follow_the_stated_prices():
+    m = bench()
+    T, token = 8192, 131072  # Llama3-8B: 32 layers x K and V x 8 heads x 128 x bf16
+    hbm = {0.5: dict(ttft_s=[0.17])}
+    by = {(T, "giouring-sched"): [dict(hit=0.5, C=4096, ttft_s=[0.18, 0.19])],
+          (T, "offload"): [dict(hit=0.5, C=4096, ttft_s=[0.2])],
+          (T, "giouring-naive"): [dict(hit=0.9, C=7360, ttft_s=[0.05])]}  # no hbm row at 0.9: left out
+    rows = {r["system"]: r for r in m.cost_rows(args(), T, [0.276], hbm, by, token)}
+    assert set(rows) == {"recompute", "giouring-sched", "offload"}
+    rec = rows["recompute"]
+    assert rec["tokens_per_s"] == pytest.approx(T / 0.276)
+    assert rec["gpu_usd_per_mtok"] == pytest.approx(5.0 * 1e6 / (T / 0.276) / 3600)
+    assert rec["hold_usd_per_mtok_h"] == 0 and rec["dwpd"] == 0
+    s = rows["giouring-sched"]
+    tps = T / 0.185  # the median of the two repetitions
+    assert s["tokens_per_s"] == pytest.approx(tps)
+    assert s["hold_usd_per_mtok_h"] == pytest.approx(1e6 * token / 1e9 * 0.000082)
+    assert s["written_gb_per_mtok"] == pytest.approx(1e6 * token / 1e9 * 0.5)
+    assert s["dwpd"] == pytest.approx(tps * 86400 * 0.5 * token / (4 * 7.68e12))
+    o = rows["offload"]  # a DRAM tier: charged at DRAM's price, no SSD writes
+    assert o["hold_usd_per_mtok_h"] == pytest.approx(1e6 * token / 1e9 * 0.0088)
+    assert o["written_gb_per_mtok"] == 0 and o["dwpd"] == 0
+
+
+def test_plot_draws_ttft_bubbles_and_crossovers(tmp_path):
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        plot_python = "/usr/bin/python3"
+        r = subprocess.run([plot_python, "-c", "import matplotlib"], capture_output=True)
+        if r.returncode:
+            pytest.skip("no matplotlib")
+    else:
+        plot_python = sys.executable
+    rows = [dict(T=8192, hit=0.0, system="recompute", ttft_s=[0.276])]
+    for h, base in ((0.5, 0.17), (0.9, 0.05), (0.99, 0.02)):
+        C = int(h * 8192) // 16 * 16
+        for system, extra in (("hbm", 0.0), ("giouring-sched", 0.001), ("offload", 0.01 / (1.01 - h))):
+            rows.append(dict(T=8192, hit=h, C=C, N=8192 - C, system=system, ttft_s=[base + extra, base + 1.1 * extra],
+                             layer_ms=[1.0] * 4, bubble_layer_ms=[extra * 250] * 4))
+    doc = dict(bench="ttft_llama", env=dict(gpu="test"), args=dict(drives=4, drive_read_gbps=14.0), results=rows,
+               analysis=dict(crossover=[dict(T=8192, system="giouring-sched", crossover=None, limit=0.98),
+                                        dict(T=8192, system="offload", crossover=0.93, limit=0.98)]))
+    path = tmp_path / "ttft.json"
+    path.write_text(json.dumps(doc))
+    r = subprocess.run([plot_python, os.path.join(ROOT, "bench", "plot.py"), str(path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for name in ("ttft.png", "ttft-bubble.png", "ttft-crossover.png"):
+        assert (tmp_path / name).stat().st_size > 10000, name
