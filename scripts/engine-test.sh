@@ -17,6 +17,7 @@ py=${GIO_PYTHON:-python3}
 declare -A pin=([vllm]="vllm==0.33.0" [sglang]="sglang==0.5.23")
 
 die() { printf 'engine-test: error: %s\n' "$*" >&2; exit 1; }
+source scripts/lib/venv.sh
 case $which in
   vllm | sglang) engines=("$which") ;;
   all) engines=(vllm sglang) ;;
@@ -42,18 +43,15 @@ fi
 failed=()
 for e in "${engines[@]}"; do
   venv=$build/engines/$e-venv
-  [[ -x $venv/bin/python ]] || "$py" -m venv "$venv" || die "$py -m venv $venv failed (Debian: python3-venv)"
+  venv_make "$venv"
   pip=("$venv/bin/python" -m pip --disable-pip-version-check)
   t=$SECONDS
   # --no-cache-dir: pip's cache would hold a second copy of every wheel (several GB).
   "${pip[@]}" install --no-cache-dir --progress-bar off "${pin[$e]}" "pytest>=8" "scikit-build-core>=0.10" cmake ninja ||
     die "pip could not install ${pin[$e]} into $venv"
   echo "engine-test: ${pin[$e]} in $venv ($((SECONDS - t)) s)"
-  t=$SECONDS
   # Built against the engine's own torch (no isolation), which is why each venv builds its own.
-  "${pip[@]}" install --no-build-isolation --no-deps --force-reinstall -Cbuild-dir="$build/engines/$e-pybuild" . ||
-    die "building the package against ${pin[$e]}'s torch failed"
-  echo "engine-test: the package built into $venv ($((SECONDS - t)) s)"
+  venv_build_package "$venv" "$build/engines/$e-pybuild" engine-test
   t=$SECONDS
   # HF_HUB_OFFLINE: the tests' model is a config.json in the tree; nothing may reach for a hub.
   if HF_HUB_OFFLINE=1 "$venv/bin/python" -m pytest -p no:cacheprovider -ra -W ignore::DeprecationWarning \

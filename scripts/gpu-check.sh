@@ -26,6 +26,12 @@
 #     sched     bench_sched: the slack-aware scheduler against naive overlap on 4 modelled drives
 #     quick     the GPU benches' smoke runs (ctest -L bench, not cpu_rings), instead of the three
 #               above when debugging
+#     ttft      bench/ttft_llama.py through scripts/gpu-ttft.sh (needs python3 with torch and
+#               transformers): a real model's time to first token beside its baselines; not in the
+#               default (it alone takes most of a 10-minute call). GIO_TTFT_ARGS: the bench's
+#               arguments (default below); GIO_TTFT_TIMEOUT: its time limit, s (default 540).
+#               Writes ttft.log (its tables), ttft-stacks.txt (only when it stood still) and
+#               json/ttft.json; draw the plots on any machine with bench/plot.py.
 #   GIO_GPU_BUILD   build folder (default build-gpu)
 #   GIO_COMMIT      commit to print when the tree is not a git checkout
 set -uo pipefail
@@ -155,6 +161,18 @@ if want sched; then
 	# bounded backlog fills and reports back-pressure.
 	bench sched.sustained sched-sustained.md timeout 300 "$b/bench_sched" --input 512 --decode-steps 0 --requests 6 \
 		--reps 1 --json "$out/json/sched-sustained.json"
+fi
+if want ttft; then
+	t=$SECONDS
+	read -r -a targs <<<"${GIO_TTFT_ARGS:---contexts 8K,32K,128K --hits 0.5,0.9,0.95,0.97,0.98,0.99,0.995 --low-hits= --slow-hits 0.5,0.9,0.99 --reps 2 --cpu-max 32K}"
+	GIO_TTFT_TIMEOUT=${GIO_TTFT_TIMEOUT:-540} bash scripts/gpu-ttft.sh "$out/ttft-run" "${targs[@]}" >>"$detail" 2>&1
+	rc=$?
+	mkdir -p "$out/json"
+	[[ -f $out/ttft-run/ttft.json ]] && cp "$out/ttft-run/ttft.json" "$out/json/ttft.json"
+	[[ -f $out/ttft-run/ttft.log ]] && cp "$out/ttft-run/ttft.log" "$out/ttft.log"
+	[[ -f $out/ttft-run/stacks.txt ]] && cp "$out/ttft-run/stacks.txt" "$out/ttft-stacks.txt"
+	rm -rf "$out/ttft-run" # the package built there: too many files to bring back
+	if ((rc == 0)); then say "PASS ttft ($((SECONDS - t)) s)"; else fail "ttft (exit $rc, $((SECONDS - t)) s; ttft.log)"; fi
 fi
 if compgen -G "$out/json/*.json" >/dev/null; then
 	tar -C "$out" -cf "$out/json.tar" json

@@ -30,6 +30,7 @@ venv=$build/nixl-venv
 plugin=$build/nixl/plugins/libplugin_GIOURING.so
 
 die() { printf 'nixl-test: error: %s\n' "$*" >&2; exit 1; }
+source scripts/lib/venv.sh
 if [[ $step == wheels ]]; then
   # (the arguments are shifted: BUILD_DIR's place holds DIR, and PYVER is $1)
   dir=$build
@@ -69,7 +70,7 @@ case $step in
       echo "nixl-test: nixl 1.5.1 from $GIO_NIXL_WHEELS for $py in $venv/site ($((SECONDS - t)) s)"
       exit 0
     fi
-    [[ -x $venv/bin/python ]] || "$py" -m venv "$venv" || die "$py -m venv $venv failed (Debian: python3-venv)"
+    venv_make "$venv"
     # --no-deps: unpinned, nixl pulls in torch and the nixl-cu12 wheels (several GB) it does not
     # need for DRAM, files and loopback UCX.
     pip=("$venv/bin/python" -m pip --disable-pip-version-check install --progress-bar off)

@@ -14,18 +14,14 @@ venv=$build/py-venv
 py=${GIO_PYTHON:-python3}
 
 die() { printf 'python-test: error: %s\n' "$*" >&2; exit 1; }
+source scripts/lib/venv.sh
 command -v "$py" >/dev/null || die "$py not found (scripts/deps.sh installs python3)"
-if [[ ! -x $venv/bin/python ]]; then
-  "$py" -m venv "$venv" || die "$py -m venv $venv failed (Debian: python3-venv, scripts/deps.sh)"
-fi
+venv_make "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 t=$SECONDS
 "${pip[@]}" install --progress-bar off "torch==2.11.*" "pytest>=8" "scikit-build-core>=0.10" ||
   die "pip could not install torch 2.11, pytest and scikit-build-core into $venv"
 echo "python-test: torch, pytest, scikit-build-core in $venv ($((SECONDS - t)) s)"
-t=$SECONDS
-"${pip[@]}" install --no-build-isolation --no-deps --force-reinstall -Cbuild-dir="$build/py-build" . ||
-  die "building the package failed"
-echo "python-test: the package built and installed ($((SECONDS - t)) s)"
+venv_build_package "$venv" "$build/py-build" python-test
 "$venv/bin/python" -c 'import giouring, torch; print(f"python-test: giouring {giouring.__version__}, torch {torch.__version__}, GPU engine built: {giouring.has_gpu()}, CUDA device: {torch.cuda.is_available()}")'
 exec "$venv/bin/python" -m pytest -p no:cacheprovider -ra tests/python "$@"
