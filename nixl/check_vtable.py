@@ -42,7 +42,9 @@ def symbols(lib):
             addr, size, kind, name = int(f[0], 16), int(f[1], 16), f[2], f[3]
             by_name[name] = (addr, size)
             if kind in "tTwW":
-                by_addr.setdefault(addr, name)
+                # Identical functions folded into one (GCC's -fipa-icf at -O2: two methods that
+                # both return NIXL_SUCCESS) share an address: a slot is any of its names.
+                by_addr.setdefault(addr, []).append(name)
     return by_name, by_addr
 
 
@@ -78,22 +80,28 @@ def slots(lib, cls):
     if not base or not table:
         sys.exit(f"check_vtable: {lib} has no vtable for {BASE} or {cls} (stripped, or another class name)")
     count = base[1] // 8 - 2  # offset-to-top and typeinfo come first
-    names = []
+    per_slot = []
     for i in range(count):
         r = relocs.get(table[0] + 16 + 8 * i)
         if isinstance(r, int):
-            r = by_addr.get(r, f"<address {r:#x}>")
-        names.append(r or "<empty>")
-    plain = []
-    for n in demangle(names):
-        for prefix in (f"{cls}::", f"{BASE}::"):
-            if n.startswith(prefix):
-                n = n[len(prefix):]
-        # A destructor carries its class's name.
-        n = re.sub(r"^~\w+\(", "~(", n)
-        n = n.replace("std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >", "std::string")
-        plain.append(n)
-    return plain
+            r = by_addr.get(r, [f"<address {r:#x}>"])
+        per_slot.append(r if isinstance(r, list) else [r or "<empty>"])
+    flat = demangle([n for names in per_slot for n in names])
+    out = []
+    for names in per_slot:
+        plain = []
+        for n in flat[:len(names)]:
+            for prefix in (f"{cls}::", f"{BASE}::"):
+                if n.startswith(prefix):
+                    n = n[len(prefix):]
+            # A destructor carries its class's name.
+            n = re.sub(r"^~\w+\(", "~(", n)
+            n = n.replace("std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >",
+                          "std::string")
+            plain.append(n)
+        del flat[:len(names)]
+        out.append(sorted(set(plain)))
+    return out
 
 
 def main(argv):
@@ -103,11 +111,11 @@ def main(argv):
     print(f"{argv[1]}: {len(theirs)} slots; {argv[3]}: {len(ours)} slots")
     bad = 0
     for i in range(max(len(theirs), len(ours))):
-        a = theirs[i] if i < len(theirs) else "<none>"
-        b = ours[i] if i < len(ours) else "<none>"
-        mark = "  " if a == b else "!!"
-        bad += a != b
-        print(f"{mark} {i:2d} {a}" + ("" if a == b else f"\n      ours: {b}"))
+        a = theirs[i] if i < len(theirs) else ["<none>"]
+        b = ours[i] if i < len(ours) else ["<none>"]
+        same = bool(set(a) & set(b))  # one function under several names matches any of them
+        bad += not same
+        print(f"{'  ' if same else '!!'} {i:2d} {' = '.join(a)}" + ("" if same else f"\n      ours: {' = '.join(b)}"))
     if bad:
         print(f"check_vtable: {bad} slots differ: nixl/abi/ no longer matches this NIXL")
         return 1

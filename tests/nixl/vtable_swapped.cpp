@@ -11,12 +11,15 @@ enum nixl_mem_t { DRAM_SEG };
 
 class nixlBackendEngine {
 public:
-	virtual ~nixlBackendEngine() = default;
+	virtual ~nixlBackendEngine(); /* out of line: the key function, so this vtable is emitted (the
+				       * check sizes the table by it) also where -O2 drops unused ones */
 	virtual bool supportsLocal() const = 0; /* swapped */
 	virtual bool supportsRemote() const = 0;
 	virtual bool supportsNotif() const = 0;
 	virtual std::vector<nixl_mem_t> getSupportedMems() const = 0;
 };
+
+nixlBackendEngine::~nixlBackendEngine() = default;
 
 namespace gio_nixl {
 
