@@ -4,10 +4,14 @@
 #include <catch2/catch.hpp>
 
 #include <giouring/kv/staged.h>
+#include <giouring/proto/prp_walk.h>
+#include <giouring/proto/sgl_walk.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "kv_one_request.h"
 
 namespace {
 
@@ -50,14 +54,10 @@ TEST_CASE("a staged command is the plan's command with one SGL Data Block over i
 	devs[1].lba_shift = 12;
 	devs[1].cmds = 1;
 	const gio_kv_io_req reqs[3] = {{1000, 2, 0, 1}, {64, 1, 1, 0}, {8, 0, 0, 2}};
-	gio_kv_io_plan p{};
-	p.devs = devs;
-	p.reqs = reqs;
+	gio_kv_io_plan p = kv_one_request_plan(devs, reqs, 16384);
 	p.ndevs = 2;
 	p.nreqs = 3;
-	p.layers = 2;
 	p.blocks = 3;
-	p.object_bytes = 16384;
 	std::vector<uint32_t> words(8);
 	gio_stage st{};
 	REQUIRE(gio_stage_init(&st, words.data(), 8, 16384, 0x7000000, GIO_SCOPE_SYS) == 0);
@@ -70,7 +70,7 @@ TEST_CASE("a staged command is the plan's command with one SGL Data Block over i
 				std::memset(&plain, 0xa5, sizeof plain);
 				std::memset(&staged, 0x5a, sizeof staged);
 				REQUIRE(gio_kv_io_sqe(&p, layer, i, &plain) == 0);
-				REQUIRE(gio_kv_stage_sqe(&p, layer, i, &st, 13, &staged) == 0);
+				REQUIRE(gio_kv_stage_sqe(&p, layer, i, &st, 13, nullptr, &staged) == 0);
 				const uint32_t bytes = i == 0 ? 8192 : 16384;
 				CHECK(staged.dptr.sgl.addr == 0x7000000 + 5 * 16384); // ticket 13: slot 5
 				CHECK(staged.dptr.sgl.len == bytes);
@@ -84,11 +84,11 @@ TEST_CASE("a staged command is the plan's command with one SGL Data Block over i
 			}
 
 	gio_sqe sqe;
-	CHECK(gio_kv_stage_sqe(&p, 2, 0, &st, 0, &sqe) == -EINVAL); // layer beyond the plan
-	CHECK(gio_kv_stage_sqe(&p, 0, 2, &st, 0, &sqe) == -EINVAL); // part beyond the device's commands
+	CHECK(gio_kv_stage_sqe(&p, 2, 0, &st, 0, nullptr, &sqe) == -EINVAL); // layer beyond the plan
+	CHECK(gio_kv_stage_sqe(&p, 0, 2, &st, 0, nullptr, &sqe) == -EINVAL); // part beyond the device's commands
 	REQUIRE(gio_stage_init(&st, words.data(), 8, 12288, 0x7000000, GIO_SCOPE_SYS) == 0);
-	CHECK(gio_kv_stage_sqe(&p, 0, 0, &st, 0, &sqe) == 0);       // 8 KiB fits a 12 KiB slot
-	CHECK(gio_kv_stage_sqe(&p, 0, 1, &st, 0, &sqe) == -EINVAL); // 16 KiB does not
+	CHECK(gio_kv_stage_sqe(&p, 0, 0, &st, 0, nullptr, &sqe) == 0);       // 8 KiB fits a 12 KiB slot
+	CHECK(gio_kv_stage_sqe(&p, 0, 1, &st, 0, nullptr, &sqe) == -EINVAL); // 16 KiB does not
 }
 
 TEST_CASE("moves take every command's slot bytes to exactly its object's bytes in the pool", "[kv][staged]")
@@ -170,4 +170,65 @@ TEST_CASE("moves refuse what they cannot plan and write nothing", "[kv][staged]"
 	CHECK(gio_kv_stage_moves(&pool, &runs, 0, 0, 0, 0, nullptr, 0) == 4); // cmds 0 means 1
 	CHECK(gio_kv_stage_moves(&pool, &runs, 0, 0, 1, 2, nullptr, 0) == 2);
 	CHECK(gio_kv_stage_moves(&pool, &runs, 1, 1, 7, 8, nullptr, 0) == 1); // inside one run
+}
+
+TEST_CASE("a staging table gives each slot the data pointer the controller takes, once", "[kv][staged]")
+{
+	// 4 slots of 5 pages: a PRP command over a slot needs a list (PRP1 and a list of 4 entries).
+	const uint64_t slot = 5 * 4096, bus = 0x40000000;
+	std::vector<uint32_t> words(4);
+	gio_stage st{};
+	REQUIRE(gio_stage_init(&st, words.data(), 4, slot, bus, GIO_SCOPE_SYS) == 0);
+	gio_dptr_caps prp{}, sgl{};
+	prp.page_bytes = sgl.page_bytes = 4096;
+	prp.max_xfer_bytes = sgl.max_xfer_bytes = 1 << 20;
+	sgl.sgls = GIO_SGLS_SUPPORT_DWORD;
+	alignas(4096) static uint64_t lists[4][512];
+	const uint64_t list_bus = 0x50000000;
+	gio_dma_region region = {list_bus, sizeof lists, lists};
+	gio_dma_map map = {&region, 1};
+
+	// A plan whose one device takes PRPs, commands of the whole slot.
+	const union gio_dptr p2p[4] = {};
+	gio_kv_io_dev dev{};
+	dev.table = p2p;
+	dev.nsid = 1;
+	dev.lba_shift = 12;
+	dev.psdt = GIO_PSDT_PRP;
+	const gio_kv_io_req req = {0, 1, 0, 0};
+	gio_kv_io_plan p = kv_one_request_plan(&dev, &req, slot);
+
+	union gio_dptr table[4];
+	for (uint32_t s = 0; s < 4; s++) {
+		INFO("slot " << s);
+		CHECK(gio_kv_stage_table_entry(&st, s, slot, &prp, &table[s], lists[s], list_bus + s * sizeof lists[s],
+					       sizeof lists[s]) == 4 * 8);
+		gio_sqe sqe;
+		REQUIRE(gio_kv_stage_sqe(&p, 1, 0, &st, 8 + s, table, &sqe) == 0); // ticket 8 + s: slot s
+		CHECK(gio_sqe_psdt(&sqe) == GIO_PSDT_PRP);
+		gio_xfer_seg segs[8];
+		gio_xfer_list out = {segs, 8, 0};
+		REQUIRE(gio_prp_walk(&sqe, slot, &prp, &map, &out) == 0); // what the controller will read
+		REQUIRE(out.n == 1);
+		CHECK(segs[0].addr == bus + s * slot);
+		CHECK(segs[0].len == slot);
+	}
+	// With SGLs the entry is the Data Block the table-less form writes.
+	union gio_dptr e;
+	CHECK(gio_kv_stage_table_entry(&st, 3, slot, &sgl, &e, nullptr, 0, 0) == 0);
+	dev.psdt = GIO_PSDT_SGL_MPTR;
+	gio_sqe a, b;
+	REQUIRE(gio_kv_stage_sqe(&p, 0, 0, &st, 3, nullptr, &a) == 0);
+	REQUIRE(gio_kv_stage_sqe(&p, 0, 0, &st, 3, &e - 3, &b) == 0); // only entry 3 is read
+	CHECK(std::memcmp(&a, &b, sizeof a) == 0);
+
+	// Refusals: no slot, no bytes, more than a slot, no room for the list; nothing written.
+	union gio_dptr keep;
+	std::memset(&keep, 0x77, sizeof keep);
+	const union gio_dptr before = keep;
+	CHECK(gio_kv_stage_table_entry(&st, 4, slot, &prp, &keep, lists[0], list_bus, sizeof lists[0]) == -EINVAL);
+	CHECK(gio_kv_stage_table_entry(&st, 0, 0, &prp, &keep, lists[0], list_bus, sizeof lists[0]) == -EINVAL);
+	CHECK(gio_kv_stage_table_entry(&st, 0, slot + 4096, &prp, &keep, lists[0], list_bus, sizeof lists[0]) == -EINVAL);
+	CHECK(gio_kv_stage_table_entry(&st, 0, slot, &prp, &keep, lists[0], list_bus, 16) == -ENOSPC);
+	CHECK(std::memcmp(&keep, &before, sizeof keep) == 0);
 }

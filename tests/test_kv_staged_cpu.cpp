@@ -99,18 +99,29 @@ struct Pool {
 	}
 };
 
-// One device's staging area: host memory registered with the context, and its slot ring.
+// One device's staging area: host memory registered with the context, its slot ring, and for a
+// controller without SGLs its staging table (PRPs; 2-page slots need no list).
 struct Staging {
 	gio_ctx *ctx;
 	Aligned area{kSlots * kObject};
 	std::vector<uint32_t> words = std::vector<uint32_t>(kSlots);
 	gio_stage st{};
+	std::vector<gio_dptr> table;
+	uint32_t psdt = GIO_PSDT_SGL_MPTR;
 	explicit Staging(gio_ctx *c) : ctx(c)
 	{
 		uint64_t bus = 0;
 		REQUIRE(gio_ctx_register(ctx, area.p, area.n, &bus) == 0);
 		REQUIRE(gio_stage_init(&st, words.data(), kSlots, kObject, bus, GIO_SCOPE_SYS) == 0);
+		const gio_dptr_caps *caps = gio_ctx_dptr_caps(ctx);
+		if (gio_dptr_sgl_support(caps) == GIO_SGLS_SUPPORT_NONE) {
+			psdt = GIO_PSDT_PRP;
+			table.resize(kSlots);
+			for (uint32_t s = 0; s < kSlots; s++)
+				REQUIRE(gio_kv_stage_table_entry(&st, s, kObject, caps, &table[s], nullptr, 0, 0) == 0);
+		}
 	}
+	const gio_dptr *dptrs() const { return table.empty() ? nullptr : table.data(); }
 	~Staging() { CHECK(gio_ctx_unregister(ctx, area.p) == 0); }
 	Staging(const Staging &) = delete;
 	Staging &operator=(const Staging &) = delete;
@@ -246,7 +257,7 @@ struct Runner {
 							    reinterpret_cast<const void *>(mv[k].dst), mv[k].len);
 				}
 				gio_sqe sqe;
-				REQUIRE(gio_kv_stage_sqe(&v, layer, i, st, ticket, &sqe) == 0);
+				REQUIRE(gio_kv_stage_sqe(&v, layer, i, st, ticket, stg[g.dev]->dptrs(), &sqe) == 0);
 				REQUIRE(gio_qp_reserve_wait(qp, 1, gio_deadline_in(deadline_ns), &qt) == 0);
 				REQUIRE(gio_qp_put(qp, qt, &sqe, i, 0) == 0);
 				gio_qp_publish(qp);
@@ -271,9 +282,9 @@ struct RawPlan {
 	std::vector<uint32_t> count = std::vector<uint32_t>(kLayers), done_word = std::vector<uint32_t>(kLayers);
 	gio_kv_io_plan v{};
 
-	RawPlan(gio_ctx *ctx, uint32_t n)
+	RawPlan(gio_ctx *ctx, uint32_t n, uint32_t psdt)
 	{
-		dev = cpu_plan_dev(ctx, qps, unused_table.data(), GIO_PSDT_SGL_MPTR, 1);
+		dev = cpu_plan_dev(ctx, qps, unused_table.data(), psdt, 1);
 		for (uint32_t c = 0; c < n; c++)
 			reqs.push_back(gio_kv_io_req{c * kLayers * (kObject >> dev.lba_shift), block_of(c), 0, 0});
 		groups.push_back(gio_kv_io_group{0, uint16_t(n / 2), 0});
@@ -309,17 +320,18 @@ struct RawPlan {
 	}
 };
 
-void save_and_load(const char *what, bool files)
+void save_and_load(bool files, const char *query)
 {
-	INFO(what);
+	INFO((files ? "file://" : "mem://host") << " ?" << query);
 	const uint32_t n = 24;
-	Targets t(1, files, "size=8M");
+	Targets t(1, files, query);
 	Pool src, dst;
 	for (uint32_t c = 0; c < n; c++)
 		for (uint32_t l = 0; l < kLayers; l++)
 			src.object(l, block_of(c), c, true);
 	Staging s(t.ctx[0]);
-	RawPlan rp(t.ctx[0], n);
+	CHECK((std::strstr(query, "dptr=prp") != nullptr) == (s.psdt == GIO_PSDT_PRP)); // the table's form
+	RawPlan rp(t.ctx[0], n, s.psdt);
 	{
 		Runner w(rp.v, src, {&s});
 		rp.batch(1);
@@ -371,12 +383,17 @@ void save_first_layer(RawPlan &rp, Pool &src, Staging &s, uint32_t n)
 
 TEST_CASE("staged save and load on a mem://host target: every object through 8 slots and back", "[kv][staged]")
 {
-	save_and_load("mem://host", false);
+	save_and_load(false, "size=8M");
+}
+
+TEST_CASE("staged save and load on a controller without SGLs, through a staging table of PRPs", "[kv][staged]")
+{
+	save_and_load(false, "size=8M&dptr=prp");
 }
 
 TEST_CASE("staged save and load on a file:// target", "[kv][staged][io_uring]")
 {
-	save_and_load("file://", true);
+	save_and_load(true, "size=8M");
 }
 
 TEST_CASE("staged load: an NVMe error keeps its status and its object untouched; its slot is reused", "[kv][staged]")
@@ -385,7 +402,7 @@ TEST_CASE("staged load: an NVMe error keeps its status and its object untouched;
 	Targets t(1, false, "size=8M");
 	Pool src, dst;
 	Staging s(t.ctx[0]);
-	RawPlan rp(t.ctx[0], n);
+	RawPlan rp(t.ctx[0], n, s.psdt);
 	save_first_layer(rp, src, s, n);
 	gio_fault f{};
 	f.fail_nth = 5;
@@ -424,7 +441,7 @@ TEST_CASE("staged load: a lost completion's slot stays out of use until the queu
 	Targets t(1, false, "size=8M");
 	Pool src, dst;
 	Staging s(t.ctx[0]);
-	auto rp = std::make_unique<RawPlan>(t.ctx[0], n);
+	auto rp = std::make_unique<RawPlan>(t.ctx[0], n, s.psdt);
 	save_first_layer(*rp, src, s, n);
 	gio_fault f{};
 	f.drop_nth = 2;
@@ -460,7 +477,7 @@ TEST_CASE("staged load: a lost completion's slot stays out of use until the queu
 	// Recovery: the queues deleted (the controller aborts the withheld command), the ring new.
 	rp->destroy(t.ctx[0]);
 	REQUIRE(gio_stage_init(&s.st, s.words.data(), kSlots, kObject, s.st.base_bus, GIO_SCOPE_SYS) == 0);
-	rp = std::make_unique<RawPlan>(t.ctx[0], n);
+	rp = std::make_unique<RawPlan>(t.ctx[0], n, s.psdt);
 	{
 		Runner r(rp->v, dst, {&s});
 		rp->batch(0);

@@ -12,6 +12,8 @@
 #include <giouring/proto/prp_walk.h>
 #include <giouring/proto/sgl_walk.h>
 
+#include "../kv_one_request.h"
+
 namespace {
 
 const int kSkip = 77;
@@ -184,6 +186,7 @@ struct StageResults {
 	gio_sqe sqe;
 	gio_kv_stage_move mv[4];
 	int nmv[2];
+	union gio_dptr entry;
 };
 
 __host__ __device__ void exercise_stage(StageResults *r)
@@ -211,15 +214,8 @@ __host__ __device__ void exercise_stage(StageResults *r)
 	dev.lba_shift = 12;
 	dev.cmds = 2;
 	const gio_kv_io_req req = {64, 1, 0, 1};
-	gio_kv_io_plan p = {};
-	p.devs = &dev;
-	p.reqs = &req;
-	p.ndevs = 1;
-	p.nreqs = 1;
-	p.layers = 2;
-	p.blocks = 2;
-	p.object_bytes = 16384;
-	r->rc[11] = gio_kv_stage_sqe(&p, 1, 0, &r->st, 6, &r->sqe);
+	const gio_kv_io_plan p = kv_one_request_plan(&dev, &req, 16384);
+	r->rc[11] = gio_kv_stage_sqe(&p, 1, 0, &r->st, 6, nullptr, &r->sqe);
 
 	gio_kv_pool pool = {};
 	pool.base = 0x100000000ull;
@@ -234,6 +230,10 @@ __host__ __device__ void exercise_stage(StageResults *r)
 	r->rc[12] = gio_kv_pool_runs(&pool, &runs);
 	r->nmv[0] = gio_kv_stage_moves(&pool, &runs, 1, 1, 0, 1, nullptr, 0);
 	r->nmv[1] = gio_kv_stage_moves(&pool, &runs, 1, 1, 1, 4, r->mv, 4);
+	gio_dptr_caps prp = {};
+	prp.page_bytes = 4096;
+	prp.max_xfer_bytes = 1 << 20;
+	r->rc[13] = gio_kv_stage_table_entry(&r->st, 1, 8192, &prp, &r->entry, nullptr, 0, 0);
 	r->st.slots = nullptr; // an address, of another space on each side
 }
 
@@ -358,15 +358,16 @@ int main()
 		return 1;
 	}
 	const StageResults &st = host.stage;
-	const int stage_want[13] = {0, 0, -EBUSY, 0, 1, 0, -EINVAL, 0, 0, -EBUSY, -ETIME, 0, 0};
-	for (int i = 0; i < 13; i++)
+	const int stage_want[14] = {0, 0, -EBUSY, 0, 1, 0, -EINVAL, 0, 0, -EBUSY, -ETIME, 0, 0, 0};
+	for (int i = 0; i < 14; i++)
 		if (st.rc[i] != stage_want[i]) {
 			std::printf("FAIL: host reference run of the staging calls: call %d returned %d, not %d\n", i, st.rc[i],
 				    stage_want[i]);
 			return 1;
 		}
 	if (st.bus[0] != 0x7000000 + 8192 || st.off[1] != 3 * 8192 || st.sqe.dptr.sgl.len != 8192 ||
-	    st.nmv[0] != 2 || st.nmv[1] != 1 || st.mv[0].len != 2048 || st.mv[0].src_off != 0) {
+	    st.nmv[0] != 2 || st.nmv[1] != 1 || st.mv[0].len != 2048 || st.mv[0].src_off != 0 ||
+	    st.entry.prp.prp1 != 0x7000000 + 8192 || st.entry.prp.prp2 != 0x7000000 + 2 * 8192 - 4096) {
 		std::printf("FAIL: host reference run of the staging calls: slot addresses, command or moves\n");
 		return 1;
 	}

@@ -7,7 +7,9 @@
  * Where the controller cannot reach the KV pool (no peer-to-peer mapping of GPU memory), request
  * `i` of a plan (giouring/kv/io.h) still becomes the same Read or Write, at the same LBAs, but
  * its data pointer is one SGL Data Block over a slot of a pinned host staging area
- * (giouring/ring/stage.h). The object's bytes then move between the slot and the pool:
+ * (giouring/ring/stage.h), or, for a controller without SGLs, the slot's entry of a staging table
+ * built once with gio_kv_stage_table_entry() (PRPs, with a list where a slot spans more than two
+ * pages). The object's bytes then move between the slot and the pool:
  * gio_kv_stage_moves() lists the copies, in the pool's own addresses (the mover's pointers:
  * GPU virtual addresses for a GPU pool), each from an offset in the slot.
  *
@@ -22,6 +24,7 @@
 
 #include "../config.h"
 #include "../nvme/sqe.h"
+#include "../proto/dptr_build.h"
 #include "../proto/sgl_build.h"
 #include "../ring/stage.h"
 #include "io.h"
@@ -37,6 +40,45 @@ struct gio_kv_stage_move {
 };
 
 /**
+ * @brief Writes slot @p slot's entry of a staging table: the data pointer of a staged command of
+ *        @p bytes, in the form the controller takes (SGL where it has them, else PRP).
+ * @param st         the staging area's ring.
+ * @param slot       the slot, below st->nslots.
+ * @param bytes      the plan's command bytes (object_bytes / cmds): 1 to st->slot_bytes. Staged
+ *                   commands of any other size must not use the entry (an SGL Data Block must
+ *                   describe exactly the transfer; a PRP list covers exactly these pages).
+ * @param caps       the controller's rules (gio_ctx_dptr_caps()).
+ * @param entry      receives the data pointer; untouched on error.
+ * @param mem        memory for this slot's PRP list (or SGL segment), or NULL where none is
+ *                   needed; slots that start on a page and span at most two pages need none.
+ * @param mem_addr   the controller's address of @p mem, 8-byte aligned.
+ * @param mem_bytes  bytes at @p mem.
+ * @return the bytes of @p mem used (0: DPTR holds the whole pointer), `-EINVAL` for @p slot or
+ *         @p bytes out of range, or gio_dptr_build()'s errors (`-E2BIG` above MDTS, `-EINVAL`,
+ *         `-ENOSPC` where @p mem is too small). Nothing is written on error.
+ *
+ * Pure; any thread, host or device. Built once per staging area and command size, like the P2P
+ * table; the command's PSDT is then the device's (gio_kv_io_dev::psdt), which must name the same form.
+ */
+GIO_HD int gio_kv_stage_table_entry(const struct gio_stage *st, uint32_t slot, uint64_t bytes,
+				    const struct gio_dptr_caps *caps, union gio_dptr *entry, void *mem, uint64_t mem_addr,
+				    uint64_t mem_bytes)
+{
+	struct gio_sqe sqe;
+	struct gio_range r;
+	int rc;
+	if (slot >= st->nslots || bytes == 0 || bytes > st->slot_bytes)
+		return -EINVAL;
+	gio_prep_cmd(&sqe, GIO_NVM_OPC_READ, 1);
+	r.addr = gio_stage_bus(st, slot);
+	r.len = (uint32_t)bytes;
+	rc = gio_dptr_build(&sqe, &r, 1, caps, mem, mem_addr, mem_bytes);
+	if (rc >= 0)
+		*entry = sqe.dptr;
+	return rc;
+}
+
+/**
  * @brief The staged command of request @p i for layer @p layer: the request's Read or Write
  *        with ticket @p t's slot as its data.
  * @param p      the plan (its devices' P2P tables are not read).
@@ -44,15 +86,18 @@ struct gio_kv_stage_move {
  * @param i      the request, below p->nreqs.
  * @param st     the staging area's ring.
  * @param t      the request's ticket, reserved from @p st.
+ * @param table  NULL: one SGL Data Block over the slot (the controller must take SGLs); else the
+ *               staging table, st->nslots entries from gio_kv_stage_table_entry() for this plan's
+ *               command bytes, with the PSDT of the request's device.
  * @param sqe    receives the command (CID left to the ring).
  * @return 0, or `-EINVAL` as gio_kv_io_sqe() (a request the plan cannot form), or when the
  *         command's bytes exceed the slot (the staging area was sized for a smaller object).
  *
- * Pure; any thread, host or device. The controller must accept SGLs (one Data Block in DPTR; a
- * slot's bus address and size are multiples of 4, as gio_stage_init() requires).
+ * Pure; any thread, host or device. Without a table the slot's bus address and size are
+ * multiples of 4, as gio_stage_init() requires, so the Data Block also meets the dword rule.
  */
 GIO_HD int gio_kv_stage_sqe(const struct gio_kv_io_plan *p, uint32_t layer, uint32_t i,
-			    const struct gio_stage *st, uint32_t t, struct gio_sqe *sqe)
+			    const struct gio_stage *st, uint32_t t, const union gio_dptr *table, struct gio_sqe *sqe)
 {
 	uint64_t bytes, entry;
 	const int rc = gio__kv_io_rw(p, layer, i, sqe, &bytes, &entry);
@@ -60,7 +105,12 @@ GIO_HD int gio_kv_stage_sqe(const struct gio_kv_io_plan *p, uint32_t layer, uint
 		return rc;
 	if (bytes > st->slot_bytes)
 		return -EINVAL;
-	gio_sqe_set_sgl_data(sqe, gio_stage_bus(st, t), (uint32_t)bytes);
+	if (!table) {
+		gio_sqe_set_sgl_data(sqe, gio_stage_bus(st, t), (uint32_t)bytes);
+		return 0;
+	}
+	sqe->dptr = table[t & (st->nslots - 1)];
+	gio_sqe_set_psdt(sqe, (uint8_t)p->devs[p->reqs[i].dev].psdt);
 	return 0;
 }
 
