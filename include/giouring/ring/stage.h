@@ -58,7 +58,8 @@ GIO_EXTERN_C_BEGIN
 /** @brief The ring's indices when a wait last expired, for the caller's message. */
 struct gio_stage_timeout {
 	uint32_t reserved; /**< gio_stage::reserved at expiry. */
-	uint32_t slot;     /**< The first slot that was not free for its ticket. */
+	uint32_t slot;     /**< The first slot that was not free for its ticket (the last one asked for
+			        where all had become free by the snapshot). */
 	uint32_t word;     /**< That slot's word (lap << 2 | state). */
 	uint32_t want;     /**< The word it needed (lap << 2 | GIO_STAGE_FREE). */
 };
@@ -224,15 +225,18 @@ GIO_HD int gio_stage_reserve_wait(struct gio_stage *st, uint32_t n, uint64_t dea
 		if (rc != -EBUSY)
 			return rc;
 		if (gio_deadline_passed(deadline)) {
+			/* A snapshot for the caller's message: each field stored atomically, but when two
+			 * waits expire at once the fields may come from either. */
+			struct gio_stage_timeout *lt = &st->last_timeout;
 			const uint32_t r = gio_load_acquire_in(st->scope, &st->reserved);
 			uint32_t i;
-			st->last_timeout.reserved = r;
+			gio_store_relaxed_in(st->scope, &lt->reserved, r);
 			for (i = 0; i < n; i++) {
 				const uint32_t w = gio_load_acquire_in(st->scope, gio__stage_slot(st, r + i));
 				if (w != gio__stage_word(st, r + i, GIO_STAGE_FREE) || i + 1 == n) {
-					st->last_timeout.slot = (r + i) & (st->nslots - 1);
-					st->last_timeout.word = w;
-					st->last_timeout.want = gio__stage_word(st, r + i, GIO_STAGE_FREE);
+					gio_store_relaxed_in(st->scope, &lt->slot, (r + i) & (st->nslots - 1));
+					gio_store_relaxed_in(st->scope, &lt->word, w);
+					gio_store_relaxed_in(st->scope, &lt->want, gio__stage_word(st, r + i, GIO_STAGE_FREE));
 					break;
 				}
 			}
