@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <giouring/host/ctx.h>
+#include <giouring/kv/io.h>
 
 // N targets; file:// ones in a fresh directory, reopened (the same files) by reopen().
 struct Targets {
@@ -61,5 +62,29 @@ struct Targets {
 		}
 	}
 };
+
+// Device `ctx` of a CPU-engine plan: two queue pairs of depth 64 created on it (appended to `qps`,
+// which must not grow again while the plan uses it: the device points into it), its namespace
+// and block size, and the data pointers of `table`.
+inline gio_kv_io_dev cpu_plan_dev(gio_ctx *ctx, std::vector<gio_qp *> &qps, const gio_dptr *table, uint32_t psdt,
+				  uint32_t cmds)
+{
+	for (int q = 0; q < 2; q++) {
+		gio_qp *qp = nullptr;
+		REQUIRE(gio_ctx_qp_create(ctx, 64, &qp) == 0);
+		qps.push_back(qp);
+	}
+	gio_ns_info info;
+	gio_ctx_info(ctx, &info);
+	gio_kv_io_dev dev{};
+	dev.qps = qps.data();
+	dev.table = table;
+	dev.nqps = 2;
+	dev.nsid = info.nsid;
+	dev.lba_shift = __builtin_ctz(info.lba_bytes);
+	dev.psdt = psdt;
+	dev.cmds = cmds;
+	return dev;
+}
 
 #endif

@@ -24,6 +24,7 @@
 #include <giouring/proto/status.h>
 #include <giouring/sched/issue.h>
 
+#include "kv_chunks.h"
 #include "kv_targets.h"
 
 namespace {
@@ -34,19 +35,6 @@ const uint64_t kSecond = 1000000000ull;
 const uint32_t kLayers = 4, kBlocks = 48, kTokens = 32, kHeads = 2, kChannels = 64, kElem = 2;
 const uint64_t kObject = 2ull * kTokens * kHeads * kChannels * kElem;
 const uint64_t kPoolBytes = kLayers * kBlocks * kObject;
-
-gio_kv_u128 key(uint64_t i)
-{
-	return gio_kv_u128{0x9e3779b97f4a7c15ull * (i + 1), i ^ 0xabcdefull};
-}
-
-// Byte k of chunk i's layer-l object, in the device order of the object (its runs concatenated).
-unsigned char want(uint64_t i, uint32_t l, uint64_t k)
-{
-	uint64_t x = (i + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t(l) << 40) ^ (k * 0xbf58476d1ce4e5b9ull);
-	x ^= x >> 29;
-	return static_cast<unsigned char>(x * 0x94d049bb133111ebull >> 56);
-}
 
 // The pool's layouts: blocks-second (L, B, part, token, head, channel) contiguous; K and V apart
 // (L, part, B, ...), whose objects are two runs; the same with 512 bytes between blocks, so that
@@ -125,14 +113,14 @@ struct Pool {
 		for (uint32_t r = 0; r < runs.nruns; r++) {
 			auto *p = reinterpret_cast<unsigned char *>(gio_kv_run_addr(&pool, &runs, l, b, r));
 			for (uint64_t j = 0; j < runs.run_bytes; j++)
-				p[j] = want(chunk, l, k++);
+				p[j] = kv_chunk_byte(chunk, l, k++);
 		}
 	}
 	bool holds(uint32_t l, uint32_t b, uint64_t chunk) const
 	{
 		const auto v = object(l, b);
 		for (uint64_t k = 0; k < v.size(); k++)
-			if (v[k] != want(chunk, l, k))
+			if (v[k] != kv_chunk_byte(chunk, l, k))
 				return false;
 		return true;
 	}
@@ -232,20 +220,7 @@ struct Rig {
 					REQUIRE(gio_kv_table_entry(&bus, &pool.runs, caps, o, seg_addr, &tables[d][o].sgl,
 								   segs[d].data()) == 0);
 			}
-			for (int q = 0; q < 2; q++) {
-				gio_qp *qp = nullptr;
-				REQUIRE(gio_ctx_qp_create(t.ctx[d], 64, &qp) == 0);
-				qps[d].push_back(qp);
-			}
-			gio_ns_info info;
-			gio_ctx_info(t.ctx[d], &info);
-			devs[d].qps = qps[d].data();
-			devs[d].table = tables[d].data();
-			devs[d].nqps = 2;
-			devs[d].nsid = info.nsid;
-			devs[d].lba_shift = __builtin_ctz(info.lba_bytes);
-			devs[d].psdt = prp ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR;
-			devs[d].cmds = cmds;
+			devs[d] = cpu_plan_dev(t.ctx[d], qps[d], tables[d].data(), prp ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR, cmds);
 		}
 		gio_kv_plan_params pp{};
 		pp.engine = GIO_KV_ENGINE_CPU;
@@ -299,7 +274,7 @@ void save(Rig &r, uint64_t first, uint32_t n, uint32_t (*src_block)(uint32_t))
 	std::vector<gio_kv_u128> keys;
 	std::vector<uint32_t> blocks;
 	for (uint32_t i = 0; i < n; i++) {
-		keys.push_back(key(first + i));
+		keys.push_back(kv_chunk_key(first + i));
 		blocks.push_back(src_block(i));
 		for (uint32_t l = 0; l < kLayers; l++)
 			r.pool.fill(l, src_block(i), first + i);
@@ -342,7 +317,7 @@ void round_trip(Layout layout, bool prp = false)
 	std::vector<gio_kv_u128> keys;
 	std::vector<uint32_t> blocks;
 	for (uint32_t i = 0; i < kBlocks; i++) {
-		keys.push_back(key(i < n ? i : 1000 + i));
+		keys.push_back(kv_chunk_key(i < n ? i : 1000 + i));
 		blocks.push_back(shuffled(i));
 	}
 	std::vector<uint8_t> hit(kBlocks, 7);
@@ -438,7 +413,7 @@ void fail_mid_layer(Layout layout, bool prp)
 	std::vector<gio_kv_u128> keys;
 	std::vector<uint32_t> blocks;
 	for (uint32_t i = 0; i < 16; i++) {
-		keys.push_back(key(i));
+		keys.push_back(kv_chunk_key(i));
 		blocks.push_back(i);
 	}
 	REQUIRE(gio_kv_plan_load(r.plan, keys.data(), blocks.data(), 16, nullptr) == 16);
@@ -504,7 +479,7 @@ TEST_CASE("plan: a save whose layer fails commits the other chunks only", "[kv][
 	std::vector<gio_kv_u128> keys;
 	std::vector<uint32_t> blocks;
 	for (uint32_t i = 0; i < 8; i++) {
-		keys.push_back(key(i));
+		keys.push_back(kv_chunk_key(i));
 		blocks.push_back(i);
 		for (uint32_t l = 0; l < kLayers; l++)
 			r.pool.fill(l, i, i);
@@ -533,19 +508,19 @@ TEST_CASE("plan: a save whose layer fails commits the other chunks only", "[kv][
 	r.reopen();
 	std::vector<unsigned char> buf(kLayers * kObject);
 	for (uint32_t i = 0; i < 8; i++) {
-		const int hit = gio_kv_store_get(r.store, key(i), buf.data(), buf.size());
+		const int hit = gio_kv_store_get(r.store, kv_chunk_key(i), buf.data(), buf.size());
 		CHECK(hit == (res[i].rc ? 0 : 1));
 		if (hit == 1)
 			for (uint32_t l = 0; l < kLayers; l++)
 				for (uint64_t k = 0; k < kObject; k += 511)
-					CHECK(buf[l * kObject + k] == want(i, l, k));
+					CHECK(buf[l * kObject + k] == kv_chunk_byte(i, l, k));
 	}
 }
 
 TEST_CASE("plan: a batch of misses runs its layers and finishes", "[kv][io_uring]")
 {
 	Rig r(4, kTogether);
-	const gio_kv_u128 keys[3] = {key(1), key(2), key(3)};
+	const gio_kv_u128 keys[3] = {kv_chunk_key(1), kv_chunk_key(2), kv_chunk_key(3)};
 	const uint32_t blocks[3] = {0, 1, 2};
 	REQUIRE(gio_kv_plan_load(r.plan, keys, blocks, 3, nullptr) == 0);
 	r.run_all(false);
@@ -563,7 +538,7 @@ TEST_CASE("plan: a batch of misses runs its layers and finishes", "[kv][io_uring
 TEST_CASE("plan: bad input gets -EINVAL naming the problem", "[kv][io_uring]")
 {
 	Rig r(2, kTogether);
-	const gio_kv_u128 keys[2] = {key(1), key(2)};
+	const gio_kv_u128 keys[2] = {kv_chunk_key(1), kv_chunk_key(2)};
 	const uint32_t bad_blocks[2] = {0, kBlocks};
 	CHECK(gio_kv_plan_load(r.plan, keys, bad_blocks, 2, nullptr) == -EINVAL);
 	CHECK(std::string(gio_last_error()).find("request 1: block 48") != std::string::npos);
@@ -699,11 +674,11 @@ TEST_CASE("plan: loads and saves issued through the scheduler (reads first; writ
 	std::vector<gio_kv_u128> skeys, lkeys;
 	std::vector<uint32_t> sblocks, lblocks;
 	for (uint32_t i = 0; i < 16; i++) {
-		skeys.push_back(key(16 + i));
+		skeys.push_back(kv_chunk_key(16 + i));
 		sblocks.push_back(16 + i);
 		for (uint32_t l = 0; l < kLayers; l++)
 			r.pool.fill(l, 16 + i, 16 + i);
-		lkeys.push_back(key(i));
+		lkeys.push_back(kv_chunk_key(i));
 		lblocks.push_back(32 + i); // the load batch: chunks 0-15 into blocks 32-47
 	}
 	REQUIRE(gio_kv_plan_save(sp, skeys.data(), sblocks.data(), 16, nullptr) == 16);
@@ -806,9 +781,9 @@ TEST_CASE("plan: the scheduler hands each launch its slot's SM budget", "[kv][io
 	std::vector<gio_kv_u128> skeys, lkeys;
 	std::vector<uint32_t> sblocks, lblocks;
 	for (uint32_t i = 0; i < 8; i++) {
-		skeys.push_back(key(100 + i));
+		skeys.push_back(kv_chunk_key(100 + i));
 		sblocks.push_back(i);
-		lkeys.push_back(key(i));
+		lkeys.push_back(kv_chunk_key(i));
 		lblocks.push_back(16 + i);
 	}
 	REQUIRE(gio_kv_plan_save(sp, skeys.data(), sblocks.data(), 8, nullptr) == 8);

@@ -44,6 +44,7 @@
 #include "ring/clock.h"
 #include "ring/ordering.h"
 #include "ring/qp.h"
+#include "ring/stage.h"
 #include "ring/uring.h"
 
 #include "host/ctx.h"
@@ -54,6 +55,7 @@
 #include "kv/format.h"
 #include "kv/io.h"
 #include "kv/plan.h"
+#include "kv/staged.h"
 #include "kv/store.h"
 
 #include "sched/profile.h"

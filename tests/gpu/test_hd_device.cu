@@ -12,6 +12,8 @@
 #include <giouring/proto/prp_walk.h>
 #include <giouring/proto/sgl_walk.h>
 
+#include "../kv_one_request.h"
+
 namespace {
 
 const int kSkip = 77;
@@ -172,6 +174,69 @@ __host__ __device__ void exercise_sched(SchedResults *r)
 	r->bl.items = nullptr; // an address, of another space on each side
 }
 
+// The staged path's pure parts: a slot ring's life cycle (its words in the results, global memory
+// on the device, where its atomics may go), a staged command of a plan, and the moves of a
+// strided object between its slot and the pool.
+struct StageResults {
+	gio_stage st;
+	uint32_t words[4];
+	uint32_t tickets[3];
+	int rc[16];
+	uint64_t off[2], bus[2];
+	gio_sqe sqe;
+	gio_kv_stage_move mv[4];
+	int nmv[2];
+	union gio_dptr entry;
+};
+
+__host__ __device__ void exercise_stage(StageResults *r)
+{
+	r->rc[0] = gio_stage_init(&r->st, r->words, 4, 8192, 0x7000000, GIO_SCOPE_SYS);
+	r->rc[1] = gio_stage_reserve(&r->st, 3, &r->tickets[0]);
+	r->rc[2] = gio_stage_reserve(&r->st, 2, &r->tickets[1]); // -EBUSY: one slot left
+	r->rc[3] = gio_stage_fill(&r->st, 1);
+	r->rc[4] = gio_stage_full(&r->st, 1);
+	r->rc[5] = gio_stage_release(&r->st, 1);
+	r->rc[6] = gio_stage_release(&r->st, 1); // -EINVAL: released already
+	r->rc[7] = gio_stage_lose(&r->st, 0);
+	r->rc[8] = gio_stage_release(&r->st, 2);
+	r->rc[9] = gio_stage_reserve(&r->st, 3, &r->tickets[1]); // tickets 3, 4 (slot 0: LOST) -> -EBUSY
+	r->rc[10] = gio_stage_reserve_wait(&r->st, 2, gio_deadline_in(0), &r->tickets[2]); // -ETIME
+	r->off[0] = gio_stage_offset(&r->st, 5);
+	r->bus[0] = gio_stage_bus(&r->st, 5);
+	r->off[1] = gio_stage_offset(&r->st, 0xffffffffu);
+	r->bus[1] = gio_stage_bus(&r->st, 0xffffffffu);
+
+	const union gio_dptr table[2] = {};
+	gio_kv_io_dev dev = {};
+	dev.table = table;
+	dev.nsid = 1;
+	dev.lba_shift = 12;
+	dev.cmds = 2;
+	const gio_kv_io_req req = {64, 1, 0, 1};
+	const gio_kv_io_plan p = kv_one_request_plan(&dev, &req, 16384);
+	r->rc[11] = gio_kv_stage_sqe(&p, 1, 0, &r->st, 6, nullptr, &r->sqe);
+
+	gio_kv_pool pool = {};
+	pool.base = 0x100000000ull;
+	pool.elem_bytes = 2;
+	const uint32_t ext[GIO_KV_DIMS] = {2, 2, 2, 16, 2, 64};
+	const uint64_t stride[GIO_KV_DIMS] = {2 * 2 * 16 * 2 * 64, 16 * 2 * 64, 2 * 2 * 16 * 2 * 64 * 2, 2 * 64, 64, 1};
+	for (int d = 0; d < GIO_KV_DIMS; d++) {
+		pool.extent[d] = ext[d];
+		pool.stride[d] = stride[d];
+	}
+	gio_kv_runs runs;
+	r->rc[12] = gio_kv_pool_runs(&pool, &runs);
+	r->nmv[0] = gio_kv_stage_moves(&pool, &runs, 1, 1, 0, 1, nullptr, 0);
+	r->nmv[1] = gio_kv_stage_moves(&pool, &runs, 1, 1, 1, 4, r->mv, 4);
+	gio_dptr_caps prp = {};
+	prp.page_bytes = 4096;
+	prp.max_xfer_bytes = 1 << 20;
+	r->rc[13] = gio_kv_stage_table_entry(&r->st, 1, 8192, &prp, &r->entry, nullptr, 0, 0);
+	r->st.slots = nullptr; // an address, of another space on each side
+}
+
 struct Results {
 	gio_sqe read_sqe, sgl_sqe, prp_sqe, admin_sqe[6];
 	gio_sgl_desc seg[8];
@@ -187,6 +252,7 @@ struct Results {
 	char status_name[40];
 	KvFormatResults kv;
 	SchedResults sched;
+	StageResults stage;
 };
 
 // The body runs unchanged on host and device: that is the point of GIO_HD.
@@ -245,6 +311,7 @@ __host__ __device__ void exercise(Results *r, const gio_id_ctrl *id)
 	r->status_name[i] = 0;
 	exercise_kv_format(&r->kv);
 	exercise_sched(&r->sched);
+	exercise_stage(&r->stage);
 }
 
 __global__ void exercise_kernel(Results *r, const gio_id_ctrl *id)
@@ -288,6 +355,20 @@ int main()
 	if (host.sgl_st != 0 || host.prp_st != 0 || host.sgl_n != 2 || host.prp_n != 1) {
 		std::printf("FAIL: host reference run: sgl status %#x (%u segs), prp status %#x (%u segs)\n",
 			    host.sgl_st, host.sgl_n, host.prp_st, host.prp_n);
+		return 1;
+	}
+	const StageResults &st = host.stage;
+	const int stage_want[14] = {0, 0, -EBUSY, 0, 1, 0, -EINVAL, 0, 0, -EBUSY, -ETIME, 0, 0, 0};
+	for (int i = 0; i < 14; i++)
+		if (st.rc[i] != stage_want[i]) {
+			std::printf("FAIL: host reference run of the staging calls: call %d returned %d, not %d\n", i, st.rc[i],
+				    stage_want[i]);
+			return 1;
+		}
+	if (st.bus[0] != 0x7000000 + 8192 || st.off[1] != 3 * 8192 || st.sqe.dptr.sgl.len != 8192 ||
+	    st.nmv[0] != 2 || st.nmv[1] != 1 || st.mv[0].len != 2048 || st.mv[0].src_off != 0 ||
+	    st.entry.prp.prp1 != 0x7000000 + 8192 || st.entry.prp.prp2 != 0x7000000 + 2 * 8192 - 4096) {
+		std::printf("FAIL: host reference run of the staging calls: slot addresses, command or moves\n");
 		return 1;
 	}
 	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {

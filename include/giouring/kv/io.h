@@ -107,18 +107,11 @@ struct gio_kv_io_plan {
 	uint32_t scope;                       /**< GIO_SCOPE_GPU or GIO_SCOPE_SYS: of the completion words. */
 };
 
-/**
- * @brief The command of request @p i for layer @p layer.
- * @param p      the plan.
- * @param layer  the layer, below p->layers.
- * @param i      the request, below p->nreqs.
- * @param sqe    receives the Read or Write (CID left to the ring).
- * @return 0, or `-EINVAL` when the request names a device, block or command beyond the plan, or
- *         the command's bytes are not whole blocks of its device or too long for one command.
- *
- * Pure; any thread, host or device.
- */
-GIO_HD int gio_kv_io_sqe(const struct gio_kv_io_plan *p, uint32_t layer, uint32_t i, struct gio_sqe *sqe)
+/* Request i's Read or Write for `layer` without its data pointer: the checks and the encoding
+ * every data path shares (P2P table here, staging slots in giouring/kv/staged.h). Gives the
+ * command's bytes and its P2P table entry. */
+GIO_HD int gio__kv_io_rw(const struct gio_kv_io_plan *p, uint32_t layer, uint32_t i, struct gio_sqe *sqe,
+			 uint64_t *bytes_out, uint64_t *entry_out)
 {
 	const struct gio_kv_io_req *r = &p->reqs[i];
 	const struct gio_kv_io_dev *d;
@@ -138,7 +131,31 @@ GIO_HD int gio_kv_io_sqe(const struct gio_kv_io_plan *p, uint32_t layer, uint32_
 			 bytes >> d->lba_shift);
 	if (rc)
 		return rc;
-	sqe->dptr = d->table[((uint64_t)layer * p->blocks + r->block) * cmds + r->part];
+	*bytes_out = bytes;
+	*entry_out = ((uint64_t)layer * p->blocks + r->block) * cmds + r->part;
+	return 0;
+}
+
+/**
+ * @brief The command of request @p i for layer @p layer.
+ * @param p      the plan.
+ * @param layer  the layer, below p->layers.
+ * @param i      the request, below p->nreqs.
+ * @param sqe    receives the Read or Write (CID left to the ring).
+ * @return 0, or `-EINVAL` when the request names a device, block or command beyond the plan, or
+ *         the command's bytes are not whole blocks of its device or too long for one command.
+ *
+ * Pure; any thread, host or device.
+ */
+GIO_HD int gio_kv_io_sqe(const struct gio_kv_io_plan *p, uint32_t layer, uint32_t i, struct gio_sqe *sqe)
+{
+	const struct gio_kv_io_dev *d;
+	uint64_t bytes, entry;
+	const int rc = gio__kv_io_rw(p, layer, i, sqe, &bytes, &entry);
+	if (rc)
+		return rc;
+	d = &p->devs[p->reqs[i].dev];
+	sqe->dptr = d->table[entry];
 	gio_sqe_set_psdt(sqe, (uint8_t)d->psdt);
 	return 0;
 }
