@@ -649,21 +649,37 @@ class Bench:
         return out
 
     def warm_shapes(self):
-        """One forward of every new-token count N the runs use (and of every full context), on each
-        stream they compute on, before the executors start: cuBLAS picks GEMM kernels by shape,
-        and a kernel first loaded while the executors run would wait for them for ever (suspected
-        for the second stop in bench/results/2026-12-04-ttft-h200.md: CUDA_MODULE_LOADING=EAGER
-        may not reach the libraries cuBLAS loads itself)."""
-        ns = sorted({T - C for T in self.contexts for _, C in self.points(T)} | set(self.contexts))
+        """Every forward shape the runs use, run once on each stream they compute on, before the
+        executors start: the full prefill of every context (recompute) and, for every point, the
+        prefill of its N new tokens over its C-token prefix in the pool (every cached system's
+        shape: its GEMMs and its lower-right causal attention). cuBLAS picks GEMM kernels and SDPA
+        picks attention kernels by shape, and a kernel first loaded while the executors run would
+        wait for them for ever (suspected for the second stop in
+        bench/results/2026-12-04-ttft-h200.md: CUDA_MODULE_LOADING=EAGER may not reach the
+        libraries that load kernels themselves). The pool's contents do not matter here."""
+        from transformers import DynamicCache
+
         streams = [torch.cuda.current_stream()] + ([self.part.compute_stream] if self.part is not None else [])
         t = time.perf_counter()
-        for n in ns:
-            ids = torch.randint(0, self.cfg.vocab_size, (1, n), device=self.dev)
+        n = 0
+        for T in self.contexts:
+            ids = torch.randint(0, self.cfg.vocab_size, (1, T), device=self.dev)
             for st in streams:
                 with torch.cuda.stream(st):
-                    self.model(input_ids=ids, use_cache=False, logits_to_keep=1)
+                    self.model(input_ids=ids, past_key_values=DynamicCache(config=self.cfg), use_cache=True,
+                               logits_to_keep=1)
                 st.synchronize()
-        log(f"warm-up: {len(ns)} shapes x {len(streams)} streams in {time.perf_counter() - t:.1f} s; {self.memory()}")
+                n += 1
+            for _, C in self.points(T):
+                ctx = Ctx(T, C, ids, 0)
+                for st in streams:
+                    h = LayerEvents(self.L, lambda st=st: st)
+                    with torch.cuda.stream(st):
+                        self.forward(ctx, h, self.PoolCache(self.pool, C, h))
+                    st.synchronize()
+                    n += 1
+        log(f"warm-up: {n} forwards (every shape on {len(streams)} streams) in {time.perf_counter() - t:.1f} s; "
+            f"{self.memory()}")
 
     def run(self, on_context=None):
         a = self.args

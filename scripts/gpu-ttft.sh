@@ -8,7 +8,9 @@
 #   OUTDIR/env.txt     python, torch, CUDA, GPU
 #   OUTDIR/stacks.txt  when the bench's output stood still for GIO_TTFT_STALL seconds (default 120):
 #                      every thread's native and Python stack (py-spy from .gpu-deps/tools, made by
-#                      scripts/gpu-deps.sh), taken once per stall; the run goes on to its timeout
+#                      scripts/gpu-deps.sh); then the bench is stopped (a CUDA call waiting
+#                      behind persistent kernels never returns: waiting on would only spend the
+#                      device time the rest of a gpu-check needs)
 #   bash scripts/gpu-ttft.sh OUTDIR [bench arguments...]
 # Needs python3 with torch (CUDA) and transformers 5.x; nothing is downloaded.
 set -uo pipefail
@@ -47,7 +49,8 @@ while kill -0 "$pid" 2>/dev/null; do
       echo "== $(date -u +%FT%TZ): no output for ${stall} s; stacks of pid ${bench:-?}"
       if [[ -x $spy && -n $bench ]]; then "$spy" dump --native --pid "$bench" 2>&1; else echo "(no py-spy: scripts/gpu-deps.sh)"; fi
     } >>"$out/stacks.txt"
-    echo "gpu-ttft: the bench stood still for ${stall} s: stacks in $out/stacks.txt"
+    echo "gpu-ttft: the bench stood still for ${stall} s: stacks in $out/stacks.txt; stopping it"
+    kill -TERM "$pid" 2>/dev/null # timeout passes it on; its -k 30 follows with KILL
   fi
 done
 wait "$pid"
