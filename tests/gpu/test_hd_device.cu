@@ -226,7 +226,7 @@ __host__ __device__ void exercise_stage(StageResults *r)
 		pool.extent[d] = ext[d];
 		pool.stride[d] = stride[d];
 	}
-	gio_kv_runs runs;
+	gio_kv_runs runs = {}; // -O3 inlines the calls and cannot see that a failed gio_kv_pool_runs() is caught by rc[12]
 	r->rc[12] = gio_kv_pool_runs(&pool, &runs);
 	r->nmv[0] = gio_kv_stage_moves(&pool, &runs, 1, 1, 0, 1, nullptr, 0);
 	r->nmv[1] = gio_kv_stage_moves(&pool, &runs, 1, 1, 1, 4, r->mv, 4);
