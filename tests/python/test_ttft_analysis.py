@@ -61,6 +61,35 @@ def test_cost_and_endurance_follow_the_stated_prices():
     assert o["written_gb_per_mtok"] == 0 and o["dwpd"] == 0
 
 
+def test_the_bubble_is_the_gpus_wait_and_the_partition_is_charged_apart():
+    """TTFT over hbm counts everything a system costs; the bubble is the compute stream's timed
+    waits; the scheduler's TTFT is also compared with hbm on its own partition's SMs."""
+    m = bench()
+    T, L = 8192, 4
+    rows = [dict(T=T, hit=0.0, system="recompute", ttft_s=[0.3])]
+    for h, C, base, part, sched, wait in ((0.5, 4096, 0.200, 0.210, 0.212, 0.001), (0.9, 7360, 0.100, 0.106, 0.112, 0.004),
+                                          (0.99, 8096, 0.050, 0.052, 0.060, 0.0045)):
+        rows += [dict(T=T, hit=h, C=C, system="hbm", ttft_s=[base], layer_ms=[base * 250] * L, bubble_layer_ms=[0.0] * L),
+                 dict(T=T, hit=h, C=C, system="hbm-part", ttft_s=[part], layer_ms=[part * 250] * L,
+                      bubble_layer_ms=[0.0] * L),
+                 dict(T=T, hit=h, C=C, system="giouring-sched", ttft_s=[sched], layer_ms=[sched * 250] * L,
+                      bubble_layer_ms=[wait * 250] * L),
+                 dict(T=T, hit=h, C=C, system="offload", ttft_s=[base * 1.5], layer_ms=[base * 375] * L)]
+    b = argparse.Namespace(contexts=[T], bulk=[50.0], args=args(), kv_token_bytes=4096, L=L)
+    an = m.analyse(b, rows)
+    s = {r["hit"]: r for r in rows if r["system"] == "giouring-sched"}
+    assert s[0.9]["bubble_s"] == pytest.approx(0.012) and s[0.9]["bubble_frac"] == pytest.approx(0.012 / 0.112)
+    assert s[0.9]["wait_s"] == pytest.approx(0.004) and s[0.9]["wait_frac"] == pytest.approx(0.004 / 0.112)
+    assert s[0.9]["over_part_s"] == pytest.approx(0.006)
+    c = {x["system"]: x for x in an["crossover"]}
+    assert "hbm-part" not in c  # a reference, not a system with a crossover
+    # waits: 0.5% -> 3.6% -> 7.5% of TTFT: 5% is passed between 0.9 and 0.99, interpolated
+    w0, w1 = 0.004 / 0.112 - 0.05, 0.0045 / 0.060 - 0.05
+    assert c["giouring-sched"]["crossover_wait"] == pytest.approx(0.9 + 0.09 * -w0 / (w1 - w0))
+    assert c["giouring-sched"]["crossover"] == 0.5  # TTFT over hbm: above 5% from the first point (0.012 / 0.212)
+    assert c["offload"]["waits_timed"] is False and c["offload"]["crossover"] == 0.5
+
+
 def test_plot_draws_ttft_bubbles_and_crossovers(tmp_path):
     try:
         import matplotlib  # noqa: F401
@@ -78,8 +107,10 @@ def test_plot_draws_ttft_bubbles_and_crossovers(tmp_path):
             rows.append(dict(T=8192, hit=h, C=C, N=8192 - C, system=system, ttft_s=[base + extra, base + 1.1 * extra],
                              layer_ms=[1.0] * 4, bubble_layer_ms=[extra * 250] * 4))
     doc = dict(bench="ttft_llama", env=dict(gpu="test"), args=dict(drives=4, drive_read_gbps=14.0), results=rows,
-               analysis=dict(crossover=[dict(T=8192, system="giouring-sched", crossover=None, limit=0.98),
-                                        dict(T=8192, system="offload", crossover=0.93, limit=0.98)]))
+               analysis=dict(crossover=[dict(T=8192, system="giouring-sched", crossover=0.5, crossover_wait=None,
+                                             limit=0.98, waits_timed=True),
+                                        dict(T=8192, system="offload", crossover=0.93, crossover_wait=None,
+                                             limit=0.98, waits_timed=False)]))
     path = tmp_path / "ttft.json"
     path.write_text(json.dumps(doc))
     r = subprocess.run([plot_python, os.path.join(ROOT, "bench", "plot.py"), str(path)], capture_output=True, text=True)
