@@ -32,6 +32,13 @@
 #               arguments (default below); GIO_TTFT_TIMEOUT: its time limit, s (default 540).
 #               Writes ttft.log (its tables), ttft-stacks.txt (only when it stood still) and
 #               json/ttft.json; draw the plots on any machine with bench/plot.py.
+#     nixl      NIXL's GIOURING backend with VRAM_SEG buffers and GPU-executed targets
+#               (bench/nixl_bench.py --mem vram, beside a bulk H2D copy; then tests/nixl): builds
+#               the plugin with CUDA in GIO_NIXL_BUILD (default build-gpu-nixl) and installs the
+#               pinned NIXL wheels from GIO_NIXL_WHEELS (made where there is network by
+#               `bash scripts/nixl-test.sh wheels DIR 3.12`; carried with the tree) for
+#               GIO_PYTHON (default /opt/torch/.venv/bin/python3, which has numpy and pytest).
+#               Not in the default. Writes nixl.log and json/nixl-*.json.
 #   GIO_GPU_BUILD   build folder (default build-gpu)
 #   GIO_COMMIT      commit to print when the tree is not a git checkout
 set -uo pipefail
@@ -173,6 +180,38 @@ if want ttft; then
 	[[ -f $out/ttft-run/stacks.txt ]] && cp "$out/ttft-run/stacks.txt" "$out/ttft-stacks.txt"
 	rm -rf "$out/ttft-run" # the package built there: too many files to bring back
 	if ((rc == 0)); then say "PASS ttft ($((SECONDS - t)) s)"; else fail "ttft (exit $rc, $((SECONDS - t)) s; ttft.log)"; fi
+fi
+if want nixl; then
+	t=$SECONDS
+	nb=${GIO_NIXL_BUILD:-build-gpu-nixl}
+	export GIO_PYTHON=${GIO_PYTHON:-/opt/torch/.venv/bin/python3}
+	ncfg=(-S . -B "$nb" -DCMAKE_BUILD_TYPE=Release -DGIOURING_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
+		-DGIOURING_HOST_TESTS=OFF -DGIOURING_FUZZ=OFF -DGIOURING_DOCS=OFF -DGIOURING_INFO=OFF -DGIOURING_NIXL=ON)
+	[[ -f $nb/CMakeCache.txt ]] || ncfg+=(-G Ninja)
+	[[ -d .gpu-deps ]] && ncfg+=("-DCMAKE_PREFIX_PATH=$PWD/.gpu-deps")
+	mkdir -p "$out/json"
+	nrc=0
+	{
+		cmake "${ncfg[@]}" && cmake --build "$nb" -j "$(nproc)" --target plugin_GIOURING &&
+			GIO_NIXL_WHEELS=${GIO_NIXL_WHEELS:?GIO_NIXL_WHEELS: the folder of the pinned wheels} bash scripts/nixl-test.sh venv "$nb"
+	} >"$out/nixl.log" 2>&1 || nrc=1
+	if ((nrc == 0)); then
+		for u in 'mem://hbm?size=2G' 'mem://host?exec=gpu&size=2G'; do
+			tag=${u%%\?*}
+			tag=${tag#mem://}
+			[[ $u == *exec=gpu* ]] && tag=$tag-gpuexec
+			echo "== nixl_bench --mem vram --gio-uris '$u'" >>"$out/nixl.log"
+			timeout 300 bash scripts/nixl-test.sh bench "$nb" --mem vram --chunks 512 --gio-uris "$u" \
+				--json "$out/json/nixl-vram-$tag.json" >>"$out/nixl.log" 2>&1 || nrc=1
+		done
+		# DRAM on this machine too: POSIX and GIOURING over files (O_DIRECT), as on the CPU machines.
+		echo "== nixl_bench --mem dram --chunks 512" >>"$out/nixl.log"
+		timeout 300 bash scripts/nixl-test.sh bench "$nb" --mem dram --chunks 512 \
+			--json "$out/json/nixl-dram-file.json" >>"$out/nixl.log" 2>&1 || nrc=1
+		echo "== pytest tests/nixl" >>"$out/nixl.log"
+		timeout 300 bash scripts/nixl-test.sh pytest "$nb" tests/nixl -q >>"$out/nixl.log" 2>&1 || nrc=1
+	fi
+	if ((nrc == 0)); then say "PASS nixl ($((SECONDS - t)) s)"; else fail "nixl ($((SECONDS - t)) s; nixl.log)"; tail -n 30 "$out/nixl.log" | tee -a "$log"; fi
 fi
 if compgen -G "$out/json/*.json" >/dev/null; then
 	tar -C "$out" -cf "$out/json.tar" json
