@@ -214,12 +214,14 @@ TEST_CASE("a staging table gives each slot the data pointer the controller takes
 		CHECK(segs[0].len == slot);
 	}
 	// With SGLs the entry is the Data Block the table-less form writes.
-	union gio_dptr e;
-	CHECK(gio_kv_stage_table_entry(&st, 3, slot, &sgl, &e, nullptr, 0, 0) == 0);
+	// A table whose other entries are poison: only entry 3 is read.
+	union gio_dptr e[4];
+	std::memset(e, 0xA5, sizeof e);
+	CHECK(gio_kv_stage_table_entry(&st, 3, slot, &sgl, &e[3], nullptr, 0, 0) == 0);
 	dev.psdt = GIO_PSDT_SGL_MPTR;
 	gio_sqe a, b;
 	REQUIRE(gio_kv_stage_sqe(&p, 0, 0, &st, 3, nullptr, &a) == 0);
-	REQUIRE(gio_kv_stage_sqe(&p, 0, 0, &st, 3, &e - 3, &b) == 0); // only entry 3 is read
+	REQUIRE(gio_kv_stage_sqe(&p, 0, 0, &st, 3, e, &b) == 0);
 	CHECK(std::memcmp(&a, &b, sizeof a) == 0);
 
 	// Refusals: no slot, no bytes, more than a slot, no room for the list; nothing written.
