@@ -847,7 +847,7 @@ def analyse(bench, results):
                     r["over_part_s"] = t - median(part[r["hit"]]["ttft_s"])
                 pts.append((r["hit"], r["bubble_frac"] - 0.05))
                 waits.append((r["hit"], r["wait_frac"] - 0.05))
-            if system == "hbm-part":
+            if system == "hbm-part" or not pts:  # a reference; a system not run at this T
                 continue
             pts.sort()
             waits.sort()
