@@ -24,6 +24,7 @@
 
 #include <giouring/host/ctx.h>
 #include <giouring/kv/plan.h>
+#include <giouring/kv/run.h>
 #include <giouring/kv/staged.h>
 #include <giouring/kv/store.h>
 #include <giouring/proto/status.h>
@@ -101,25 +102,37 @@ struct Pool {
 
 // One device's staging area: host memory registered with the context, its slot ring, and for a
 // controller without SGLs its staging table (PRPs; 2-page slots need no list).
+// `nrings` rings (the library's engine takes one per queue pair of the device) share one area.
 struct Staging {
 	gio_ctx *ctx;
-	Aligned area{kSlots * kObject};
-	std::vector<uint32_t> words = std::vector<uint32_t>(kSlots);
-	gio_stage st{};
+	uint32_t nrings;
+	Aligned area;
+	std::vector<uint32_t> words;
+	std::vector<gio_stage> rings;
+	gio_stage &st; // ring 0: the test's own Runner uses only it
 	std::vector<gio_dptr> table;
 	uint32_t psdt = GIO_PSDT_SGL_MPTR;
-	explicit Staging(gio_ctx *c) : ctx(c)
+	gio_kv_io_stage io{};
+	explicit Staging(gio_ctx *c, uint32_t n = 1)
+		: ctx(c), nrings(n), area(n * kSlots * kObject), words(n * kSlots), rings(n), st(rings[0])
 	{
 		uint64_t bus = 0;
 		REQUIRE(gio_ctx_register(ctx, area.p, area.n, &bus) == 0);
-		REQUIRE(gio_stage_init(&st, words.data(), kSlots, kObject, bus, GIO_SCOPE_SYS) == 0);
 		const gio_dptr_caps *caps = gio_ctx_dptr_caps(ctx);
-		if (gio_dptr_sgl_support(caps) == GIO_SGLS_SUPPORT_NONE) {
+		if (gio_dptr_sgl_support(caps) == GIO_SGLS_SUPPORT_NONE)
 			psdt = GIO_PSDT_PRP;
-			table.resize(kSlots);
-			for (uint32_t s = 0; s < kSlots; s++)
-				REQUIRE(gio_kv_stage_table_entry(&st, s, kObject, caps, &table[s], nullptr, 0, 0) == 0);
+		for (uint32_t q = 0; q < n; q++) {
+			REQUIRE(gio_stage_init(&rings[q], &words[q * kSlots], kSlots, kObject, bus + q * kSlots * kObject,
+					       GIO_SCOPE_SYS) == 0);
+			for (uint32_t s = 0; psdt == GIO_PSDT_PRP && s < kSlots; s++) {
+				table.resize(n * kSlots);
+				REQUIRE(gio_kv_stage_table_entry(&rings[q], s, kObject, caps, &table[q * kSlots + s], nullptr, 0,
+								 0) == 0);
+			}
 		}
+		io.rings = rings.data();
+		io.table = dptrs();
+		io.area = area.p;
 	}
 	const gio_dptr *dptrs() const { return table.empty() ? nullptr : table.data(); }
 	~Staging() { CHECK(gio_ctx_unregister(ctx, area.p) == 0); }
@@ -282,13 +295,18 @@ struct RawPlan {
 	std::vector<uint32_t> count = std::vector<uint32_t>(kLayers), done_word = std::vector<uint32_t>(kLayers);
 	gio_kv_io_plan v{};
 
-	RawPlan(gio_ctx *ctx, uint32_t n, uint32_t psdt)
+	// Two groups, or groups of `group` requests (the engine's rings hold kSlots of them).
+	RawPlan(gio_ctx *ctx, uint32_t n, uint32_t psdt, uint32_t group = 0)
 	{
 		dev = cpu_plan_dev(ctx, qps, unused_table.data(), psdt, 1);
 		for (uint32_t c = 0; c < n; c++)
 			reqs.push_back(gio_kv_io_req{c * kLayers * (kObject >> dev.lba_shift), block_of(c), 0, 0});
-		groups.push_back(gio_kv_io_group{0, uint16_t(n / 2), 0});
-		groups.push_back(gio_kv_io_group{n / 2, uint16_t(n - n / 2), 0});
+		if (group == 0) {
+			groups.push_back(gio_kv_io_group{0, uint16_t(n / 2), 0});
+			groups.push_back(gio_kv_io_group{n / 2, uint16_t(n - n / 2), 0});
+		}
+		for (uint32_t f = 0; group && f < n; f += group)
+			groups.push_back(gio_kv_io_group{f, uint16_t(std::min(group, n - f)), 0});
 		v.devs = &dev;
 		v.reqs = reqs.data();
 		v.groups = groups.data();
@@ -298,7 +316,7 @@ struct RawPlan {
 		v.timeout_ns = 5 * kSecond;
 		v.ndevs = 1;
 		v.nreqs = n;
-		v.ngroups = 2;
+		v.ngroups = uint32_t(groups.size());
 		v.layers = kLayers;
 		v.blocks = kBlocks;
 		v.scope = GIO_SCOPE_SYS;
@@ -320,39 +338,9 @@ struct RawPlan {
 	}
 };
 
-void save_and_load(bool files, const char *query)
+// Every layer of chunks 0 to n - 1 arrived in its block; the blocks no chunk uses are still poisoned.
+void check_loaded(Pool &dst, uint32_t n)
 {
-	INFO((files ? "file://" : "mem://host") << " ?" << query);
-	const uint32_t n = 24;
-	Targets t(1, files, query);
-	Pool src, dst;
-	for (uint32_t c = 0; c < n; c++)
-		for (uint32_t l = 0; l < kLayers; l++)
-			src.object(l, block_of(c), c, true);
-	Staging s(t.ctx[0]);
-	CHECK((std::strstr(query, "dptr=prp") != nullptr) == (s.psdt == GIO_PSDT_PRP)); // the table's form
-	RawPlan rp(t.ctx[0], n, s.psdt);
-	{
-		Runner w(rp.v, src, {&s});
-		rp.batch(1);
-		for (uint32_t l = 0; l < kLayers; l++)
-			w.run_layer(l);
-		CHECK(w.mover_errors.load() == 0);
-	}
-	for (const auto &r : rp.results)
-		CHECK(r.rc == 0);
-	{
-		Runner r(rp.v, dst, {&s});
-		rp.batch(0);
-		for (uint32_t l = 0; l < kLayers; l++)
-			r.run_layer(l);
-		CHECK(r.mover_errors.load() == 0);
-		CHECK(r.busy > 0); // slots were short: reused under flow control
-	}
-	for (const auto &r : rp.results)
-		CHECK(r.rc == 0);
-	CHECK(s.st.reserved == 2 * kLayers * n);
-	CHECK(s.count(GIO_STAGE_FREE) == kSlots);
 	std::vector<bool> used(kBlocks, false);
 	for (uint32_t c = 0; c < n; c++) {
 		used[block_of(c)] = true;
@@ -364,7 +352,106 @@ void save_and_load(bool files, const char *query)
 	for (uint32_t b = 0; b < kBlocks; b++)
 		for (uint32_t l = 0; !used[b] && l < kLayers; l++)
 			CHECK(dst.object(l, b, -1));
+}
+
+// The plan as the engine reads it: its device staged, the pool it copies to and from.
+void engine_view(RawPlan &rp, Staging &s, Pool &pool)
+{
+	rp.dev.stage = &s.io;
+	rp.v.pool = &pool.pool;
+	rp.v.runs = &pool.runs;
+}
+
+// Runs every layer in `layers` with the engine; gives the first failure (0: none).
+int engine_run(RawPlan &rp, uint32_t layers)
+{
+	int ret = 0;
+	for (uint32_t l = 0; l < layers; l++) {
+		const int rc = gio_kv_io_run_layer(&rp.v, l);
+		ret = ret ? ret : rc;
+		REQUIRE(gio_kv_io_layer_wait(&rp.v, l, gio_deadline_in(kSecond)) == 0); // signalled, whatever failed
+	}
+	return ret;
+}
+
+// Saves layer 0 of chunks 0 to n - 1 from `src` with the engine: what its fault cases load back.
+void engine_save_first_layer(RawPlan &rp, Staging &s, Pool &src, uint32_t n)
+{
+	for (uint32_t c = 0; c < n; c++)
+		src.object(0, block_of(c), c, true);
+	engine_view(rp, s, src);
+	rp.batch(1);
+	REQUIRE(engine_run(rp, 1) == 0);
+}
+
+// Saves n chunks from a pool through 8 slots and loads them back into another: through the test's
+// own Runner (a submitter and a mover thread, one ring), or through the library's CPU engine
+// (`engine`: a ring per queue pair, groups of 4 so that every slot is reused).
+void save_and_load(bool files, const char *query, bool engine = false)
+{
+	INFO((files ? "file://" : "mem://host") << " ?" << query << (engine ? " (engine)" : " (Runner)"));
+	const uint32_t n = 24;
+	Targets t(1, files, query);
+	Pool src, dst;
+	for (uint32_t c = 0; c < n; c++)
+		for (uint32_t l = 0; l < kLayers; l++)
+			src.object(l, block_of(c), c, true);
+	Staging s(t.ctx[0], engine ? 2 : 1);
+	CHECK((std::strstr(query, "dptr=prp") != nullptr) == (s.psdt == GIO_PSDT_PRP)); // the table's form
+	RawPlan rp(t.ctx[0], n, s.psdt, engine ? 4 : 0);
+	for (int write = 1; write >= 0; write--) {
+		Pool &pool = write ? src : dst;
+		rp.batch(write);
+		if (engine) {
+			engine_view(rp, s, pool);
+			REQUIRE(engine_run(rp, kLayers) == 0);
+		} else {
+			Runner r(rp.v, pool, {&s});
+			for (uint32_t l = 0; l < kLayers; l++)
+				r.run_layer(l);
+			CHECK(r.mover_errors.load() == 0);
+			CHECK((write || r.busy > 0)); // loads: slots were short, reused under flow control
+		}
+		for (const auto &r : rp.results)
+			CHECK(r.rc == 0);
+	}
+	for (uint32_t q = 0; q < s.nrings; q++) // every ring's share, saved and loaded
+		CHECK(s.rings[q].reserved == 2 * kLayers * n / s.nrings);
+	CHECK(s.count(GIO_STAGE_FREE) == s.nrings * kSlots);
+	check_loaded(dst, n);
 	rp.destroy(t.ctx[0]);
+}
+
+// The 5th command from now fails with an unrecovered read error (DNR).
+void inject_media_error(gio_ctx *ctx)
+{
+	gio_fault f{};
+	f.fail_nth = 5;
+	f.fail_status = GIO_SF(GIO_SCT_MEDIA, GIO_SC_UNRECOVERED_READ) | GIO_SF_DNR;
+	REQUIRE(gio_ctx_inject(ctx, &f) == 0);
+}
+
+// After a layer-0 load with inject_media_error(): exactly one request failed, with the error's
+// status intact and its object untouched; every other object arrived.
+void check_one_media_error(const RawPlan &rp, Pool &dst, uint32_t n)
+{
+	uint32_t failed = 0;
+	for (uint32_t c = 0; c < n; c++) {
+		const gio_kv_io_result &x = rp.results[c];
+		INFO("chunk " << c);
+		if (x.rc == 0) {
+			CHECK(dst.object(0, block_of(c), c));
+			continue;
+		}
+		failed++;
+		CHECK(x.rc == -EIO);
+		CHECK(gio_status_sct(x.status) == GIO_SCT_MEDIA);
+		CHECK(gio_status_sc(x.status) == GIO_SC_UNRECOVERED_READ);
+		CHECK(gio_status_dnr(x.status));
+		CHECK(x.layer == 0);
+		CHECK(dst.object(0, block_of(c), -1)); // nothing moved from the failed command's slot
+	}
+	CHECK(failed == 1);
 }
 
 // Saves layer 0 of chunks 0 to n - 1 from `src` through `s`: what the fault cases load back.
@@ -404,33 +491,14 @@ TEST_CASE("staged load: an NVMe error keeps its status and its object untouched;
 	Staging s(t.ctx[0]);
 	RawPlan rp(t.ctx[0], n, s.psdt);
 	save_first_layer(rp, src, s, n);
-	gio_fault f{};
-	f.fail_nth = 5;
-	f.fail_status = GIO_SF(GIO_SCT_MEDIA, GIO_SC_UNRECOVERED_READ) | GIO_SF_DNR;
-	REQUIRE(gio_ctx_inject(t.ctx[0], &f) == 0);
+	inject_media_error(t.ctx[0]);
 	{
 		Runner r(rp.v, dst, {&s});
 		rp.batch(0);
 		r.run_layer(0);
 		CHECK(r.mover_errors.load() == 0);
 	}
-	uint32_t failed = 0;
-	for (uint32_t c = 0; c < n; c++) {
-		const gio_kv_io_result &x = rp.results[c];
-		INFO("chunk " << c);
-		if (x.rc == 0) {
-			CHECK(dst.object(0, block_of(c), c));
-			continue;
-		}
-		failed++;
-		CHECK(x.rc == -EIO);
-		CHECK(gio_status_sct(x.status) == GIO_SCT_MEDIA);
-		CHECK(gio_status_sc(x.status) == GIO_SC_UNRECOVERED_READ);
-		CHECK(gio_status_dnr(x.status));
-		CHECK(x.layer == 0);
-		CHECK(dst.object(0, block_of(c), -1)); // nothing moved from the failed command's slot
-	}
-	CHECK(failed == 1);
+	check_one_media_error(rp, dst, n);
 	CHECK(s.count(GIO_STAGE_FREE) == kSlots);
 	rp.destroy(t.ctx[0]);
 }
@@ -560,4 +628,115 @@ TEST_CASE("staged load of a store's chunks over two devices, as the KV plan grou
 		for (auto *qp : qps[d])
 			CHECK(gio_ctx_qp_destroy(t.ctx[d], qp, 5 * kSecond, nullptr, nullptr) >= 0);
 	CHECK(gio_kv_store_close(store) == 0);
+}
+
+// ---- The library's CPU engine (giouring/kv/run.h) on the staged path: the same cases, run by
+// gio_kv_io_run_layer() with each queue pair's ring in the plan's view.
+
+TEST_CASE("the CPU engine's staged path: save and load through 8 slots per queue pair", "[kv][staged][engine]")
+{
+	save_and_load(false, "size=8M", true);
+}
+
+TEST_CASE("the CPU engine's staged path on a controller without SGLs (a staging table of PRPs)", "[kv][staged][engine]")
+{
+	save_and_load(false, "size=8M&dptr=prp", true);
+}
+
+TEST_CASE("the CPU engine's staged path on a file:// target", "[kv][staged][engine][io_uring]")
+{
+	save_and_load(true, "size=8M", true);
+}
+
+TEST_CASE("the CPU engine's staged load: an NVMe error keeps its status, its object untouched, its slot reused",
+	  "[kv][staged][engine]")
+{
+	const uint32_t n = 16;
+	Targets t(1, false, "size=8M");
+	Pool src, dst;
+	Staging s(t.ctx[0], 2);
+	RawPlan rp(t.ctx[0], n, s.psdt, 4);
+	engine_save_first_layer(rp, s, src, n);
+	inject_media_error(t.ctx[0]);
+	engine_view(rp, s, dst);
+	rp.batch(0);
+	CHECK(engine_run(rp, 1) == -EIO);
+	check_one_media_error(rp, dst, n);
+	CHECK(s.count(GIO_STAGE_FREE) == 2 * kSlots);
+	rp.destroy(t.ctx[0]);
+}
+
+TEST_CASE("the CPU engine's staged load: a lost completion's slot is LOST, and the next pass on its ring times out",
+	  "[kv][staged][engine]")
+{
+	const uint32_t n = 4;
+	Targets t(1, false, "size=8M");
+	Pool src, dst;
+	Staging s(t.ctx[0], 2);
+	RawPlan rp(t.ctx[0], n, s.psdt, 2); // a group of 2 on each queue pair
+	engine_save_first_layer(rp, s, src, n);
+	gio_fault f{};
+	f.drop_nth = 2;
+	REQUIRE(gio_ctx_inject(t.ctx[0], &f) == 0);
+	rp.v.timeout_ns = 200000000ull;
+	engine_view(rp, s, dst);
+	rp.batch(0);
+	CHECK(engine_run(rp, 1) == -ETIME);
+	uint32_t lost = 0;
+	for (uint32_t c = 0; c < n; c++) {
+		INFO("chunk " << c);
+		if (rp.results[c].rc == -ETIME) {
+			lost++;
+			CHECK(dst.object(0, block_of(c), -1));
+		} else {
+			CHECK(rp.results[c].rc == 0);
+			CHECK(dst.object(0, block_of(c), c));
+		}
+	}
+	REQUIRE(lost == 1);
+	REQUIRE(s.count(GIO_STAGE_LOST) == 1);
+	// Passes go on while no reservation wraps onto the LOST slot (2 tickets a pass per ring, 8
+	// slots), then that ring's group waits out its deadline and reports -ETIME rather than hand
+	// the controller a slot it may still write.
+	int rc = 0;
+	for (uint32_t pass = 0; pass < kSlots && rc == 0; pass++) {
+		rp.batch(0);
+		rc = engine_run(rp, 1);
+	}
+	CHECK(rc == -ETIME);
+	CHECK(s.count(GIO_STAGE_LOST) == 1);
+	uint32_t timed_out = 0;
+	for (uint32_t c = 0; c < n; c++)
+		timed_out += rp.results[c].rc == -ETIME;
+	CHECK(timed_out == 2); // the group of the ring with the LOST slot; the other ring's went through
+	rp.destroy(t.ctx[0]);
+}
+
+// A save the engine must refuse in part: requests below `refused` -EINVAL, the rest through,
+// every slot back, nothing waited for.
+void engine_refuses(uint32_t n, uint32_t group, bool without_pool, uint32_t refused)
+{
+	Targets t(1, false, "size=8M");
+	Pool src;
+	Staging s(t.ctx[0], 2);
+	RawPlan rp(t.ctx[0], n, s.psdt, group);
+	engine_view(rp, s, src);
+	if (without_pool)
+		rp.v.pool = nullptr; // a staged device, but nothing to copy to or from
+	rp.batch(1);
+	CHECK(engine_run(rp, 1) == -EINVAL);
+	for (uint32_t c = 0; c < n; c++)
+		CHECK(rp.results[c].rc == (c < refused ? -EINVAL : 0));
+	CHECK(s.count(GIO_STAGE_FREE) == 2 * kSlots);
+	rp.destroy(t.ctx[0]);
+}
+
+TEST_CASE("the CPU engine's staged path: a group larger than its ring fails, nothing hangs", "[kv][staged][engine]")
+{
+	engine_refuses(12, kSlots + 2, false, kSlots + 2); // 10 requests for 8 slots, then 2
+}
+
+TEST_CASE("the CPU engine's staged path: a plan without its pool refuses each request, slots back", "[kv][staged][engine]")
+{
+	engine_refuses(4, 2, true, 4);
 }

@@ -55,6 +55,7 @@
 #include "kv/format.h"
 #include "kv/io.h"
 #include "kv/plan.h"
+#include "kv/run.h"
 #include "kv/staged.h"
 #include "kv/store.h"
 

@@ -11,6 +11,7 @@
 
 #include <giouring/host/ctx.h>
 #include <giouring/kv/plan.h>
+#include <giouring/kv/run.h>
 #include <giouring/kv/store.h>
 #include <giouring/ring/clock.h>
 

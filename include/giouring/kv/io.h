@@ -1,8 +1,8 @@
 /**
  * @file giouring/kv/io.h
  * @brief One layer's transfers of a batch of KV chunks over N devices: the plan's device view,
- *        the command each request becomes, how results and layer completion are recorded, and
- *        the CPU engine that runs a layer.
+ *        the command each request becomes, and how results and layer completion are recorded
+ *        (the CPU engine that runs a layer: giouring/kv/run.h).
  *
  * A batch moves the layer-l objects of its chunks between a KV pool and a store's devices
  * (giouring/kv/store.h): each chunk is in one slot of one device and goes to or from one pool
@@ -16,7 +16,7 @@
  * its own result; the plan's host half merges a chunk's into one (giouring/kv/plan.h). The host plans a batch once (giouring/kv/batch.h); each layer is then
  * one pass of an engine over the plan's **groups**: runs of at most 32 requests of one device,
  * one reservation and one doorbell each, so that a warp submits a group with gio_submit_warp()
- * (giouring/kv/layer.cuh) and the CPU engine below a group per doorbell.
+ * (giouring/kv/layer.cuh) and the CPU engine (giouring/kv/run.h) a group per doorbell.
  *
  * Completion: every request gets a result (the first failure of its layers: result, NVMe status
  * and layer). Each layer has a completion word that holds the **epoch** of the last batch whose
@@ -46,6 +46,10 @@ GIO_EXTERN_C_BEGIN
 /** @brief Most requests of one group: a warp's lanes. */
 #define GIO_KV_IO_GROUP_MAX 32u
 
+struct gio_kv_io_stage; /* giouring/kv/staged.h */
+struct gio_kv_pool;     /* giouring/kv/pool.h */
+struct gio_kv_runs;
+
 /** @brief One device of a plan: where its commands go, and the data pointers they take. */
 struct gio_kv_io_dev {
 	struct gio_qp *const *qps;  /**< Queue pairs, usable by the engine that runs the plan (GPU: device
@@ -59,6 +63,10 @@ struct gio_kv_io_dev {
 	uint32_t cmds;              /**< Commands per object, 0 or 1: one, its table an entry per object; more:
 				         one per run of the object, its table `cmds` entries per object
 				         (gio_kv_table_prp_cmds()). */
+	const struct gio_kv_io_stage *stage; /**< NULL: peer-to-peer (the controller reaches the pool through
+					          `table`). Else the staged path: each command's data goes through
+					          a slot of the device's staging (giouring/kv/staged.h), and
+					          `table` is not read. */
 };
 
 /** @brief One request: a command of a chunk on a device, and the pool block it moves to or from. */
@@ -105,6 +113,10 @@ struct gio_kv_io_plan {
 	uint32_t epoch;                       /**< This batch's epoch (never 0). */
 	uint32_t write;                       /**< 1: the batch writes (save), 0: it reads (load). */
 	uint32_t scope;                       /**< GIO_SCOPE_GPU or GIO_SCOPE_SYS: of the completion words. */
+	const struct gio_kv_pool *pool;       /**< The pool as the engine reaches it, with `runs`: what a staged
+					           device's objects are copied to and from (NULL where no device
+					           is staged). */
+	const struct gio_kv_runs *runs;       /**< The pool's runs (gio_kv_pool_runs()). */
 };
 
 /* Request i's Read or Write for `layer` without its data pointer: the checks and the encoding
@@ -251,90 +263,6 @@ GIO_HD int gio_kv_io_layer_wait(const struct gio_kv_io_plan *p, uint32_t layer, 
 		gio_backoff(&spins);
 	}
 	return 0;
-}
-
-/**
- * @brief The CPU engine: runs layer @p layer of a plan to completion with the host's ring verbs.
- * @param p      the plan; its layer count for @p layer reset to 0 by the caller.
- * @param layer  the layer, below p->layers.
- * @return 0 when every request succeeded, else the first failure's result by request order;
- *         `-EINVAL` for a layer beyond the plan (nothing run, nothing signalled).
- *
- * One thread per plan and layer. Groups are issued in order, one doorbell each, while their
- * queue pairs have room (one group in flight per queue pair at most: a full ring costs a wait,
- * never a deadlock with our own outstanding commands); the oldest group is collected when nothing
- * more can be issued. Every request gets its result, and the last signals the layer.
- */
-GIO_HD int gio_kv_io_run_layer(const struct gio_kv_io_plan *p, uint32_t layer)
-{
-	uint32_t issued = 0, collected = 0, j;
-	uint32_t first[64]; /* first ticket of each group in flight, by group index modulo 64 */
-	int8_t sent[64 * GIO_KV_IO_GROUP_MAX]; /* per request in flight: 1 sent, 2 sent as a stand-in, else -errno */
-	int ret = 0;
-	if (layer >= p->layers)
-		return -EINVAL;
-	if (p->ngroups == 0) {
-		gio_kv_io_layer_signal(p, layer);
-		return 0;
-	}
-	while (collected < p->ngroups) {
-		while (issued < p->ngroups && issued - collected < 64) {
-			const struct gio_kv_io_group *g = &p->groups[issued];
-			const struct gio_kv_io_dev *d = &p->devs[g->dev];
-			struct gio_qp *qp = d->qps[issued % d->nqps];
-			uint32_t t0 = 0;
-			/* A group behind another on its queue pair waits for it to be collected, so that
-			 * our own reservations never fill a ring we then wait on. */
-			for (j = collected; j < issued; j++)
-				if (p->devs[p->groups[j].dev].qps[j % p->devs[p->groups[j].dev].nqps] == qp)
-					break;
-			if (j < issued)
-				break;
-			if (gio_qp_reserve_wait(qp, g->count, gio_deadline_in(p->timeout_ns), &t0) != 0) {
-				for (j = 0; j < g->count; j++)
-					sent[(issued % 64) * GIO_KV_IO_GROUP_MAX + j] = (int8_t)-ETIME;
-			} else {
-				for (j = 0; j < g->count; j++) {
-					struct gio_sqe sqe;
-					const int bad = gio_kv_io_sqe(p, layer, g->first + j, &sqe);
-					int s;
-					if (bad) /* a stand-in keeps the run whole; its request reports -EINVAL */
-						gio_prep_cmd(&sqe, GIO_NVM_OPC_FLUSH, d->nsid);
-					s = gio_qp_put(qp, t0 + j, &sqe, g->first + j, 0);
-					/* A refused put is cancelled by the ring (nothing to wait for). */
-					sent[(issued % 64) * GIO_KV_IO_GROUP_MAX + j] = (int8_t)(s ? s : bad ? 2 : 1);
-				}
-				gio_qp_publish(qp);
-			}
-			first[issued % 64] = t0;
-			issued++;
-		}
-		{
-			const struct gio_kv_io_group *g = &p->groups[collected];
-			const struct gio_kv_io_dev *d = &p->devs[g->dev];
-			struct gio_qp *qp = d->qps[collected % d->nqps];
-			const uint64_t deadline = gio_deadline_in(p->timeout_ns);
-			for (j = 0; j < g->count; j++) {
-				const int s = sent[(collected % 64) * GIO_KV_IO_GROUP_MAX + j];
-				uint16_t st = 0;
-				int rc = s;
-				if (s > 0) { /* submitted: every entry put is waited for, a stand-in too */
-					rc = gio_qp_wait(qp, first[collected % 64] + j, deadline, &st, (uint32_t *)0);
-					if (s == 2 && rc != -ETIME) {
-						rc = -EINVAL;
-						st = 0;
-					}
-				}
-				gio_kv_io_result_only(p, layer, g->first + j, rc, st);
-				if (rc && !ret)
-					ret = rc;
-			}
-			if (gio_kv_io_count(p, layer, g->count))
-				gio_kv_io_layer_signal(p, layer);
-			collected++;
-		}
-	}
-	return ret;
 }
 
 GIO_EXTERN_C_END

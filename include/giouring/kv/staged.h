@@ -32,6 +32,24 @@
 
 GIO_EXTERN_C_BEGIN
 
+/**
+ * @brief A plan device's staging (gio_kv_io_dev::stage): the staged path for a controller that
+ *        cannot reach the pool, one slot ring per queue pair of the device.
+ *
+ * Ring q serves the device's queue pair q (a group uses the rings of the queue pair it goes to),
+ * its slots at `area + q x nslots x slot_bytes` as the mover reaches them (the CPU engine: host
+ * memory; the GPU engine: the mapped pointer of pinned memory), its commands' data pointers at the
+ * controller's addresses the ring holds (`gio_stage::base_bus`). Every ring has the same `nslots`
+ * and `slot_bytes`.
+ */
+struct gio_kv_io_stage {
+	struct gio_stage *rings;     /**< rings[q] for queue pair q (GPU engine: in device memory). */
+	const union gio_dptr *table; /**< NULL: one SGL Data Block over the slot (the controller takes SGLs);
+				          else a staging table, `nslots` entries per ring, ring after ring
+				          (gio_kv_stage_table_entry()). */
+	uint8_t *area;               /**< The slots, as the mover reaches them. */
+};
+
 /** @brief One copy between a staging slot and an object's home. */
 struct gio_kv_stage_move {
 	uint64_t dst;     /**< Address in the pool (the mover's address space). */
@@ -116,27 +134,30 @@ GIO_HD int gio_kv_stage_sqe(const struct gio_kv_io_plan *p, uint32_t layer, uint
 
 /**
  * @brief The copies that move command @p part (of @p cmds) of object (@p layer, @p block)
- *        between its slot and the pool; call with @p out NULL to learn how many.
+ *        between its slot and the pool, from the @p first-th on: at most @p cap of them.
  * @param pool   a pool that gio_kv_pool_runs() accepted.
  * @param runs   its runs.
  * @param layer  layer, below the pool's layer extent.
  * @param block  block, below the pool's block extent.
  * @param part   the command, below @p cmds.
  * @param cmds   commands per object (gio_kv_io_dev::cmds; 0 means 1); must divide the object.
- * @param out    receives the copies in slot order, or NULL.
+ * @param first  the first copy wanted (0: from the slot's first byte).
+ * @param out    receives the copies in slot order, or NULL (then nothing is written and the
+ *               count from @p first on is returned).
  * @param cap    entries available at @p out.
- * @return the number of copies (written, or needed when @p out is NULL), or
- *   - `-EINVAL`: @p layer, @p block or @p part out of range, or @p cmds not dividing the object;
- *   - `-ENOSPC`: @p cap is below the count.
- *   Nothing is written on error.
+ * @return the copies written (0 once @p first is past the last), or with @p out NULL their count
+ *         from @p first on; `-EINVAL` for @p layer, @p block or @p part out of range, or @p cmds
+ *         not dividing the object (nothing written).
  *
- * Pure; any thread, host or device. Slot offset 0 is the command's first byte, which is byte
- * `part x object_bytes / cmds` of the object in device order (gio_kv_object_ranges()).
+ * Pure; any thread, host or device: an engine with a small buffer walks a command's copies in
+ * windows. Slot offset 0 is the command's first byte, which is byte `part x object_bytes / cmds`
+ * of the object in device order (gio_kv_object_ranges()).
  */
-GIO_HD int gio_kv_stage_moves(const struct gio_kv_pool *pool, const struct gio_kv_runs *runs, uint32_t layer,
-			      uint32_t block, uint32_t part, uint32_t cmds, struct gio_kv_stage_move *out, uint32_t cap)
+GIO_HD int gio_kv_stage_moves_at(const struct gio_kv_pool *pool, const struct gio_kv_runs *runs, uint32_t layer,
+				 uint32_t block, uint32_t part, uint32_t cmds, uint32_t first,
+				 struct gio_kv_stage_move *out, uint32_t cap)
 {
-	uint64_t bytes, start, end, r0, r1, r;
+	uint64_t bytes, start, end, r0, r1, r, n;
 	if (cmds == 0)
 		cmds = 1;
 	if (layer >= pool->extent[GIO_KV_LAYER] || block >= pool->extent[GIO_KV_BLOCK] || part >= cmds ||
@@ -151,19 +172,47 @@ GIO_HD int gio_kv_stage_moves(const struct gio_kv_pool *pool, const struct gio_k
 	r1 = (end + runs->run_bytes - 1) / runs->run_bytes;
 	if (r1 - r0 > INT32_MAX)
 		return -EINVAL;
+	n = r1 - r0 > first ? r1 - r0 - first : 0;
 	if (!out)
-		return (int)(r1 - r0);
-	if (cap < r1 - r0)
-		return -ENOSPC;
-	for (r = r0; r < r1; r++) {
+		return (int)n;
+	if (n > cap)
+		n = cap;
+	for (r = r0 + first; r < r0 + first + n; r++) {
 		const uint64_t lo = r * runs->run_bytes > start ? r * runs->run_bytes : start;
 		const uint64_t hi = (r + 1) * runs->run_bytes < end ? (r + 1) * runs->run_bytes : end;
-		struct gio_kv_stage_move *m = &out[r - r0];
+		struct gio_kv_stage_move *m = &out[r - r0 - first];
 		m->dst = gio_kv_run_addr(pool, runs, layer, block, (uint32_t)r) + (lo - r * runs->run_bytes);
 		m->src_off = lo - start;
 		m->len = hi - lo;
 	}
-	return (int)(r1 - r0);
+	return (int)n;
+}
+
+/**
+ * @brief Every copy that moves command @p part (of @p cmds) of object (@p layer, @p block)
+ *        between its slot and the pool; call with @p out NULL to learn how many.
+ * @param pool   a pool that gio_kv_pool_runs() accepted.
+ * @param runs   its runs.
+ * @param layer  layer, below the pool's layer extent.
+ * @param block  block, below the pool's block extent.
+ * @param part   the command, below @p cmds.
+ * @param cmds   commands per object (gio_kv_io_dev::cmds; 0 means 1); must divide the object.
+ * @param out    receives the copies in slot order, or NULL.
+ * @param cap    entries available at @p out.
+ * @return the number of copies (written, or needed when @p out is NULL), or
+ *   - `-EINVAL`: @p layer, @p block or @p part out of range, or @p cmds not dividing the object;
+ *   - `-ENOSPC`: @p cap is below the count.
+ *   Nothing is written on error. gio_kv_stage_moves_at() gives them in windows.
+ */
+GIO_HD int gio_kv_stage_moves(const struct gio_kv_pool *pool, const struct gio_kv_runs *runs, uint32_t layer,
+			      uint32_t block, uint32_t part, uint32_t cmds, struct gio_kv_stage_move *out, uint32_t cap)
+{
+	const int n = gio_kv_stage_moves_at(pool, runs, layer, block, part, cmds, 0, (struct gio_kv_stage_move *)0, 0);
+	if (n < 0 || !out)
+		return n;
+	if (cap < (uint32_t)n)
+		return -ENOSPC;
+	return gio_kv_stage_moves_at(pool, runs, layer, block, part, cmds, 0, out, cap);
 }
 
 GIO_EXTERN_C_END
