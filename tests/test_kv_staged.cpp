@@ -120,6 +120,20 @@ TEST_CASE("moves take every command's slot bytes to exactly its object's bytes i
 						REQUIRE(n >= 1);
 						std::vector<gio_kv_stage_move> mv(n);
 						REQUIRE(gio_kv_stage_moves(&pool, &runs, layer, block, part, cmds, mv.data(), n) == n);
+						// In windows of 1 to 3 (gio_kv_stage_moves_at()): the same copies, in order.
+						for (uint32_t w = 1; w <= 3; w++) {
+							std::vector<gio_kv_stage_move> got;
+							gio_kv_stage_move win[3];
+							int k;
+							while ((k = gio_kv_stage_moves_at(&pool, &runs, layer, block, part, cmds,
+											  uint32_t(got.size()), win, w)) > 0)
+								got.insert(got.end(), win, win + k);
+							REQUIRE(k == 0);
+							REQUIRE(got.size() == mv.size());
+							for (size_t j = 0; j < got.size(); j++)
+								CHECK((got[j].dst == mv[j].dst && got[j].src_off == mv[j].src_off &&
+								       got[j].len == mv[j].len));
+						}
 						uint64_t covered = 0;
 						for (const auto &m : mv) {
 							CHECK(m.src_off == covered); // slot order, no gap
@@ -170,6 +184,12 @@ TEST_CASE("moves refuse what they cannot plan and write nothing", "[kv][staged]"
 	CHECK(gio_kv_stage_moves(&pool, &runs, 0, 0, 0, 0, nullptr, 0) == 4); // cmds 0 means 1
 	CHECK(gio_kv_stage_moves(&pool, &runs, 0, 0, 1, 2, nullptr, 0) == 2);
 	CHECK(gio_kv_stage_moves(&pool, &runs, 1, 1, 7, 8, nullptr, 0) == 1); // inside one run
+	// Windows: the count from a first copy on, none past the last, the same refusals.
+	CHECK(gio_kv_stage_moves_at(&pool, &runs, 0, 0, 0, 1, 1, nullptr, 0) == 3);
+	CHECK(gio_kv_stage_moves_at(&pool, &runs, 0, 0, 0, 1, 4, mv, 4) == 0);
+	CHECK(gio_kv_stage_moves_at(&pool, &runs, 0, 0, 0, 1, 9, nullptr, 0) == 0);
+	CHECK(gio_kv_stage_moves_at(&pool, &runs, 2, 0, 0, 1, 0, mv, 4) == -EINVAL);
+	CHECK(gio_kv_stage_moves_at(&pool, &runs, 0, 0, 0, 3, 0, mv, 4) == -EINVAL);
 }
 
 TEST_CASE("a staging table gives each slot the data pointer the controller takes, once", "[kv][staged]")

@@ -185,7 +185,7 @@ struct StageResults {
 	uint64_t off[2], bus[2];
 	gio_sqe sqe;
 	gio_kv_stage_move mv[4];
-	int nmv[2];
+	int nmv[3];
 	union gio_dptr entry;
 };
 
@@ -230,6 +230,7 @@ __host__ __device__ void exercise_stage(StageResults *r)
 	r->rc[12] = gio_kv_pool_runs(&pool, &runs);
 	r->nmv[0] = gio_kv_stage_moves(&pool, &runs, 1, 1, 0, 1, nullptr, 0);
 	r->nmv[1] = gio_kv_stage_moves(&pool, &runs, 1, 1, 1, 4, r->mv, 4);
+	r->nmv[2] = gio_kv_stage_moves_at(&pool, &runs, 1, 1, 0, 1, 1, r->mv + 1, 3); // the second of two copies
 	gio_dptr_caps prp = {};
 	prp.page_bytes = 4096;
 	prp.max_xfer_bytes = 1 << 20;
@@ -366,7 +367,8 @@ int main()
 			return 1;
 		}
 	if (st.bus[0] != 0x7000000 + 8192 || st.off[1] != 3 * 8192 || st.sqe.dptr.sgl.len != 8192 ||
-	    st.nmv[0] != 2 || st.nmv[1] != 1 || st.mv[0].len != 2048 || st.mv[0].src_off != 0 ||
+	    st.nmv[0] != 2 || st.nmv[1] != 1 || st.mv[0].len != 2048 || st.mv[0].src_off != 0 || st.nmv[2] != 1 ||
+	    st.mv[1].src_off == 0 ||
 	    st.entry.prp.prp1 != 0x7000000 + 8192 || st.entry.prp.prp2 != 0x7000000 + 2 * 8192 - 4096) {
 		std::printf("FAIL: host reference run of the staging calls: slot addresses, command or moves\n");
 		return 1;
