@@ -102,10 +102,11 @@ struct Pool {
 
 // One device's staging area: host memory registered with the context, its slot ring, and for a
 // controller without SGLs its staging table (PRPs; 2-page slots need no list).
-// `nrings` rings (the library's engine takes one per queue pair of the device) share one area.
+// `nrings` rings of `nslots` slots (the library's engine takes one ring per queue pair of the
+// device, and through a plan at least a group's 32 slots) share one area.
 struct Staging {
 	gio_ctx *ctx;
-	uint32_t nrings;
+	uint32_t nrings, nslots;
 	Aligned area;
 	std::vector<uint32_t> words;
 	std::vector<gio_stage> rings;
@@ -113,8 +114,8 @@ struct Staging {
 	std::vector<gio_dptr> table;
 	uint32_t psdt = GIO_PSDT_SGL_MPTR;
 	gio_kv_io_stage io{};
-	explicit Staging(gio_ctx *c, uint32_t n = 1)
-		: ctx(c), nrings(n), area(n * kSlots * kObject), words(n * kSlots), rings(n), st(rings[0])
+	explicit Staging(gio_ctx *c, uint32_t n = 1, uint32_t slots = kSlots)
+		: ctx(c), nrings(n), nslots(slots), area(n * slots * kObject), words(n * slots), rings(n), st(rings[0])
 	{
 		uint64_t bus = 0;
 		REQUIRE(gio_ctx_register(ctx, area.p, area.n, &bus) == 0);
@@ -122,11 +123,11 @@ struct Staging {
 		if (gio_dptr_sgl_support(caps) == GIO_SGLS_SUPPORT_NONE)
 			psdt = GIO_PSDT_PRP;
 		for (uint32_t q = 0; q < n; q++) {
-			REQUIRE(gio_stage_init(&rings[q], &words[q * kSlots], kSlots, kObject, bus + q * kSlots * kObject,
+			REQUIRE(gio_stage_init(&rings[q], &words[q * slots], slots, kObject, bus + q * slots * kObject,
 					       GIO_SCOPE_SYS) == 0);
-			for (uint32_t s = 0; psdt == GIO_PSDT_PRP && s < kSlots; s++) {
-				table.resize(n * kSlots);
-				REQUIRE(gio_kv_stage_table_entry(&rings[q], s, kObject, caps, &table[q * kSlots + s], nullptr, 0,
+			for (uint32_t s = 0; psdt == GIO_PSDT_PRP && s < slots; s++) {
+				table.resize(n * slots);
+				REQUIRE(gio_kv_stage_table_entry(&rings[q], s, kObject, caps, &table[q * slots + s], nullptr, 0,
 								 0) == 0);
 			}
 		}
@@ -454,6 +455,21 @@ void check_one_media_error(const RawPlan &rp, Pool &dst, uint32_t n)
 	CHECK(failed == 1);
 }
 
+// A store over the two targets of `t`, for `pool`'s objects.
+gio_kv_store *two_device_store(Targets &t, Pool &pool)
+{
+	gio_kv_store_params sp{};
+	sp.layers = kLayers;
+	sp.object_bytes = kObject;
+	sp.pool_signature = gio_kv_pool_signature(&pool.pool, &pool.runs);
+	sp.store_bytes = 2 << 20;
+	sp.timeout_ns = 5 * kSecond;
+	gio_kv_store *store = nullptr;
+	INFO(gio_last_error());
+	REQUIRE(gio_kv_store_create(t.ctx.data(), 2, &sp, &store) == 0);
+	return store;
+}
+
 // Saves layer 0 of chunks 0 to n - 1 from `src` through `s`: what the fault cases load back.
 void save_first_layer(RawPlan &rp, Pool &src, Staging &s, uint32_t n)
 {
@@ -563,15 +579,7 @@ TEST_CASE("staged load of a store's chunks over two devices, as the KV plan grou
 	const uint32_t n = 24;
 	Targets t(2, false, "size=4M");
 	Pool pool;
-	gio_kv_store_params sp{};
-	sp.layers = kLayers;
-	sp.object_bytes = kObject;
-	sp.pool_signature = gio_kv_pool_signature(&pool.pool, &pool.runs);
-	sp.store_bytes = 2 << 20;
-	sp.timeout_ns = 5 * kSecond;
-	gio_kv_store *store = nullptr;
-	INFO(gio_last_error());
-	REQUIRE(gio_kv_store_create(t.ctx.data(), 2, &sp, &store) == 0);
+	gio_kv_store *store = two_device_store(t, pool);
 	std::vector<unsigned char> chunk(kLayers * kObject);
 	for (uint32_t c = 0; c < n; c++) {
 		for (uint32_t l = 0; l < kLayers; l++)
@@ -739,4 +747,128 @@ TEST_CASE("the CPU engine's staged path: a group larger than its ring fails, not
 TEST_CASE("the CPU engine's staged path: a plan without its pool refuses each request, slots back", "[kv][staged][engine]")
 {
 	engine_refuses(4, 2, true, 4);
+}
+
+// ---- Through the plan: staged devices given to gio_kv_plan_create(), run by the plan's CPU engine
+// thread, a save committed by gio_kv_plan_finish().
+
+namespace {
+
+struct StagedStore {
+	Targets t{2, false, "size=4M"};
+	Pool pool;
+	gio_kv_store *store = nullptr;
+	std::vector<gio_qp *> qps[2];
+	std::vector<gio_kv_io_dev> devs = std::vector<gio_kv_io_dev>(2);
+	std::unique_ptr<Staging> stg[2];
+	gio_kv_plan_params pp{};
+	explicit StagedStore(uint32_t slots)
+	{
+		store = two_device_store(t, pool);
+		for (uint32_t d = 0; d < 2; d++) {
+			stg[d] = std::make_unique<Staging>(t.ctx[d], 2, slots);
+			devs[d] = cpu_plan_dev(t.ctx[d], qps[d], nullptr, stg[d]->psdt, 1);
+			devs[d].stage = &stg[d]->io;
+		}
+		pp.engine = GIO_KV_ENGINE_CPU;
+		pp.max_requests = kBlocks;
+		pp.blocks = kBlocks;
+		pp.devs = devs.data();
+		pp.pool = &pool.pool;
+	}
+	~StagedStore()
+	{
+		for (uint32_t d = 0; d < 2; d++)
+			for (auto *qp : qps[d])
+				CHECK(gio_ctx_qp_destroy(t.ctx[d], qp, 5 * kSecond, nullptr, nullptr) >= 0);
+		CHECK(gio_kv_store_close(store) == 0);
+	}
+	// Runs every layer of the open batch on the plan's thread.
+	static void run(gio_kv_plan *plan, int write)
+	{
+		for (uint32_t l = 0; l < kLayers; l++) {
+			REQUIRE(gio_kv_plan_run_layer(plan, l, write) == 0);
+			REQUIRE(gio_kv_plan_wait_layer(plan, l, 10 * kSecond) == 0);
+		}
+	}
+};
+
+} // namespace
+
+TEST_CASE("a staged save and load through the plan over two devices: committed by finish, every byte back",
+	  "[kv][staged][engine]")
+{
+	const uint32_t n = 24;
+	StagedStore ss(GIO_KV_IO_GROUP_MAX);
+	gio_kv_plan *plan = nullptr;
+	INFO(gio_last_error());
+	REQUIRE(gio_kv_plan_create(ss.store, &ss.pp, &plan) == 0);
+	std::vector<gio_kv_u128> keys;
+	std::vector<uint32_t> blocks;
+	for (uint32_t c = 0; c < n; c++) {
+		keys.push_back(kv_chunk_key(c));
+		blocks.push_back(block_of(c));
+		for (uint32_t l = 0; l < kLayers; l++)
+			ss.pool.object(l, block_of(c), c, true);
+	}
+	std::vector<int32_t> rc(n, 1);
+	REQUIRE(gio_kv_plan_save(plan, keys.data(), blocks.data(), n, rc.data()) == int(n));
+	StagedStore::run(plan, 1);
+	std::vector<gio_kv_io_result> res(kBlocks * 2);
+	REQUIRE(gio_kv_plan_finish(plan, res.data(), 0) == 0);
+	std::vector<uint8_t> found(n, 0);
+	REQUIRE(gio_kv_store_contains(ss.store, keys.data(), n, found.data()) == int(n)); // committed, every one
+	for (uint32_t c = 0; c < n; c++)
+		CHECK(found[c] == 1); // committed
+
+	std::memset(ss.pool.mem.p, 0xa5, ss.pool.mem.n);
+	std::vector<uint8_t> hit(n, 0);
+	REQUIRE(gio_kv_plan_load(plan, keys.data(), blocks.data(), n, hit.data()) == int(n));
+	StagedStore::run(plan, 0);
+	REQUIRE(gio_kv_plan_finish(plan, res.data(), 0) == 0);
+	check_loaded(ss.pool, n);
+	for (uint32_t d = 0; d < 2; d++) {
+		CHECK(ss.stg[d]->count(GIO_STAGE_FREE) == 2 * GIO_KV_IO_GROUP_MAX);
+		CHECK(ss.stg[d]->rings[0].reserved + ss.stg[d]->rings[1].reserved == 2 * kLayers * n / 2); // its half
+	}
+	CHECK(gio_kv_plan_destroy(plan) == 0);
+}
+
+TEST_CASE("a plan refuses staged devices it cannot run, saying why", "[kv][staged][engine]")
+{
+	struct Case {
+		const char *what;
+		uint32_t slots;
+		void (*change)(StagedStore &, gio_kv_pool &);
+		int rc;
+		const char *says;
+	};
+	const Case cases[] = {
+		{"no pool to copy through", GIO_KV_IO_GROUP_MAX, [](StagedStore &ss, gio_kv_pool &) { ss.pp.pool = nullptr; },
+		 -EINVAL, "needs the pool"},
+		{"rings smaller than a group", kSlots, [](StagedStore &, gio_kv_pool &) {}, -EINVAL,
+		 "staging ring 0 has 8 slots"},
+		{"the GPU engine", GIO_KV_IO_GROUP_MAX,
+		 [](StagedStore &ss, gio_kv_pool &) { ss.pp.engine = GIO_KV_ENGINE_GPU; }, -EOPNOTSUPP,
+		 "GPU engine's staged path"},
+		{"a pool whose objects are not the store's", GIO_KV_IO_GROUP_MAX,
+		 [](StagedStore &ss, gio_kv_pool &other) {
+			 other = ss.pool.pool;
+			 other.extent[GIO_KV_CHANNEL] /= 2;
+			 ss.pp.pool = &other;
+		 },
+		 -EINVAL, "not the store's"},
+		{"neither a P2P table nor staging", GIO_KV_IO_GROUP_MAX,
+		 [](StagedStore &ss, gio_kv_pool &) { ss.devs[1].stage = nullptr; }, -EINVAL, "device 1: no P2P table"},
+	};
+	for (const Case &c : cases) {
+		INFO(c.what);
+		StagedStore ss(c.slots);
+		gio_kv_pool other{};
+		gio_kv_plan *plan = nullptr;
+		c.change(ss, other);
+		CHECK(gio_kv_plan_create(ss.store, &ss.pp, &plan) == c.rc);
+		CHECK(std::strstr(gio_last_error(), c.says) != nullptr);
+		CHECK(plan == nullptr);
+	}
 }

@@ -11,7 +11,9 @@
 
 #include <giouring/host/ctx.h>
 #include <giouring/kv/plan.h>
+#include <giouring/kv/pool.h>
 #include <giouring/kv/run.h>
+#include <giouring/kv/staged.h>
 #include <giouring/kv/store.h>
 #include <giouring/ring/clock.h>
 
@@ -51,6 +53,9 @@ struct gio_kv_plan {
 	void *pinned;                /* GPU engine: the staging, results and done_host */
 	struct gio__hbm hbm;         /* GPU engine */
 	int abandoned;               /* a batch never finished: the GPU may still write pinned memory */
+	struct gio_kv_pool pool;     /* where a device is staged: the pool the engine copies to and from */
+	struct gio_kv_runs runs;
+	int has_pool;
 
 	/* The open batch. */
 	int batch;
@@ -129,6 +134,44 @@ static void image_devs(struct gio_kv_plan *pl, const struct gio_kv_io_dev *devs)
 	}
 }
 
+/* A staged device (gio_kv_io_dev::stage): the CPU engine, the pool to copy through, and rings
+ * that hold a whole group's commands, each in one slot. */
+static int check_stage(const struct gio_kv_plan_params *p, const struct gio__kv_shape *sh, uint32_t d)
+{
+	const struct gio_kv_io_dev *v = &p->devs[d];
+	const uint64_t bytes = sh->object_bytes / (v->cmds > 1 ? v->cmds : 1);
+	struct gio_kv_runs runs;
+	uint32_t q;
+	if (!v->stage)
+		return 0;
+	if (p->engine != GIO_KV_ENGINE_CPU)
+		return gio__fail(-EOPNOTSUPP, "giouring: kv plan: device %u is staged: the GPU engine's staged path is not "
+				 "built yet (the CPU engine's is)", d);
+	if (!p->pool)
+		return gio__fail(-EINVAL, "giouring: kv plan: device %u is staged: the plan needs the pool "
+				 "(gio_kv_plan_params::pool) to copy objects through the slots", d);
+	if (gio_kv_pool_runs(p->pool, &runs) != 0 || runs.object_bytes != sh->object_bytes)
+		return gio__fail(-EINVAL, "giouring: kv plan: device %u is staged: the pool is not valid or its objects "
+				 "are not the store's %llu bytes", d, (unsigned long long)sh->object_bytes);
+	if (p->pool->extent[GIO_KV_LAYER] < sh->layers || p->pool->extent[GIO_KV_BLOCK] < p->blocks)
+		return gio__fail(-EINVAL, "giouring: kv plan: the pool has %u layers and %u blocks, the plan %u and %u",
+				 p->pool->extent[GIO_KV_LAYER], p->pool->extent[GIO_KV_BLOCK], sh->layers, p->blocks);
+	if (!v->stage->rings || !v->stage->area)
+		return gio__fail(-EINVAL, "giouring: kv plan: device %u: staging without %s", d,
+				 !v->stage->rings ? "rings" : "an area");
+	if (!v->stage->table && v->psdt != GIO_PSDT_SGL_MPTR)
+		return gio__fail(-EINVAL, "giouring: kv plan: device %u takes PRPs: its staging needs a staging table "
+				 "(gio_kv_stage_table_entry())", d);
+	for (q = 0; q < v->nqps; q++) {
+		const struct gio_stage *st = &v->stage->rings[q];
+		if (st->nslots < GIO_KV_IO_GROUP_MAX || st->slot_bytes < bytes)
+			return gio__fail(-EINVAL, "giouring: kv plan: device %u: staging ring %u has %u slots of %llu bytes; a "
+					 "group needs %u slots of %llu", d, q, st->nslots, (unsigned long long)st->slot_bytes,
+					 GIO_KV_IO_GROUP_MAX, (unsigned long long)bytes);
+	}
+	return 0;
+}
+
 static int check_params(struct gio_kv_store *store, const struct gio_kv_plan_params *p, const struct gio__kv_shape *sh)
 {
 	uint32_t d;
@@ -147,9 +190,10 @@ static int check_params(struct gio_kv_store *store, const struct gio_kv_plan_par
 		return gio__fail(-EINVAL, "giouring: kv plan: %u layers (results name at most 65535)", sh->layers);
 	for (d = 0; d < sh->devices; d++) {
 		const struct gio_kv_io_dev *v = &p->devs[d];
-		if (v->nqps == 0 || !v->qps || !v->table)
+		int rc;
+		if (v->nqps == 0 || !v->qps || (!v->table && !v->stage))
 			return gio__fail(-EINVAL, "giouring: kv plan: device %u: %s", d,
-					 !v->table ? "no P2P table" : "no queue pair");
+					 v->nqps && v->qps ? "no P2P table (and no staging)" : "no queue pair");
 		if (v->lba_shift >= 32 || (1u << v->lba_shift) != sh->lba_bytes[d])
 			return gio__fail(-EINVAL, "giouring: kv plan: device %u: lba_shift %u, the store's blocks are %u bytes",
 					 d, v->lba_shift, sh->lba_bytes[d]);
@@ -164,6 +208,9 @@ static int check_params(struct gio_kv_store *store, const struct gio_kv_plan_par
 		if (v->psdt != GIO_PSDT_SGL_MPTR && v->psdt != GIO_PSDT_PRP)
 			return gio__fail(-EINVAL, "giouring: kv plan: device %u: psdt %u (GIO_PSDT_SGL_MPTR or GIO_PSDT_PRP)",
 					 d, v->psdt);
+		rc = check_stage(p, sh, d);
+		if (rc)
+			return rc;
 	}
 	(void)store;
 	return 0;
@@ -246,6 +293,11 @@ int gio_kv_plan_create(struct gio_kv_store *store, const struct gio_kv_plan_para
 	}
 	pl->p = *p;
 	pl->p.devs = NULL;
+	pl->p.pool = NULL;
+	if (p->pool) { /* checked where a device is staged; kept only where it is valid */
+		pl->pool = *p->pool;
+		pl->has_pool = gio_kv_pool_runs(&pl->pool, &pl->runs) == 0;
+	}
 	if (!pl->p.io_ctas)
 		pl->p.io_ctas = 8;
 	if (!pl->p.io_warps)
@@ -574,6 +626,10 @@ int gio_kv_plan_view(const struct gio_kv_plan *pl, struct gio_kv_io_plan *v)
 	v->epoch = pl->epoch;
 	v->write = pl->batch == BATCH_SAVE;
 	v->scope = pl->p.engine == GIO_KV_ENGINE_GPU ? pl->p.scope : GIO_SCOPE_SYS;
+	if (pl->has_pool) {
+		v->pool = &pl->pool;
+		v->runs = &pl->runs;
+	}
 	return 0;
 }
 

@@ -67,7 +67,14 @@ struct gio_kv_plan_params {
 					       engine, device pointers for the GPU engine), namespace, block size
 					       and P2P table (readable by the engine), and its commands per
 					       object (gio_kv_io_dev::cmds: more than one where PRPs cannot
-					       chain an object's runs). Copied. */
+					       chain an object's runs). Copied. A device whose `stage` is set
+					       takes the staged path (giouring/kv/staged.h; CPU engine only so
+					       far): its P2P table may be NULL, each of its rings needs at least
+					       GIO_KV_IO_GROUP_MAX slots of at least object_bytes / cmds bytes,
+					       and the staging (rings, table, area) must outlive the plan. */
+	const struct gio_kv_pool *pool;   /**< The pool as the engine reaches it (giouring/kv/pool.h): needed
+					       where a device is staged, since the engine copies each object
+					       between its slot and the pool; else may be NULL. Copied. */
 };
 
 /**
@@ -76,11 +83,14 @@ struct gio_kv_plan_params {
  * @param p      the engine, the capacity and the devices' queue pairs.
  * @param out    receives the plan.
  * @return 0; `-EINVAL` (NULL arguments; an unknown engine; zero max_requests or blocks;
- *         io_warps above 32; a device with no queue pair, a NULL table, a block size other than
- *         the store's, or a psdt other than SGL or PRP; an object, or a run of one on a device
- *         taking a command per run, that is not whole blocks of that device: the message names
- *         the device), `-ENOMEM`, `-ENODEV` (GPU engine without a
- *         GPU), or the CUDA error's errno (the message names it). The message names the problem.
+ *         io_warps above 32; a device with no queue pair, a NULL table (peer-to-peer), a block
+ *         size other than the store's, or a psdt other than SGL or PRP; an object, or a run of
+ *         one on a device taking a command per run, that is not whole blocks of that device; a
+ *         staged device without the pool, with rings too small, or without a staging table where
+ *         it takes PRPs; a pool whose objects are not the store's: the message names the device),
+ *         `-EOPNOTSUPP` (a staged device with the GPU engine), `-ENOMEM`, `-ENODEV` (GPU engine
+ *         without a GPU), or the CUDA error's errno (the message names it). The message names the
+ *         problem.
  *
  * Any host thread, before the engine's persistent kernels start (GPU engine: the device memory
  * of the plan is allocated here, stream-ordered).
