@@ -20,6 +20,10 @@
 #                                  the same drive files opens the last store again, and then kills
 #                                  a writer on a new store at random points, 10 to 20 times in at
 #                                  most 60 s, every reopen checked byte for byte
+#   run.sh staged BUILD_DIR        the staged path's host half (tests/qemu/staged.c): a plan over
+#                                  both controllers whose devices are staged, chunks saved and
+#                                  loaded through slot rings registered through VFIO, every byte
+#                                  compared, a read past the namespace reported with its status
 #   run.sh sriov BUILD_DIR         one SSD shared with the kernel (tests/qemu/sriov.c): the PF on the
 #                                  kernel's nvme driver with ext4 on its namespace, two SR-IOV VFs
 #                                  set up with giouring-sriov (dry run, the safety rule, an offline
@@ -35,7 +39,7 @@
 # GIO_QEMU_KILL_SEED (a number) repeats the kv_store kill rounds of an earlier log's seed.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-mode=${1:?usage: run.sh conformance|iommufd|info|kv_store|sriov|bench BUILD_DIR}
+mode=${1:?usage: run.sh conformance|iommufd|info|kv_store|staged|sriov|bench BUILD_DIR}
 build=$(cd "${2:?usage: run.sh MODE BUILD_DIR}" && pwd)
 bench_seconds=${3:-5}
 
@@ -99,6 +103,8 @@ case "$mode" in
     cp "$build/tests/gio-qemu-conformance" "$root/bin/" ;;
   kv_store)
     cp "$build/tests/gio-qemu-kv-store" "$root/bin/" ;;
+  staged)
+    cp "$build/tests/gio-qemu-staged" "$root/bin/" ;;
   info)
     copy_dynamic "$build/tools/giouring-info" /bin ;;
   sriov)
@@ -188,6 +194,14 @@ else
   gio-qemu-kv-store run 0000:00:04.0 0000:00:05.0; echo "==KV-RC run $?=="
 fi
 dump_faults kv_store
+M
+  ;;
+  staged) cat > "$root/mode.sh" <<'M'
+load vfio-pci.ko
+dump_faults boot
+for b in $(nvme_bdfs); do to_vfio $b; done
+gio-qemu-staged 0000:00:04.0 0000:00:05.0; echo "==STAGED-RC $?=="
+dump_faults staged
 M
   ;;
   # One SSD (a subsystem of one PF with two VFs, three namespaces the guest attaches): namespace
@@ -392,6 +406,18 @@ case "$mode" in
     ((${rounds:-0} >= 10)) || die "want at least 10 kill rounds, got ${rounds:-none}"
     [[ "$failed" == 0 ]] || die "kill rounds failed: ${failed:-unknown}"
     grep -E '^(== controller|KV |KILL |RESULT)' "$qlog.txt" >&2 ;;
+  staged)
+    grep -q '^RESULT staged pass=[1-9][0-9]* fail=0$' "$qlog.txt" || die "want RESULT staged ... fail=0"
+    grep -q '^==STAGED-RC 0==$' "$qlog.txt" || die "gio-qemu-staged did not exit 0"
+    for want in 'PASS save.committed' 'PASS load.every-byte' 'PASS past-end.status-intact' \
+                'PASS past-end.object-untouched' 'PASS past-end.slots-back'; do
+      grep -q "^$want\$" "$qlog.txt" || die "no '$want' line"
+    done
+    n=$(grep -c '^PASS slots.reused$' "$qlog.txt" || true)
+    ((n == 2)) || die "want 'PASS slots.reused' for both controllers, got $n"
+    grep -q '^STAGED 0000:00:04.0: .*, SGL Data Blocks, ' "$qlog.txt" || die "the first controller did not take SGL Data Blocks"
+    grep -q '^STAGED 0000:00:05.0: .*, PRP table, ' "$qlog.txt" || die "the second controller did not take the PRP staging table"
+    grep -E '^(STAGED|RESULT)' "$qlog.txt" >&2 ;;
   bench)
     grep -q '^BENCH QD32' "$qlog.txt" || die "no bench figures"
     grep '^BENCH' "$qlog.txt" >&2 ;;
