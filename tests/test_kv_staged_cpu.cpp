@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <giouring/host/ctx.h>
+#include <giouring/host/stage.h>
 #include <giouring/kv/plan.h>
 #include <giouring/kv/run.h>
 #include <giouring/kv/staged.h>
@@ -795,43 +796,54 @@ struct StagedStore {
 
 } // namespace
 
-TEST_CASE("a staged save and load through the plan over two devices: committed by finish, every byte back",
-	  "[kv][staged][engine]")
+namespace {
+
+// Through a plan over `store` with `devs` (staged) and `pool`: n chunks saved, committed (found
+// in the store), the pool poisoned, loaded back, every byte compared.
+void plan_round_trip(gio_kv_store *store, std::vector<gio_kv_io_dev> &devs, Pool &pool, uint32_t n)
 {
-	const uint32_t n = 24;
-	StagedStore ss(GIO_KV_IO_GROUP_MAX);
+	gio_kv_plan_params pp{};
+	pp.engine = GIO_KV_ENGINE_CPU;
+	pp.max_requests = kBlocks;
+	pp.blocks = kBlocks;
+	pp.devs = devs.data();
+	pp.pool = &pool.pool;
 	gio_kv_plan *plan = nullptr;
 	INFO(gio_last_error());
-	REQUIRE(gio_kv_plan_create(ss.store, &ss.pp, &plan) == 0);
+	REQUIRE(gio_kv_plan_create(store, &pp, &plan) == 0);
 	std::vector<gio_kv_u128> keys;
 	std::vector<uint32_t> blocks;
 	for (uint32_t c = 0; c < n; c++) {
 		keys.push_back(kv_chunk_key(c));
 		blocks.push_back(block_of(c));
 		for (uint32_t l = 0; l < kLayers; l++)
-			ss.pool.object(l, block_of(c), c, true);
+			pool.object(l, block_of(c), c, true);
 	}
-	std::vector<int32_t> rc(n, 1);
-	REQUIRE(gio_kv_plan_save(plan, keys.data(), blocks.data(), n, rc.data()) == int(n));
+	REQUIRE(gio_kv_plan_save(plan, keys.data(), blocks.data(), n, nullptr) == int(n));
 	StagedStore::run(plan, 1);
-	std::vector<gio_kv_io_result> res(kBlocks * 2);
-	REQUIRE(gio_kv_plan_finish(plan, res.data(), 0) == 0);
+	REQUIRE(gio_kv_plan_finish(plan, nullptr, 0) == 0);
 	std::vector<uint8_t> found(n, 0);
-	REQUIRE(gio_kv_store_contains(ss.store, keys.data(), n, found.data()) == int(n)); // committed, every one
-	for (uint32_t c = 0; c < n; c++)
-		CHECK(found[c] == 1); // committed
-
-	std::memset(ss.pool.mem.p, 0xa5, ss.pool.mem.n);
-	std::vector<uint8_t> hit(n, 0);
-	REQUIRE(gio_kv_plan_load(plan, keys.data(), blocks.data(), n, hit.data()) == int(n));
+	REQUIRE(gio_kv_store_contains(store, keys.data(), n, found.data()) == int(n)); // committed, every one
+	std::memset(pool.mem.p, 0xa5, pool.mem.n);
+	REQUIRE(gio_kv_plan_load(plan, keys.data(), blocks.data(), n, nullptr) == int(n));
 	StagedStore::run(plan, 0);
-	REQUIRE(gio_kv_plan_finish(plan, res.data(), 0) == 0);
-	check_loaded(ss.pool, n);
+	REQUIRE(gio_kv_plan_finish(plan, nullptr, 0) == 0);
+	check_loaded(pool, n);
+	CHECK(gio_kv_plan_destroy(plan) == 0);
+}
+
+} // namespace
+
+TEST_CASE("a staged save and load through the plan over two devices: committed by finish, every byte back",
+	  "[kv][staged][engine]")
+{
+	const uint32_t n = 24;
+	StagedStore ss(GIO_KV_IO_GROUP_MAX);
+	plan_round_trip(ss.store, ss.devs, ss.pool, n);
 	for (uint32_t d = 0; d < 2; d++) {
 		CHECK(ss.stg[d]->count(GIO_STAGE_FREE) == 2 * GIO_KV_IO_GROUP_MAX);
 		CHECK(ss.stg[d]->rings[0].reserved + ss.stg[d]->rings[1].reserved == 2 * kLayers * n / 2); // its half
 	}
-	CHECK(gio_kv_plan_destroy(plan) == 0);
 }
 
 TEST_CASE("a plan refuses staged devices it cannot run, saying why", "[kv][staged][engine]")
@@ -870,5 +882,62 @@ TEST_CASE("a plan refuses staged devices it cannot run, saying why", "[kv][stage
 		CHECK(gio_kv_plan_create(ss.store, &ss.pp, &plan) == c.rc);
 		CHECK(std::strstr(gio_last_error(), c.says) != nullptr);
 		CHECK(plan == nullptr);
+	}
+}
+
+TEST_CASE("staging areas made by the library: a staged save and load through the plan, SGL and PRP",
+	  "[kv][staged][engine]")
+{
+	for (const char *query : {"size=4M", "size=4M&dptr=prp"}) {
+		INFO(query);
+		const uint32_t n = 24;
+		Targets t(2, false, query);
+		Pool pool;
+		gio_kv_store *store = two_device_store(t, pool);
+		std::vector<gio_qp *> qps[2];
+		std::vector<gio_kv_io_dev> devs(2);
+		gio_ctx_stage *areas[2] = {};
+		const bool prp = std::strstr(query, "dptr=prp") != nullptr;
+		for (uint32_t d = 0; d < 2; d++) {
+			INFO(gio_last_error());
+			REQUIRE(gio_ctx_stage_create(t.ctx[d], 2, GIO_KV_IO_GROUP_MAX, kObject - 1024, 0, &areas[d]) == 0);
+			const gio_kv_io_stage *io = gio_ctx_stage_io(areas[d]);
+			CHECK((io->table != nullptr) == prp); // a staging table exactly where the controller takes PRPs
+			CHECK(io->rings[1].slot_bytes == kObject); // rounded up to a page
+			CHECK(io->rings[1].nslots == GIO_KV_IO_GROUP_MAX);
+			devs[d] = cpu_plan_dev(t.ctx[d], qps[d], nullptr, prp ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR, 1);
+			devs[d].stage = io;
+		}
+		plan_round_trip(store, devs, pool, n);
+		for (uint32_t d = 0; d < 2; d++) {
+			for (auto *qp : qps[d])
+				CHECK(gio_ctx_qp_destroy(t.ctx[d], qp, 5 * kSecond, nullptr, nullptr) >= 0);
+			CHECK(gio_ctx_stage_destroy(areas[d]) == 0);
+		}
+		CHECK(gio_kv_store_close(store) == 0);
+	}
+}
+
+TEST_CASE("staging areas made by the library: bad arguments refused, saying why", "[kv][staged]")
+{
+	Targets t(1, false, "size=4M");
+	gio_ctx_stage *a = nullptr;
+	CHECK(gio_ctx_stage_create(t.ctx[0], 1, 3, kObject, 0, &a) == -EINVAL); // not a power of two
+	CHECK(std::strstr(gio_last_error(), "3 slots") != nullptr);
+	CHECK(gio_ctx_stage_create(t.ctx[0], 0, 32, kObject, 0, &a) == -EINVAL);
+	CHECK(gio_ctx_stage_create(t.ctx[0], 65, 32, kObject, 0, &a) == -EINVAL);
+	CHECK(gio_ctx_stage_create(t.ctx[0], 1, 32, 6, 0, &a) == -EINVAL); // not a multiple of 4
+	CHECK(std::strstr(gio_last_error(), "6-byte slots") != nullptr);
+	CHECK(gio_ctx_stage_create(t.ctx[0], 1, 32, (1ull << 30) + 4, 0, &a) == -EINVAL);
+	CHECK(gio_ctx_stage_create(t.ctx[0], 1, 32, kObject, 1, &a) == -EOPNOTSUPP);
+	CHECK(gio_ctx_stage_create(nullptr, 1, 32, kObject, 0, &a) == -EINVAL);
+	CHECK(gio_ctx_stage_create(t.ctx[0], 1, 32, kObject, 0, nullptr) == -EINVAL);
+	CHECK(a == nullptr);
+	CHECK(gio_ctx_stage_io(nullptr) == nullptr);
+	CHECK(gio_ctx_stage_destroy(nullptr) == 0);
+	// Made and destroyed again and again: its memory registered and unregistered each time.
+	for (int i = 0; i < 100; i++) {
+		REQUIRE(gio_ctx_stage_create(t.ctx[0], 2, 32, kObject, 0, &a) == 0);
+		REQUIRE(gio_ctx_stage_destroy(a) == 0);
 	}
 }

@@ -1,9 +1,9 @@
 /* QEMU staged-path program: runs inside the test guest (static) against two NVMe controllers
  * bound to vfio-pci, through the public API only: the host half of the staged path
  * (docs/staged.md, "Verification in halves"). A pool in host memory the controllers are never
- * given; per controller, two queue pairs and a staging area of two rings of 32 slots registered
- * with its context (an IOVA through VFIO), SGL Data Blocks on the first, a staging table of PRPs
- * on the second (URI dptr=prp); a KV store over both controllers and a plan whose
+ * given; per controller, two queue pairs and a staging area of two rings of 32 slots that the
+ * library makes and registers with its context (gio_ctx_stage_create(): an IOVA through VFIO),
+ * SGL Data Blocks on the first, a staging table of PRPs on the second (URI dptr=prp); a KV store over both controllers and a plan whose
  * devices are staged (giouring/kv/plan.h, the CPU engine of giouring/kv/run.h). 128 chunks of 8
  * layers are saved through the slots and committed, the pool poisoned, and the chunks loaded back
  * through the slots, every byte compared: each slot is used 16 times. Then a hand-made plan view
@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include <giouring/host/ctx.h>
+#include <giouring/host/stage.h>
 #include <giouring/kv/plan.h>
 #include <giouring/kv/pool.h>
 #include <giouring/kv/run.h>
@@ -52,12 +53,8 @@ struct dev {
 	struct gio_ctx *ctx;
 	struct gio_ns_info info;
 	struct gio_qp *qps[QPS];
-	unsigned char *area;
-	uint64_t area_bus;
-	uint32_t words[QPS * SLOTS];
-	struct gio_stage rings[QPS];
-	union gio_dptr table[QPS * SLOTS];
-	struct gio_kv_io_stage stage;
+	struct gio_ctx_stage *area;       /* made and registered by the library */
+	const struct gio_kv_io_stage *st; /* its rings, table and slots */
 	struct gio_kv_io_dev io;
 };
 
@@ -101,9 +98,7 @@ static uint32_t block_of(uint32_t c)
 static int dev_open(const char *bdf, int prp, struct dev *d)
 {
 	char uri[64];
-	const struct gio_dptr_caps *caps;
-	const uint64_t bytes = (uint64_t)QPS * SLOTS * OBJECT;
-	uint32_t q, s;
+	uint32_t q;
 	int rc;
 	memset(d, 0, sizeof(*d));
 	snprintf(uri, sizeof(uri), "nvme-pci://%s%s", bdf, prp ? "?dptr=prp" : "");
@@ -116,42 +111,29 @@ static int dev_open(const char *bdf, int prp, struct dev *d)
 		if (rc)
 			return rc;
 	}
-	if (posix_memalign((void **)&d->area, 4096, bytes))
-		return -ENOMEM;
-	memset(d->area, 0x5a, bytes);
-	rc = gio_ctx_register(d->ctx, d->area, bytes, &d->area_bus);
+	rc = gio_ctx_stage_create(d->ctx, QPS, SLOTS, OBJECT, 0, &d->area);
 	if (rc)
 		return rc;
-	caps = gio_ctx_dptr_caps(d->ctx);
-	d->io.psdt = gio_dptr_sgl_support(caps) == GIO_SGLS_SUPPORT_NONE ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR;
-	for (q = 0; q < QPS; q++) {
-		rc = gio_stage_init(&d->rings[q], d->words + q * SLOTS, SLOTS, OBJECT, d->area_bus + q * SLOTS * OBJECT,
-				    GIO_SCOPE_SYS);
-		for (s = 0; !rc && d->io.psdt == GIO_PSDT_PRP && s < SLOTS; s++)
-			rc = gio_kv_stage_table_entry(&d->rings[q], s, OBJECT, caps, &d->table[q * SLOTS + s], NULL, 0, 0);
-		if (rc < 0)
-			return rc;
-	}
-	d->stage.rings = d->rings;
-	d->stage.table = d->io.psdt == GIO_PSDT_PRP ? d->table : NULL;
-	d->stage.area = d->area;
+	d->st = gio_ctx_stage_io(d->area);
+	d->io.psdt = d->st->table ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR; /* the library chose by the controller's rules */
 	d->io.qps = d->qps;
 	d->io.nqps = QPS;
 	d->io.nsid = d->info.nsid;
 	d->io.lba_shift = (uint32_t)__builtin_ctz(d->info.lba_bytes);
 	d->io.cmds = 1;
-	d->io.stage = &d->stage;
+	d->io.stage = d->st;
 	printf("STAGED %s: %" PRIu64 " blocks of %u bytes, %s, staging %u x %u slots of %llu bytes at IOVA %#" PRIx64 "\n",
 	       bdf, d->info.nblocks, d->info.lba_bytes, d->io.psdt == GIO_PSDT_PRP ? "PRP table" : "SGL Data Blocks",
-	       QPS, SLOTS, (unsigned long long)OBJECT, d->area_bus);
+	       QPS, SLOTS, (unsigned long long)d->st->rings[0].slot_bytes, d->st->rings[0].base_bus);
 	return 0;
 }
 
 static uint32_t free_slots(const struct dev *d)
 {
-	uint32_t i, n = 0;
-	for (i = 0; i < QPS * SLOTS; i++)
-		n += gio_stage_state(d->words[i]) == GIO_STAGE_FREE;
+	uint32_t q, i, n = 0;
+	for (q = 0; q < QPS; q++)
+		for (i = 0; i < SLOTS; i++)
+			n += gio_stage_state(d->st->rings[q].slots[i]) == GIO_STAGE_FREE;
 	return n;
 }
 
@@ -334,9 +316,9 @@ int main(int argc, char **argv)
 	for (d = 0; d < 2; d++) {
 		uint32_t used = 0;
 		for (q = 0; q < QPS; q++) {
-			used += devs[d].rings[q].reserved;
+			used += devs[d].st->rings[q].reserved;
 			printf("STAGED device %u ring %u: %u tickets over %u slots (each slot used %u times)\n", d, q,
-			       devs[d].rings[q].reserved, SLOTS, devs[d].rings[q].reserved / SLOTS);
+			       devs[d].st->rings[q].reserved, SLOTS, devs[d].st->rings[q].reserved / SLOTS);
 		}
 		CHECK("slots.reused", used == 2 * LAYERS * CHUNKS / 2 && free_slots(&devs[d]) == QPS * SLOTS,
 		      "device %u: %u tickets (want %u), %u of %u slots free", d, used, 2 * LAYERS * CHUNKS / 2,
@@ -354,8 +336,8 @@ out:
 		for (q = 0; q < QPS; q++)
 			if (devs[d].qps[q])
 				(void)gio_ctx_qp_destroy(devs[d].ctx, devs[d].qps[q], IO_TIMEOUT_NS, NULL, NULL);
-		if (devs[d].area_bus)
-			CHECK("staging.unregister", gio_ctx_unregister(devs[d].ctx, devs[d].area) == 0, "device %u", d);
+		if (devs[d].area)
+			CHECK("staging.destroy", gio_ctx_stage_destroy(devs[d].area) == 0, "device %u", d);
 		gio_ctx_close(devs[d].ctx);
 	}
 	printf("RESULT staged pass=%d fail=%d\n", npass, nfail);
