@@ -117,3 +117,11 @@ def test_plot_draws_ttft_bubbles_and_crossovers(tmp_path):
     assert r.returncode == 0, r.stderr
     for name in ("ttft.png", "ttft-bubble.png", "ttft-crossover.png"):
         assert (tmp_path / name).stat().st_size > 10000, name
+
+
+def test_a_baseline_that_would_make_pytorch_free_its_cache_is_skipped_saying_why():
+    m = bench()
+    assert m.memory_short(10 << 30, 20 << 30, "x") is None
+    why = m.memory_short(int(35.2 * 2**30), 8 << 30, "transformers' offloaded cache")
+    assert why.startswith("skipped: transformers' offloaded cache needs about 35.2 GiB")
+    assert "8.0 GiB free" in why and "cudaFree" in why
