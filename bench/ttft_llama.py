@@ -726,6 +726,8 @@ class Bench:
         tag = 1
         warm_T = min(self.contexts)
         ids = torch.randint(0, self.cfg.vocab_size, (1, warm_T), device=self.dev)
+        # (a line before each long step: scripts/gpu-ttft.sh takes a silent bench for a stuck one)
+        log(f"warm-up: {max(1, a.reps if 'recompute' in a.systems else 1)} full prefill(s) of {warm_T} tokens")
         _, _, ref, _ = self.prefill_reference(warm_T, ids)
         for system in ["hbm"]:
             self.run_system(system, Ctx(warm_T, warm_T // 2 // BLOCK * BLOCK, ids, tag), ref)
@@ -746,6 +748,7 @@ class Bench:
         for T in self.contexts:
             tag += 1
             ids = torch.randint(0, self.cfg.vocab_size, (1, T), device=self.dev, generator=None)
+            log(f"T={T}: the full prefill (recompute) ...")
             rt, ref_logits, ref, ref_tok = self.prefill_reference(T, ids)
             self.results.append(dict(T=T, hit=0.0, system="recompute", ttft_s=rt, token=ref_tok))
             log(f"T={T}: recompute {fmt_s(rt)}; {self.memory()}")
