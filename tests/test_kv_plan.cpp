@@ -348,6 +348,7 @@ void round_trip(Layout layout, bool prp = false)
 	REQUIRE(v.ngroups == 8);
 	for (uint32_t g = 0; g < v.ngroups; g++) {
 		CHECK(v.groups[g].dev == g % 4);
+		CHECK(v.groups[g].qp == g / 4); // a device's two groups on its two queue pairs, not on one
 		CHECK(v.groups[g].count == 5 * r.cmds);
 		for (uint32_t k = 0; k < v.groups[g].count; k++)
 			CHECK(v.reqs[v.groups[g].first + k].dev == v.groups[g].dev);

@@ -304,11 +304,11 @@ struct RawPlan {
 		for (uint32_t c = 0; c < n; c++)
 			reqs.push_back(gio_kv_io_req{c * kLayers * (kObject >> dev.lba_shift), block_of(c), 0, 0});
 		if (group == 0) {
-			groups.push_back(gio_kv_io_group{0, uint16_t(n / 2), 0});
-			groups.push_back(gio_kv_io_group{n / 2, uint16_t(n - n / 2), 0});
+			groups.push_back(gio_kv_io_group{0, uint16_t(n / 2), 0, 0});
+			groups.push_back(gio_kv_io_group{n / 2, uint16_t(n - n / 2), 0, 1});
 		}
-		for (uint32_t f = 0; group && f < n; f += group)
-			groups.push_back(gio_kv_io_group{f, uint16_t(std::min(group, n - f)), 0});
+		for (uint32_t f = 0; group && f < n; f += group) // alternating the queue pairs
+			groups.push_back(gio_kv_io_group{f, uint16_t(std::min(group, n - f)), 0, uint32_t(groups.size() % 2)});
 		v.devs = &dev;
 		v.reqs = reqs.data();
 		v.groups = groups.data();
@@ -842,7 +842,8 @@ TEST_CASE("a staged save and load through the plan over two devices: committed b
 	plan_round_trip(ss.store, ss.devs, ss.pool, n);
 	for (uint32_t d = 0; d < 2; d++) {
 		CHECK(ss.stg[d]->count(GIO_STAGE_FREE) == 2 * GIO_KV_IO_GROUP_MAX);
-		CHECK(ss.stg[d]->rings[0].reserved + ss.stg[d]->rings[1].reserved == 2 * kLayers * n / 2); // its half
+		for (uint32_t q = 0; q < 2; q++) // its half, over both of its queue pairs
+			CHECK(ss.stg[d]->rings[q].reserved == 2 * kLayers * n / 4);
 	}
 }
 

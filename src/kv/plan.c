@@ -399,6 +399,7 @@ static void build_groups(struct gio_kv_plan *pl, const uint32_t *blocks, const u
 	uint32_t next[GIO_KV_STORE_MAX_DEVICES] = {0}; /* the next key of each device, by scan position */
 	uint32_t left[GIO_KV_STORE_MAX_DEVICES] = {0}, run[GIO_KV_STORE_MAX_DEVICES];
 	uint32_t next_part[GIO_KV_STORE_MAX_DEVICES] = {0};
+	uint32_t ord[GIO_KV_STORE_MAX_DEVICES] = {0}; /* each device's groups so far: its next queue pair */
 	uint32_t i, d, r = 0, g = 0, pending = 0;
 	for (i = 0; i < pl->n; i++)
 		if (pl->req_of[i] != NO_REQUEST) {
@@ -418,6 +419,7 @@ static void build_groups(struct gio_kv_plan *pl, const uint32_t *blocks, const u
 				continue;
 			pl->img.groups[g].first = r;
 			pl->img.groups[g].dev = (uint16_t)d;
+			pl->img.groups[g].qp = ord[d]++ % pl->img.devs[d].nqps;
 			/* next_part[d]: the commands of key next[d] already in earlier groups */
 			for (i = next[d]; i < pl->n && k < run[d]; i++) {
 				if (pl->req_of[i] == NO_REQUEST || dev_of[i] != d)

@@ -155,7 +155,7 @@ static void past_the_end(struct dev *d, const struct gio_kv_pool *pool, const st
 			 unsigned char *want)
 {
 	struct gio_kv_io_req reqs[2];
-	struct gio_kv_io_group group = {0, 2, 0};
+	struct gio_kv_io_group group = {0, 2, 0, 0};
 	struct gio_kv_io_result res[2];
 	uint32_t count[1] = {0}, done[1] = {0};
 	struct gio_kv_io_plan v;
@@ -320,8 +320,11 @@ int main(int argc, char **argv)
 			printf("STAGED device %u ring %u: %u tickets over %u slots (each slot used %u times)\n", d, q,
 			       devs[d].st->rings[q].reserved, SLOTS, devs[d].st->rings[q].reserved / SLOTS);
 		}
-		CHECK("slots.reused", used == 2 * LAYERS * CHUNKS / 2 && free_slots(&devs[d]) == QPS * SLOTS,
-		      "device %u: %u tickets (want %u), %u of %u slots free", d, used, 2 * LAYERS * CHUNKS / 2,
+		CHECK("slots.reused",
+		      used == 2 * LAYERS * CHUNKS / 2 && free_slots(&devs[d]) == QPS * SLOTS &&
+			      devs[d].st->rings[0].reserved == devs[d].st->rings[1].reserved,
+		      "device %u: %u tickets (want %u, even over its queue pairs: %u and %u), %u of %u slots free", d, used,
+		      2 * LAYERS * CHUNKS / 2, devs[d].st->rings[0].reserved, devs[d].st->rings[1].reserved,
 		      free_slots(&devs[d]), QPS * SLOTS);
 	}
 	past_the_end(&devs[0], &pool, &runs, obj);

@@ -53,7 +53,7 @@ struct gio_kv_runs;
 /** @brief One device of a plan: where its commands go, and the data pointers they take. */
 struct gio_kv_io_dev {
 	struct gio_qp *const *qps;  /**< Queue pairs, usable by the engine that runs the plan (GPU: device
-				         pointers in device memory); group g uses qps[g % nqps]. */
+				         pointers in device memory); a group uses qps[group.qp % nqps]. */
 	const union gio_dptr *table; /**< The P2P table for this device's bus addresses: entry
 				          `layer x blocks + block` is the data pointer of that object. */
 	uint32_t nqps;              /**< Queue pairs, at least 1. */
@@ -82,6 +82,8 @@ struct gio_kv_io_group {
 	uint32_t first; /**< First request. */
 	uint16_t count; /**< Requests, 1 to GIO_KV_IO_GROUP_MAX. */
 	uint16_t dev;   /**< Their device. */
+	uint32_t qp;    /**< Which of the device's queue pairs, modulo its nqps: the plan numbers each
+			     device's groups 0, 1, 2, ... so that they spread over its queue pairs. */
 };
 
 /** @brief A request's result over the layers run so far: its first failure, or success. */

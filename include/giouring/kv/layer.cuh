@@ -43,7 +43,7 @@
  * @param nwarps  how many run it.
  *
  * All 32 lanes of each warp. Warp w takes groups w, w + nwarps, ...: a group's requests go to
- * one queue pair (its device's `g % nqps`) with one reservation and one doorbell; each lane
+ * one queue pair (its device's `grp.qp % nqps`) with one reservation and one doorbell; each lane
  * waits for its own command, records its result, and the warp counts the group; the warp that
  * counts a layer's last signals it. With no request, warp 0 signals the layer at once.
  */
@@ -59,7 +59,7 @@ GIO_DEV void gio_kv_layer_warp(const struct gio_kv_io_plan *p, uint32_t layer, u
 	for (g = warp; g < p->ngroups; g += nwarps) {
 		const struct gio_kv_io_group grp = p->groups[g];
 		const struct gio_kv_io_dev *d = &p->devs[grp.dev];
-		struct gio_qp *qp = d->qps[g % d->nqps];
+		struct gio_qp *qp = d->qps[grp.qp % d->nqps];
 		const int active = lane < grp.count;
 		const uint64_t deadline = gio_deadline_in(p->timeout_ns);
 		struct gio_sqe sqe;

@@ -94,7 +94,7 @@ GIO_HD int gio_kv_io_run_layer(const struct gio_kv_io_plan *p, uint32_t layer)
 		while (issued < p->ngroups && issued - collected < 64) {
 			const struct gio_kv_io_group *g = &p->groups[issued];
 			const struct gio_kv_io_dev *d = &p->devs[g->dev];
-			const uint32_t q = issued % d->nqps;
+			const uint32_t q = g->qp % d->nqps;
 			struct gio_qp *qp = d->qps[q];
 			const struct gio_kv_io_stage *sg = d->stage;
 			struct gio_stage *st = sg ? &sg->rings[q] : (struct gio_stage *)0;
@@ -105,7 +105,7 @@ GIO_HD int gio_kv_io_run_layer(const struct gio_kv_io_plan *p, uint32_t layer)
 			 * our own reservations never fill a ring we then wait on (its staging ring too:
 			 * slots this thread holds are never what it waits for). */
 			for (j = collected; j < issued; j++)
-				if (p->devs[p->groups[j].dev].qps[j % p->devs[p->groups[j].dev].nqps] == qp)
+				if (p->devs[p->groups[j].dev].qps[p->groups[j].qp % p->devs[p->groups[j].dev].nqps] == qp)
 					break;
 			if (j < issued)
 				break;
@@ -156,7 +156,7 @@ GIO_HD int gio_kv_io_run_layer(const struct gio_kv_io_plan *p, uint32_t layer)
 			const uint32_t c = collected % 64;
 			const struct gio_kv_io_group *g = &p->groups[collected];
 			const struct gio_kv_io_dev *d = &p->devs[g->dev];
-			const uint32_t q = collected % d->nqps;
+			const uint32_t q = g->qp % d->nqps;
 			struct gio_qp *qp = d->qps[q];
 			struct gio_stage *st = held[c] ? &d->stage->rings[q] : (struct gio_stage *)0;
 			uint8_t *area = st ? d->stage->area + (uint64_t)q * st->nslots * st->slot_bytes : (uint8_t *)0;
