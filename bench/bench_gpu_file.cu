@@ -388,6 +388,9 @@ void run_dir(const kv_workload *w, kv_runner *r, const options *o, const char *d
 int main(int argc, char **argv)
 {
 	std::setvbuf(stdout, nullptr, _IOLBF, 0); // a hang killed by a timeout still leaves its output
+	// GPU warps wait for data the CPU executor copies in with CUDA streams: enough hardware queues
+	// that no copy sits behind a waiting kernel (gio_ctx_register_device()). Before any CUDA call.
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
 	options o;
 	if (parse(argc, argv, &o))
 		return 2;

@@ -147,6 +147,10 @@ void open_target(const std::string &uri, Target &t, void *pool, uint64_t bytes)
 
 int main(int argc, char **argv)
 {
+	// With a CPU-executed target (--uri mem://host, file://) the executor copies into HBM on CUDA
+	// streams while the attention kernels wait on the GPU: enough hardware queues that no copy sits
+	// behind a waiting kernel (gio_ctx_register_device()). Before the first CUDA call.
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
 	uint64_t tokens = 8192;
 	std::vector<std::string> uris;
 	for (int i = 1; i + 1 < argc; i += 2) {

@@ -24,7 +24,7 @@
 #     layer     bench_kv_layer: per-layer loads through the plan on 1 and 4 modelled targets
 #     file      bench_gpu_file: the file target's CPU executor fed by GPU warps
 #     sched     bench_sched: the slack-aware scheduler against naive overlap on 4 modelled drives
-#     quick     the GPU benches' smoke runs (ctest -L bench, not cpu_rings), instead of the three
+#     quick     the GPU benches' smoke runs (ctest -L bench, not cpu_rings nor nixl), instead of the three
 #               above when debugging
 #     ttft      bench/ttft_llama.py through scripts/gpu-ttft.sh (needs python3 with torch and
 #               transformers): a real model's time to first token beside its baselines; not in the
@@ -125,7 +125,7 @@ bench() { # name, md file, command...
 
 want tests && run_ctest tests -L gpu -LE 'sanitize|bench'
 want sanitize && run_ctest sanitize -L sanitize
-want quick && run_ctest quick -L bench -E 'cpu_rings' 
+want quick && run_ctest quick -L bench -LE nixl -E 'cpu_rings'  # the nixl stage runs NIXL's bench with its wheels
 
 b=$build/bench
 mkdir -p "$out/json"

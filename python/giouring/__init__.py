@@ -9,7 +9,15 @@
 See docs/python.md.
 """
 
+import os as _os
 from importlib import metadata as _metadata
+
+# A CPU-executed target (file://, mem://host) copies into CUDA tensors on CUDA streams while
+# wait_layer's kernel waits on the GPU; with CUDA's default 8 hardware queues a copy can sit behind
+# that kernel in a shared queue until its deadline (measured on the H200; see
+# gio_ctx_register_device() in include/giouring/host/ctx.h). Only effective before CUDA starts,
+# and a value already set is kept.
+_os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "32")
 
 from . import _lib, ops  # noqa: F401  (loads the library and registers the ops' fakes)
 from .errors import GiouringError

@@ -233,7 +233,9 @@ static int dev_wait(struct worker *w, int *abandon)
 		if (gio_deadline_passed(deadline) || stop_due(w->e)) {
 			fprintf(stderr,
 				"giouring: executor thread %d: %u copies to or from the GPU did not complete within %" PRIu64
-				" ms; their commands fail with Data Transfer Error\n",
+				" ms; their commands fail with Data Transfer Error (a kernel that waits for this data on a stream that"
+				" shares a hardware queue with the copy stream holds it back: set CUDA_DEVICE_MAX_CONNECTIONS=32"
+				" before the first CUDA call)\n",
 				w->id, w->copies, dc->timeout_ns / 1000000);
 			dc->stream_destroy(dc->priv, w->stream);
 			w->stream = NULL;

@@ -220,6 +220,9 @@ void run(const char *uri, const char *label)
 int main()
 {
 	std::setvbuf(stdout, nullptr, _IOLBF, 0); // a hang killed by a timeout still leaves its output
+	// GPU warps wait for data the CPU executor copies in with CUDA streams: enough hardware queues
+	// that no copy sits behind a waiting kernel (gio_ctx_register_device()). Before any CUDA call.
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
 	skip_without_gpu();
 	CK(cudaSetDevice(0));
 	// Every kernel loaded before the first one that spins (docs/design.md, "Persistent kernels and lazy loading").

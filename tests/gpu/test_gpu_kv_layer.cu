@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -396,6 +397,11 @@ void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint3
 int main()
 {
 	std::setvbuf(stdout, nullptr, _IOLBF, 0);
+	// The compute kernels wait on the GPU for layers whose data the CPU executors copy in with
+	// CUDA streams; with CUDA's default 8 hardware queues a copy can sit behind a waiting kernel
+	// in a shared queue (seen on the H200 once the plan spread groups over all 16 queue pairs:
+	// every copy missed its deadline). See gio_ctx_register_device(). Before any CUDA call.
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
 	skip_without_gpu();
 	CK(cudaSetDevice(0));
 	if (gio_kv_layer_preload() != 0 || gio_gpu_preload((const void *)fill_pool) || gio_gpu_preload((const void *)consume) ||

@@ -230,6 +230,15 @@ int gio_ctx_unregister(struct gio_ctx *ctx, const void *ptr);
  * deadline gives its command Data Transfer Error. Queues, PRP lists and SGL segments must stay
  * in host memory: a command that points them into device memory gets Data Transfer Error.
  *
+ * A kernel that waits on the GPU for this data (gio_kv_wait_layer(), say) while the copies run
+ * can hold them back: CUDA maps every stream onto one of CUDA_DEVICE_MAX_CONNECTIONS hardware
+ * queues (8 unless the environment says otherwise), and a copy queued behind that waiting kernel
+ * in a shared queue does not start until the kernel ends. Measured on the H200 with four such
+ * targets (tests/gpu/test_gpu_kv_layer.cu): the copies missed their deadline with the default of
+ * 8 and with 1, and completed with 32. Set CUDA_DEVICE_MAX_CONNECTIONS=32 in the environment
+ * before the process's first CUDA call. Only this CPU-executed stand-in copies with CUDA streams:
+ * a real controller's DMA and the GPU-executed targets (`exec=gpu`, `mem://hbm`) do not.
+ *
  * Any thread. Registration lasts until gio_ctx_unregister() or the context closes; free the
  * memory after that.
  */
