@@ -22,6 +22,12 @@
 #     probe     probe_cuda_blocking: which CUDA calls wait behind a kernel that never ends
 #     restore   bench_kv_restore at 32K and 128K tokens beside every baseline
 #     layer     bench_kv_layer: per-layer loads through the plan on 1 and 4 modelled targets
+#     staged    bench_kv_staged: the staged path's GPU half (docs/staged.md): restores through pinned
+#               staging slots from 4 CPU-executed software targets at 2-16 I/O SMs beside the bulk
+#               H2D copy, then a GEMM and an HBM-bound copy in the compute partition with and
+#               without restores in the I/O partition. Not in the default: run it alone
+#               (GIO_GPU_STAGES=staged), so that its table is among the 8 files the device tool
+#               brings back. Writes kv-staged.md and json/kv-staged.json (in json.tar).
 #     file      bench_gpu_file: the file target's CPU executor fed by GPU warps
 #     sched     bench_sched: the slack-aware scheduler against naive overlap on 4 modelled drives
 #     quick     the GPU benches' smoke runs (ctest -L bench, not cpu_rings nor nixl), instead of the three
@@ -157,6 +163,10 @@ if want restore; then
 fi
 if want layer; then
 	bench layer kv-layer.md timeout 500 "$b/bench_kv_layer" --targets 1,4 --reps 3 --json "$out/json/kv-layer.json"
+fi
+if want staged; then
+	bench staged kv-staged.md timeout 500 "$b/bench_kv_staged" --tokens 64K --targets 4 --io-sms 2,4,8,16 --io-warps 8 \
+		--reps 5 --part-sms 8 --json "$out/json/kv-staged.json"
 fi
 if want file; then
 	bench file gpu-file.md timeout 300 "$b/bench_gpu_file" --tokens 16384 --dir /tmp --reps 3 --warmup 1 --threads 1,8 \

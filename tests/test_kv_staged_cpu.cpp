@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <giouring/host/ctx.h>
+#include <giouring/host/path.h>
 #include <giouring/host/stage.h>
 #include <giouring/kv/plan.h>
 #include <giouring/kv/run.h>
@@ -829,6 +830,22 @@ void plan_round_trip(gio_kv_store *store, std::vector<gio_kv_io_dev> &devs, Pool
 	StagedStore::run(plan, 0);
 	REQUIRE(gio_kv_plan_finish(plan, nullptr, 0) == 0);
 	check_loaded(pool, n);
+	// The statistics say which path ran: every object of both batches through staging slots.
+	gio_kv_plan_stats ps{};
+	REQUIRE(gio_kv_plan_info(plan, &ps) == 0);
+	CHECK(ps.batches == 2);
+	CHECK(ps.devices == devs.size());
+	uint64_t objects = 0;
+	for (uint32_t d = 0; d < ps.devices; d++) {
+		CHECK(ps.dev[d].path == GIO_GPU_PATH_STAGED);
+		CHECK(ps.dev[d].staged_objects == ps.dev[d].objects);
+		CHECK(ps.dev[d].staged_bytes == ps.dev[d].objects * kObject);
+		CHECK(ps.dev[d].failed == 0);
+		objects += ps.dev[d].objects;
+	}
+	CHECK(objects == 2ull * n * kLayers);
+	CHECK(gio_kv_plan_info(nullptr, &ps) == -EINVAL);
+	CHECK(gio_kv_plan_info(plan, nullptr) == -EINVAL);
 	CHECK(gio_kv_plan_destroy(plan) == 0);
 }
 
@@ -861,9 +878,6 @@ TEST_CASE("a plan refuses staged devices it cannot run, saying why", "[kv][stage
 		 -EINVAL, "needs the pool"},
 		{"rings smaller than a group", kSlots, [](StagedStore &, gio_kv_pool &) {}, -EINVAL,
 		 "staging ring 0 has 8 slots"},
-		{"the GPU engine", GIO_KV_IO_GROUP_MAX,
-		 [](StagedStore &ss, gio_kv_pool &) { ss.pp.engine = GIO_KV_ENGINE_GPU; }, -EOPNOTSUPP,
-		 "GPU engine's staged path"},
 		{"a pool whose objects are not the store's", GIO_KV_IO_GROUP_MAX,
 		 [](StagedStore &ss, gio_kv_pool &other) {
 			 other = ss.pool.pool;
@@ -930,7 +944,8 @@ TEST_CASE("staging areas made by the library: bad arguments refused, saying why"
 	CHECK(gio_ctx_stage_create(t.ctx[0], 1, 32, 6, 0, &a) == -EINVAL); // not a multiple of 4
 	CHECK(std::strstr(gio_last_error(), "6-byte slots") != nullptr);
 	CHECK(gio_ctx_stage_create(t.ctx[0], 1, 32, (1ull << 30) + 4, 0, &a) == -EINVAL);
-	CHECK(gio_ctx_stage_create(t.ctx[0], 1, 32, kObject, 1, &a) == -EOPNOTSUPP);
+	CHECK(gio_ctx_stage_create(t.ctx[0], 1, 32, kObject, 2, &a) == -EOPNOTSUPP); // no such flag
+	CHECK(std::strstr(gio_last_error(), "flags 0x2 unknown") != nullptr);
 	CHECK(gio_ctx_stage_create(nullptr, 1, 32, kObject, 0, &a) == -EINVAL);
 	CHECK(gio_ctx_stage_create(t.ctx[0], 1, 32, kObject, 0, nullptr) == -EINVAL);
 	CHECK(a == nullptr);
@@ -941,4 +956,43 @@ TEST_CASE("staging areas made by the library: bad arguments refused, saying why"
 		REQUIRE(gio_ctx_stage_create(t.ctx[0], 2, 32, kObject, 0, &a) == 0);
 		REQUIRE(gio_ctx_stage_destroy(a) == 0);
 	}
+}
+
+TEST_CASE("the path for GPU memory: path=staged stages without trying, a refusal is an error, not a fallback",
+	  "[kv][staged][path]")
+{
+	std::vector<unsigned char> mem(1 << 16);
+	gio_gpu_path gp{};
+	gio_ctx *c = nullptr;
+	CHECK(std::strcmp(gio_gpu_path_name(GIO_GPU_PATH_P2P), "p2p") == 0);
+	CHECK(std::strcmp(gio_gpu_path_name(GIO_GPU_PATH_STAGED), "staged") == 0);
+	CHECK(std::strcmp(gio_gpu_path_name(GIO_GPU_PATH_AUTO), "auto") == 0);
+
+	REQUIRE(gio_ctx_open("mem://host?size=1M&path=staged", &c) == 0);
+	CHECK(gio_ctx_gpu_path(c, mem.data(), mem.size(), &gp) == 0);
+	CHECK(gp.path == GIO_GPU_PATH_STAGED);
+	CHECK(gp.asked == GIO_GPU_PATH_STAGED);
+	CHECK(gp.p2p_rc == 1);
+	CHECK(std::strstr(gp.why, "path=staged") != nullptr);
+	CHECK(gio_ctx_unregister(c, mem.data()) == -ENOENT); // nothing was registered
+	CHECK(gio_ctx_gpu_path(c, mem.data(), 0, &gp) == -EINVAL);
+	CHECK(std::strstr(gio_last_error(), "zero length") != nullptr);
+	CHECK(gio_ctx_gpu_path(c, nullptr, 1, &gp) == -EINVAL);
+	CHECK(gio_ctx_gpu_path(nullptr, mem.data(), 1, &gp) == -EINVAL);
+	CHECK(gio_ctx_close(c) == 0);
+
+	// Host memory is no GPU memory: the software target's registration refuses it (or finds no
+	// CUDA runtime), which is not a missing capability, so it is returned as it is, no fallback.
+	for (const char *uri : {"mem://host?size=1M", "mem://host?size=1M&path=p2p", "mem://host?size=1M&path=auto"}) {
+		INFO(uri);
+		REQUIRE(gio_ctx_open(uri, &c) == 0);
+		const int rc = gio_ctx_gpu_path(c, mem.data(), mem.size(), &gp);
+		CHECK(rc < 0);
+		CHECK(rc != -EOPNOTSUPP);
+		CHECK(gp.p2p_rc == rc);
+		CHECK(gio_ctx_unregister(c, mem.data()) == -ENOENT);
+		CHECK(gio_ctx_close(c) == 0);
+	}
+	CHECK(gio_ctx_open("mem://host?size=1M&path=dma", &c) == -EINVAL);
+	CHECK(std::strstr(gio_last_error(), "p2p or staged") != nullptr);
 }

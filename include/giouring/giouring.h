@@ -48,6 +48,7 @@
 #include "ring/uring.h"
 
 #include "host/ctx.h"
+#include "host/path.h"
 #include "host/stage.h"
 #include "host/uri.h"
 #include "host/version.h"

@@ -108,6 +108,7 @@ struct gio_ctx {
 	struct gio__sriov_vf vf;  /* nvme-pci: what SR-IOV says of the function (vfio/sriov.c) */
 	/* URI check=1: queue pairs check every command's data pointer (check.c). */
 	int checked;
+	int gpu_path;  /* GIO_GPU_PATH_* from the URI's path= */
 	struct gio_qp_check check;           /* CPU producers' */
 	struct gio__check_mirror *gpu_check; /* GPU producers', in pinned memory; NULL until needed */
 };

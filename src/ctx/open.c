@@ -25,6 +25,7 @@ struct params {
 	int dptr;   /* GIO__DPTR_* */
 	int iommu;  /* GIO__IOMMU_*, nvme-pci */
 	int check;  /* check=1: checked submission on every queue pair */
+	int path;   /* GIO_GPU_PATH_*: how GPU memory reaches the controller */
 };
 
 enum target_kind { TARGET_TEMP_FILE, TARGET_FILE, TARGET_MEM, TARGET_PCI };
@@ -33,6 +34,7 @@ static const char *const dptr_choices[] = {"auto", "prp", NULL};
 static const char *const iommu_choices[] = {"auto", "iommufd", "type1", NULL};
 static const char *const direct_choices[] = {"auto", "0", "1", NULL};
 static const char *const exec_choices[] = {"cpu", "gpu", NULL};
+static const char *const path_choices[] = {"auto", "p2p", "staged", NULL}; /* GIO_GPU_PATH_* order */
 
 /* The parameters of @kind from @u, checked; gio__uri_done() refuses any other. */
 static int parse_params(struct gio__uri *u, enum target_kind kind, struct params *p, const char *what)
@@ -49,6 +51,11 @@ static int parse_params(struct gio__uri *u, enum target_kind kind, struct params
 		return rc;
 	if (rc)
 		p->check = (int)v;
+	if ((rc = gio__uri_choice(u, "path", path_choices,
+				  "auto (peer-to-peer where GPU memory can be registered, else staged), p2p or staged", &i)) < 0)
+		return rc;
+	if (rc)
+		p->path = i;
 	if (kind == TARGET_PCI) {
 		if ((rc = gio__uri_choice(u, "iommu", iommu_choices, "auto, iommufd or type1", &i)) < 0)
 			return rc;
@@ -236,6 +243,7 @@ static int open_ctx(struct gio_ctx *c, const char *uri)
 	if (rc == 0)
 		rc = start_software_target(c, &p);
 out:
+	c->gpu_path = p.path;
 	if (rc == 0 && p.check) {
 		c->checked = 1;
 		gio__check_setup(c);

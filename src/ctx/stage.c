@@ -10,14 +10,16 @@
 #include <giouring/host/stage.h>
 #include <giouring/proto/dptr.h>
 
+#include "../cuda/cudart.h"
 #include "../internal.h"
 
 #define PAGE 4096ull
 
 struct gio_ctx_stage {
 	struct gio_ctx *ctx;
-	void *mem;             /* the slots, then (PRP) each slot's list */
+	void *mem;             /* the slots, then (PRP) each slot's list; GPU: then the table */
 	size_t bytes;          /* registered */
+	int pinned;            /* GIO_CTX_STAGE_GPU: mem from the pinned cache (GPU-mapped) */
 	uint32_t *words;       /* nrings x nslots slot words */
 	struct gio_stage *rings;
 	union gio_dptr *table; /* PRP: nrings x nslots entries; else NULL */
@@ -26,10 +28,14 @@ struct gio_ctx_stage {
 
 static void stage_free(struct gio_ctx_stage *s)
 {
-	free(s->mem);
+	if (s->pinned)
+		(void)gio__pinned_put(s->mem); /* back to the cache: no CUDA call, nothing waits for kernels */
+	else
+		free(s->mem);
 	free(s->words);
 	free(s->rings);
-	free(s->table);
+	if (!s->pinned)
+		free(s->table);
 	free(s);
 }
 
@@ -45,8 +51,9 @@ int gio_ctx_stage_create(struct gio_ctx *ctx, uint32_t nrings, uint32_t nslots, 
 	if (!ctx || !out)
 		return gio__fail(-EINVAL, "giouring: staging area: NULL argument");
 	*out = NULL;
-	if (flags)
-		return gio__fail(-EOPNOTSUPP, "giouring: staging area: flags %#x unknown (0: the CPU engine copies)", flags);
+	if (flags & ~GIO_CTX_STAGE_GPU)
+		return gio__fail(-EOPNOTSUPP, "giouring: staging area: flags %#x unknown (0: the CPU engine copies; "
+				 "GIO_CTX_STAGE_GPU: the GPU engine)", flags);
 	if (nrings == 0 || nrings > 64 || nslots == 0 || nslots > 65536 || (nslots & (nslots - 1)))
 		return gio__fail(-EINVAL, "giouring: staging area: %u rings of %u slots (1 to 64 rings; slots a power of two "
 				 "from 1 to 65536)", nrings, nslots);
@@ -68,9 +75,29 @@ int gio_ctx_stage_create(struct gio_ctx *ctx, uint32_t nrings, uint32_t nslots, 
 	s->bytes = slots_bytes + list_stride * n;
 	s->words = calloc(n, sizeof(*s->words));
 	s->rings = calloc(nrings, sizeof(*s->rings));
-	s->table = list_stride ? calloc(n, sizeof(*s->table)) : NULL;
-	if (posix_memalign(&s->mem, PAGE, s->bytes))
-		s->mem = NULL;
+	if (flags & GIO_CTX_STAGE_GPU) {
+		/* Pinned and mapped, so that GPU warps reach the slots (and the table) with loads and
+		 * stores; the cache's blocks are page-aligned. The table follows the registered part. */
+		const size_t table_bytes = list_stride ? (size_t)n * sizeof(*s->table) : 0;
+		rc = gio__pinned_alloc(s->bytes + table_bytes, "staging area for the GPU engine", &s->mem);
+		if (rc) {
+			s->mem = NULL;
+			stage_free(s);
+			return rc; /* its message stands */
+		}
+		s->pinned = 1;
+		if ((uintptr_t)s->mem % PAGE) {
+			const uintptr_t at = (uintptr_t)s->mem;
+			stage_free(s);
+			return gio__fail(-EINVAL, "giouring: staging area: pinned memory at %#lx is not page-aligned",
+					 (unsigned long)at);
+		}
+		s->table = list_stride ? (union gio_dptr *)((char *)s->mem + s->bytes) : NULL;
+	} else {
+		s->table = list_stride ? calloc(n, sizeof(*s->table)) : NULL;
+		if (posix_memalign(&s->mem, PAGE, s->bytes))
+			s->mem = NULL;
+	}
 	if (!s->mem || !s->words || !s->rings || (list_stride && !s->table)) {
 		stage_free(s);
 		return gio__fail(-ENOMEM, "giouring: staging area: no memory for %u slots of %llu bytes", n,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <giouring/host/ctx.h>
+#include <giouring/host/path.h>
 #include <giouring/kv/plan.h>
 #include <giouring/kv/pool.h>
 #include <giouring/kv/run.h>
@@ -36,6 +37,12 @@ struct image {
 	struct gio_kv_io_group *groups;
 	uint32_t *count; /* per layer */
 	uint32_t *done;  /* per layer */
+	/* GPU engine with staged devices: made once, never re-uploaded (the GPU owns them). */
+	struct gio_kv_io_stage *stages; /* per device */
+	struct gio_stage *rings;        /* the staged devices' rings, device after device */
+	uint32_t *words;                /* their slot words */
+	struct gio_kv_pool *pool;
+	struct gio_kv_runs *runs;
 };
 
 struct gio_kv_plan {
@@ -43,6 +50,8 @@ struct gio_kv_plan {
 	struct gio__kv_shape shape;
 	struct gio_kv_plan_params p; /* devs: see img */
 	uint32_t nqps;               /* queue pairs of all devices */
+	uint32_t stage_rings;        /* GPU engine: staging rings of all staged devices (0: none) */
+	uint64_t stage_words;        /* GPU engine: their slots */
 	uint32_t cmds_max;           /* most commands per object of a device: requests per chunk */
 	size_t img_bytes, upload_bytes;
 	struct image img;            /* host (CPU engine) or staging (GPU engine) */
@@ -56,6 +65,8 @@ struct gio_kv_plan {
 	struct gio_kv_pool pool;     /* where a device is staged: the pool the engine copies to and from */
 	struct gio_kv_runs runs;
 	int has_pool;
+	struct gio_kv_plan_stats stats; /* counted at finish */
+	const struct gio_kv_io_stage *user_stage[GIO_KV_STORE_MAX_DEVICES]; /* GPU engine: the caller's */
 
 	/* The open batch. */
 	int batch;
@@ -117,7 +128,70 @@ static size_t image_layout(const struct gio_kv_plan *pl, char *base, struct imag
 	o = align16(o + sizeof(uint32_t) * L);
 	im->done = (uint32_t *)(base ? base + o : NULL);
 	o = align16(o + sizeof(uint32_t) * L);
+	if (pl->stage_rings) {
+		im->stages = (struct gio_kv_io_stage *)(base ? base + o : NULL);
+		o = align16(o + sizeof(struct gio_kv_io_stage) * pl->shape.devices);
+		im->rings = (struct gio_stage *)(base ? base + o : NULL);
+		o = align16(o + sizeof(struct gio_stage) * pl->stage_rings);
+		im->words = (uint32_t *)(base ? base + o : NULL);
+		o = align16(o + sizeof(uint32_t) * pl->stage_words);
+		im->pool = (struct gio_kv_pool *)(base ? base + o : NULL);
+		o = align16(o + sizeof(struct gio_kv_pool));
+		im->runs = (struct gio_kv_runs *)(base ? base + o : NULL);
+		o = align16(o + sizeof(struct gio_kv_runs));
+	}
 	return o;
+}
+
+/* The GPU engine's staging: its own copy of each staged device's rings, in GPU memory, every slot
+ * FREE (the allocation is zeroed: lap 0, FREE), GPU scope (only the plan's warps reserve and
+ * release them), over the caller's slots, table and area; and the pool the warps copy to and from.
+ * Built in the pinned image, uploaded once (bounded). */
+static int stage_upload(struct gio_kv_plan *pl, const struct gio_kv_io_dev *devs)
+{
+	const struct gio__cudart *rt = gio__cudart();
+	uint32_t d, q, k = 0;
+	uint64_t w = 0;
+	int e;
+	for (d = 0; d < pl->shape.devices; d++) {
+		const struct gio_kv_io_stage *sg = devs[d].stage;
+		if (!sg)
+			continue;
+		pl->user_stage[d] = sg;
+		pl->img.stages[d] = *sg;
+		pl->img.stages[d].rings = pl->dimg.rings + k;
+		for (q = 0; q < devs[d].nqps; q++, k++) {
+			struct gio_stage *r = &pl->img.rings[k];
+			uint32_t i;
+			*r = sg->rings[q];
+			r->reserved = 0;
+			r->scope = GIO_SCOPE_GPU;
+			r->slots = pl->dimg.words + w;
+			memset(&r->last_timeout, 0, sizeof(r->last_timeout));
+			/* A slot LOST by an earlier plan (or the CPU engine) stays out of use here. */
+			for (i = 0; i < r->nslots; i++)
+				pl->img.words[w + i] =
+					gio_stage_state(sg->rings[q].slots[i]) == GIO_STAGE_LOST ? GIO_STAGE_LOST : GIO_STAGE_FREE;
+			w += r->nslots;
+		}
+	}
+	*pl->img.pool = pl->pool;
+	*pl->img.runs = pl->runs;
+	if (!rt || !rt->memcpy_async)
+		return gio__fail(-ENODEV, "giouring: kv plan: no CUDA runtime with cudaMemcpyAsync");
+	e = rt->memcpy_async(pl->dimg.stages, pl->img.stages, (size_t)((char *)(pl->img.words + w) - (char *)pl->img.stages),
+			     GIO__CUDA_MEMCPY_DEFAULT, pl->hbm.stream);
+	if (!e)
+		e = rt->memcpy_async(pl->dimg.pool, pl->img.pool,
+				     (size_t)((char *)(pl->img.runs + 1) - (char *)pl->img.pool), GIO__CUDA_MEMCPY_DEFAULT,
+				     pl->hbm.stream);
+	if (!e)
+		e = gio__cuda_stream_wait(rt, pl->hbm.stream, 10000000000ull);
+	if (e == GIO__CUDA_ERR_NOT_READY)
+		return gio__fail(-ETIME, "giouring: kv plan: uploading the staging rings did not finish within 10 s");
+	if (e)
+		return gio__cuda_fail(e, "kv plan: uploading the staging rings");
+	return 0;
 }
 
 /* The devices as the engine reads them: each one's queue pairs in the image's qps (the GPU's
@@ -130,6 +204,8 @@ static void image_devs(struct gio_kv_plan *pl, const struct gio_kv_io_dev *devs)
 		pl->img.devs[d] = devs[d];
 		memcpy(pl->img.qps + k, devs[d].qps, sizeof(struct gio_qp *) * devs[d].nqps);
 		pl->img.devs[d].qps = target + k;
+		if (devs[d].stage && pl->stage_rings) /* the GPU engine: its own rings (stage_upload()) */
+			pl->img.devs[d].stage = pl->dimg.stages + d;
 		k += devs[d].nqps;
 	}
 }
@@ -144,9 +220,6 @@ static int check_stage(const struct gio_kv_plan_params *p, const struct gio__kv_
 	uint32_t q;
 	if (!v->stage)
 		return 0;
-	if (p->engine != GIO_KV_ENGINE_CPU)
-		return gio__fail(-EOPNOTSUPP, "giouring: kv plan: device %u is staged: the GPU engine's staged path is not "
-				 "built yet (the CPU engine's is)", d);
 	if (!p->pool)
 		return gio__fail(-EINVAL, "giouring: kv plan: device %u is staged: the plan needs the pool "
 				 "(gio_kv_plan_params::pool) to copy objects through the slots", d);
@@ -306,9 +379,14 @@ int gio_kv_plan_create(struct gio_kv_store *store, const struct gio_kv_plan_para
 		pl->p.timeout_ns = pl->shape.timeout_ns;
 	pl->cmds_max = 1;
 	for (d = 0; d < pl->shape.devices; d++) {
+		uint32_t q;
 		pl->nqps += p->devs[d].nqps;
 		if (p->devs[d].cmds > pl->cmds_max)
 			pl->cmds_max = p->devs[d].cmds;
+		for (q = 0; p->engine == GIO_KV_ENGINE_GPU && p->devs[d].stage && q < p->devs[d].nqps; q++) {
+			pl->stage_rings++;
+			pl->stage_words += p->devs[d].stage->rings[q].nslots;
+		}
 	}
 	cap = p->max_requests;
 	if ((uint64_t)cap * pl->cmds_max > UINT32_MAX / 2) {
@@ -362,6 +440,10 @@ int gio_kv_plan_create(struct gio_kv_store *store, const struct gio_kv_plan_para
 		pl->results = (struct gio_kv_io_result *)((char *)pl->pinned + pl->img_bytes);
 		pl->done_host = (uint32_t *)((char *)pl->pinned + done_off);
 		image_devs(pl, p->devs);
+		if (pl->stage_rings && (rc = stage_upload(pl, p->devs)) != 0) {
+			plan_free(pl);
+			return rc;
+		}
 	}
 	*out = pl;
 	return 0;
@@ -628,7 +710,10 @@ int gio_kv_plan_view(const struct gio_kv_plan *pl, struct gio_kv_io_plan *v)
 	v->epoch = pl->epoch;
 	v->write = pl->batch == BATCH_SAVE;
 	v->scope = pl->p.engine == GIO_KV_ENGINE_GPU ? pl->p.scope : GIO_SCOPE_SYS;
-	if (pl->has_pool) {
+	if (pl->stage_rings) { /* the GPU engine's copies, in GPU memory */
+		v->pool = im->pool;
+		v->runs = im->runs;
+	} else if (pl->has_pool) {
 		v->pool = &pl->pool;
 		v->runs = &pl->runs;
 	}
@@ -758,6 +843,48 @@ static void result_of(const struct gio_kv_plan *pl, uint32_t i, struct gio_kv_io
 	}
 }
 
+/* The batch's requests into the plan's statistics: each request (one command of an object) moved
+ * one object (or run) per layer run where it succeeded. */
+static void count_batch(struct gio_kv_plan *pl)
+{
+	uint32_t l, r, layers = 0;
+	for (l = 0; l < pl->shape.layers; l++)
+		layers += pl->ran[l] != 0;
+	for (r = 0; r < pl->nreq; r++) {
+		const uint32_t d = pl->img.reqs[r].dev;
+		struct gio_kv_plan_dev_stats *s = &pl->stats.dev[d];
+		const int staged = pl->img.devs[d].stage != NULL;
+		const uint64_t bytes = pl->shape.object_bytes / cmds_of(pl, d);
+		const int32_t rc = pl->results[r].rc;
+		if (rc == 0) {
+			s->objects += layers;
+			s->bytes += bytes * layers;
+			if (staged) {
+				s->staged_objects += layers;
+				s->staged_bytes += bytes * layers;
+			}
+		} else {
+			s->failed++;
+			if (staged && rc == -ETIME)
+				s->timed_out++;
+		}
+	}
+	pl->stats.batches++;
+}
+
+int gio_kv_plan_info(const struct gio_kv_plan *pl, struct gio_kv_plan_stats *out)
+{
+	uint32_t d;
+	gio__clear_error();
+	if (!pl || !out)
+		return gio__fail(-EINVAL, "giouring: gio_kv_plan_info: NULL argument");
+	*out = pl->stats;
+	out->devices = pl->shape.devices;
+	for (d = 0; d < pl->shape.devices; d++)
+		out->dev[d].path = pl->img.devs[d].stage ? GIO_GPU_PATH_STAGED : GIO_GPU_PATH_P2P;
+	return 0;
+}
+
 int gio_kv_plan_finish(struct gio_kv_plan *pl, struct gio_kv_io_result *results, uint64_t timeout_ns)
 {
 	const uint64_t deadline = gio_deadline_in(timeout_ns ? timeout_ns : (pl ? pl->p.timeout_ns : 0));
@@ -806,8 +933,37 @@ int gio_kv_plan_finish(struct gio_kv_plan *pl, struct gio_kv_io_result *results,
 		if (r.rc && pl->req_of[i] != NO_REQUEST && !first)
 			first = r.rc;
 	}
+	count_batch(pl);
 	pl->batch = BATCH_NONE;
 	return first;
+}
+
+/* The GPU engine's staging rings back into the caller's: every slot this plan LOST becomes LOST
+ * there too, so that no later plan or engine hands it out while the controller may still write
+ * it. Bounded; where the copy fails, every slot of the plan's rings is taken as LOST. */
+static void stage_download(struct gio_kv_plan *pl)
+{
+	const struct gio__cudart *rt = gio__cudart();
+	uint32_t d, q, i;
+	uint64_t w = 0;
+	/* An abandoned batch's kernels may still change the words: every slot is then LOST. */
+	int e = pl->abandoned ? -1
+		: rt && rt->memcpy_async ? rt->memcpy_async(pl->img.words, pl->dimg.words, sizeof(uint32_t) * pl->stage_words,
+							    GIO__CUDA_MEMCPY_DEFAULT, pl->hbm.stream)
+					 : -1;
+	if (!e)
+		e = gio__cuda_stream_wait(rt, pl->hbm.stream, 10000000000ull);
+	for (d = 0; d < pl->shape.devices; d++) {
+		const struct gio_kv_io_stage *sg = pl->user_stage[d];
+		if (!sg)
+			continue;
+		for (q = 0; q < pl->img.devs[d].nqps; q++) {
+			struct gio_stage *r = &sg->rings[q];
+			for (i = 0; i < r->nslots; i++, w++)
+				if (e || gio_stage_state(pl->img.words[w]) == GIO_STAGE_LOST)
+					gio_store_release_in(r->scope, &r->slots[i], (r->slots[i] & ~3u) | GIO_STAGE_LOST);
+		}
+	}
 }
 
 int gio_kv_plan_destroy(struct gio_kv_plan *pl)
@@ -820,6 +976,8 @@ int gio_kv_plan_destroy(struct gio_kv_plan *pl)
 		if (rc == -ETIME && pl->batch != BATCH_NONE)
 			pl->abandoned = 1;
 	}
+	if (pl->stage_rings)
+		stage_download(pl);
 	plan_free(pl);
 	return rc;
 }

@@ -5,7 +5,11 @@
 // device failing mid-layer fails only its request, with the NVMe status; the host's time per
 // layer call is printed. Both layouts: K and V together (one run an object) and apart (two runs,
 // one command with an SGL segment list in pinned host memory), and a PRP table built on the GPU
-// for targets without SGLs, with one command per run where the runs start inside pages.
+// for targets without SGLs, with one command per run where the runs start inside pages. Staged
+// (docs/staged.md): the same checks with the pool never registered with the targets, every
+// object moved by the I/O kernel's warps through staging slots in pinned host memory
+// (gio_ctx_stage_create() with GIO_CTX_STAGE_GPU), rings of 32 slots, far fewer than a layer's
+// objects, so every slot is reused; a command whose completion never comes leaves its slot LOST.
 #include <cuda_runtime.h>
 
 #include <cerrno>
@@ -16,6 +20,8 @@
 #include <vector>
 
 #include <giouring/host/ctx.h>
+#include <giouring/host/path.h>
+#include <giouring/host/stage.h>
 #include <giouring/kv/layer.cuh>
 #include <giouring/kv/plan.h>
 #include <giouring/kv/pool.h>
@@ -92,6 +98,8 @@ __global__ void consume(gio_kv_io_plan v, Layout lay, uint32_t layer, const int 
 		const uint32_t b = (uint32_t)(i / words), k = (uint32_t)(i % words);
 		const uint32_t got = *word_at(lay, layer, b, k);
 		const int chunk = chunk_of_block[b];
+		if (chunk == -2) // not checked: a failed object whose other commands completed
+			continue;
 		if (chunk < 0)
 			pbad += got != 0xa5a5a5a5u;
 		else
@@ -119,13 +127,14 @@ struct Rig {
 	union gio_dptr *d_tables = nullptr;
 	std::vector<gio_qp *> dev_qp_ptrs;
 	std::vector<gio_qp *> host_qps;
+	std::vector<gio_ctx_stage *> stages; // staged: one area per device
 	Layout lay{};
 	uint64_t pool_bytes = 0;
 	bool ok = false;
 };
 
 // pad: elements after each block's part where K and V are apart (runs that start inside pages).
-bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s, uint32_t io_warps)
+bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s, uint32_t io_warps, bool staged)
 {
 	const uint64_t pool_bytes = (uint64_t)kLayers * kBlocks * (kObject + 2 * pad * kElem);
 	r.pool_bytes = pool_bytes;
@@ -157,6 +166,8 @@ bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s, uint32
 		if (rc)
 			return false;
 		r.ctx.push_back(c);
+		if (staged)
+			continue; // the target never sees the pool: only the staging slots
 		uint64_t addr = 0;
 		rc = gio_ctx_register_device(c, r.pool, pool_bytes, &addr);
 		EXPECT(rc == 0 && addr == (uint64_t)(uintptr_t)r.pool, "register_device: %s", gio_last_error());
@@ -165,7 +176,7 @@ bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s, uint32
 	sp.layers = kLayers;
 	sp.object_bytes = kObject;
 	sp.pool_signature = gio_kv_pool_signature(&p, &r.lay.runs);
-	sp.timeout_ns = 10 * kSecond;
+	sp.timeout_ns = staged ? kSecond : 10 * kSecond; // staged: the lost completion's wait
 	int rc = gio_kv_store_create(r.ctx.data(), kDevs, &sp, &r.store);
 	EXPECT(rc == 0, "store: %s", gio_last_error());
 	if (rc)
@@ -233,6 +244,16 @@ bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s, uint32
 		devs[d].nsid = info.nsid;
 		devs[d].lba_shift = (uint32_t)__builtin_ctz(info.lba_bytes);
 		devs[d].psdt = prp ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR;
+		if (staged) {
+			gio_ctx_stage *a = nullptr;
+			rc = gio_ctx_stage_create(r.ctx[d], kQps, GIO_KV_IO_GROUP_MAX, kObject / cmds, GIO_CTX_STAGE_GPU, &a);
+			EXPECT(rc == 0, "staging area: %s", gio_last_error());
+			if (rc)
+				return false;
+			r.stages.push_back(a);
+			devs[d].stage = gio_ctx_stage_io(a);
+			devs[d].table = nullptr;
+		}
 	}
 	EXPECT(sync_within(s, 30), "table build hung");
 	EXPECT(*d_rc == 0, "table build: object refused %d", *d_rc);
@@ -244,6 +265,7 @@ bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s, uint32
 	pp.io_ctas = 4;
 	pp.io_warps = io_warps;
 	pp.devs = devs.data();
+	pp.pool = staged ? &p : nullptr;
 	rc = gio_kv_plan_create(r.store, &pp, &r.plan);
 	EXPECT(rc == 0, "plan: %s", gio_last_error());
 	r.ok = rc == 0;
@@ -257,6 +279,8 @@ void teardown(Rig &r)
 	for (size_t i = 0; i < r.host_qps.size(); i++)
 		EXPECT(gio_ctx_qp_destroy(r.ctx[i / kQps], r.host_qps[i], 5 * kSecond, nullptr, nullptr) >= 0, "qp destroy: %s",
 		       gio_last_error());
+	for (auto *a : r.stages) // after the queue pairs: a LOST slot's command is gone with them
+		EXPECT(gio_ctx_stage_destroy(a) == 0, "staging area destroy: %s", gio_last_error());
 	for (auto *c : r.ctx)
 		EXPECT(gio_ctx_close(c) == 0, "close: %s", gio_last_error());
 	CK(cudaFree(r.d_qps));
@@ -267,17 +291,17 @@ void teardown(Rig &r)
 }
 
 // sms: the loads' SM budget (gio_kv_layer_launch()); 0: the plan's blocks.
-void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint32_t sms = 0)
+void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint32_t sms = 0, bool staged = false)
 {
-	std::printf("== K and V %s%s, %s table, %u warps a block%s\n", kv_apart ? "apart (two runs)" : "together (one run)",
-		    pad ? " starting inside pages" : "", prp ? pad ? "PRP (a target without SGLs), a command per run" : "PRP (a target without SGLs)" : "SGL", io_warps,
-		    sms ? ", loads on one SM (an SM budget)" : "");
+	std::printf("== K and V %s%s, %s %s, %u warps a block%s\n", kv_apart ? "apart (two runs)" : "together (one run)",
+		    pad ? " starting inside pages" : "", prp ? pad ? "PRP (a target without SGLs), a command per run" : "PRP (a target without SGLs)" : "SGL",
+		    staged ? "staged through 32 slots per queue pair" : "table", io_warps, sms ? ", loads on one SM (an SM budget)" : "");
 	cudaStream_t io, compute, other;
 	CK(cudaStreamCreateWithFlags(&io, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
 	Rig r;
-	if (!setup(r, kv_apart, prp, pad, io, io_warps)) {
+	if (!setup(r, kv_apart, prp, pad, io, io_warps, staged)) {
 		std::printf("   setup failed\n");
 		return;
 	}
@@ -363,8 +387,10 @@ void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint3
 	gio_fault f{};
 	f.fail_nth = 5;
 	f.fail_status = GIO_SF(GIO_SCT_MEDIA, GIO_SC_UNRECOVERED_READ);
+	CK(cudaMemsetAsync(r.pool, 0xa5, pool_bytes, io)); // the failed object must stay poisoned
 	n = gio_kv_plan_load(r.plan, keys.data(), blocks.data(), kChunks, nullptr);
 	EXPECT(n == (int)kChunks, "plan load 2: %d", n);
+	EXPECT(gio_kv_plan_view(r.plan, &v) == 0, "view 2");
 	EXPECT(gio_ctx_inject(r.ctx[1], &f) == 0, "inject: %s", gio_last_error());
 	for (uint32_t l = 0; l < kLayers; l++)
 		EXPECT(gio_kv_load_layer(r.plan, l, io) == 0, "load layer %u: %s", l, gio_last_error());
@@ -383,6 +409,59 @@ void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint3
 	EXPECT(st.pinned == 0, "%" PRIu64 " slots still pinned", st.pinned);
 	std::printf("   a read failing on device 1: %u request failed with its NVMe status, %u completed\n", failed,
 		    kChunks - failed);
+	// Every byte again: the completed objects in place, the failed one's block untouched (where
+	// an object is one command; with a command per run its other run arrives, so it is skipped).
+	for (uint32_t i = 0; i < kChunks; i++)
+		if (res[i].rc)
+			chunk_of_block[blocks[i]] = prp && pad ? -2 : -1;
+	CK(cudaMemcpy(d_chunk_of_block, chunk_of_block.data(), kBlocks * sizeof(int), cudaMemcpyHostToDevice));
+	std::memset(chk, 0, sizeof(*chk));
+	for (uint32_t l = 0; l < kLayers; l++)
+		consume<<<8, 256, 0, compute>>>(v, r.lay, l, d_chunk_of_block, chk);
+	EXPECT(sync_within(compute, 60), "the compute stream hung");
+	EXPECT(chk->wrong == 0 && chk->poisoned_wrong == 0 && !chk->timed_out,
+	       "after the failed read: %llu wrong words, %llu changed in the failed and the misses' blocks, timed out %d",
+	       chk->wrong, chk->poisoned_wrong, chk->timed_out);
+
+	if (staged) {
+		// A completion that never comes: its request reports -ETIME at the plan's deadline, its
+		// slot goes LOST (the controller may still write it), every other object arrives.
+		f = gio_fault{};
+		f.drop_nth = 3;
+		n = gio_kv_plan_load(r.plan, keys.data(), blocks.data(), kChunks, nullptr);
+		EXPECT(n == (int)kChunks, "plan load 3: %d", n);
+		EXPECT(gio_ctx_inject(r.ctx[2], &f) == 0, "inject drop: %s", gio_last_error());
+		for (uint32_t l = 0; l < kLayers; l++)
+			EXPECT(gio_kv_load_layer(r.plan, l, io) == 0, "load layer %u: %s", l, gio_last_error());
+		EXPECT(sync_within(io, 60), "the io stream hung");
+		rc = gio_kv_plan_finish(r.plan, res.data(), 30 * kSecond);
+		EXPECT(rc == -ETIME, "finish with a lost completion: %d", rc);
+		unsigned lost = 0, other_failed = 0;
+		for (uint32_t i = 0; i < kChunks; i++) {
+			lost += res[i].rc == -ETIME;
+			other_failed += res[i].rc != 0 && res[i].rc != -ETIME;
+		}
+		// Later groups on that queue pair wrap onto the LOST slot and report -ETIME too (the ring
+		// refuses to hand it out): at least the dropped command's request, nothing else failing.
+		EXPECT(lost >= 1 && other_failed == 0, "lost completion: %u requests -ETIME, %u failed otherwise", lost,
+		       other_failed);
+		std::printf("   a completion dropped on device 2: %u request(s) -ETIME (the dropped one, and groups that "
+			    "wrapped onto its LOST slot), %u completed\n", lost, kChunks - lost);
+		gio_kv_plan_stats ps{};
+		EXPECT(gio_kv_plan_info(r.plan, &ps) == 0 && ps.dev[2].path == GIO_GPU_PATH_STAGED &&
+			       ps.dev[2].timed_out == lost && ps.dev[0].staged_objects == ps.dev[0].objects && ps.dev[0].objects > 0,
+		       "plan statistics: device 2 path %u, %" PRIu64 " timed out; device 0 %" PRIu64 " of %" PRIu64 " staged",
+		       ps.dev[2].path, ps.dev[2].timed_out, ps.dev[0].staged_objects, ps.dev[0].objects);
+		// The plan's LOST slot goes back to the area's own rings when the plan is destroyed.
+		EXPECT(gio_kv_plan_destroy(r.plan) == 0, "plan destroy: %s", gio_last_error());
+		r.plan = nullptr;
+		const gio_kv_io_stage *sg = gio_ctx_stage_io(r.stages[2]);
+		uint32_t lost_slots = 0;
+		for (uint32_t q = 0; q < kQps; q++)
+			for (uint32_t i = 0; i < sg->rings[q].nslots; i++)
+				lost_slots += gio_stage_state(sg->rings[q].slots[i]) == GIO_STAGE_LOST;
+		EXPECT(lost_slots == 1, "%u slots LOST in device 2's staging area after the plan, want 1", lost_slots);
+	}
 
 	CK(cudaFree(d_chunk_of_block));
 	CK(cudaFree(chk));
@@ -416,6 +495,10 @@ int main()
 	run(true, true);
 	run(true, true, 256); // 512 bytes between blocks: PRPs take a command per run
 	run(false, false, 0, 8, 1); // every load layer's I/O kernel in one block: its warps take every group
+	// Staged: the same checks through staging slots (no P2P table, the pool unknown to the targets).
+	run(false, false, 0, 8, 0, true);
+	run(true, false, 0, 8, 0, true);
+	run(true, true, 256, 8, 0, true); // PRP staging table, a command per run
 	std::printf(failures ? "FAILED: %d\n" : "PASSED\n", failures);
 	return failures ? 1 : 0;
 }

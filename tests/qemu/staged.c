@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include <giouring/host/ctx.h>
+#include <giouring/host/path.h>
 #include <giouring/host/stage.h>
 #include <giouring/kv/plan.h>
 #include <giouring/kv/pool.h>
@@ -242,6 +243,18 @@ int main(int argc, char **argv)
 	obj = malloc(OBJECT);
 	if (!mem || !obj)
 		return 1;
+	/* The path the library picks for this pool: peer-to-peer needs a dma-buf through iommufd, which
+	 * type1 has not, so path=auto stages, with the refusal as its reason and nothing registered. */
+	for (d = 0; d < 2; d++) {
+		struct gio_gpu_path gp;
+		rc = gio_ctx_gpu_path(devs[d].ctx, mem, LAYERS * BLOCKS * OBJECT, &gp);
+		printf("STAGED path of device %u: %s (asked %s, p2p rc %d): %s\n", d, gio_gpu_path_name(gp.path),
+		       gio_gpu_path_name(gp.asked), gp.p2p_rc, gp.why);
+		CHECK("path.auto-staged",
+		      rc == 0 && gp.path == GIO_GPU_PATH_STAGED && gp.asked == GIO_GPU_PATH_AUTO && gp.p2p_rc == -EOPNOTSUPP &&
+			      strstr(gp.why, "peer-to-peer refused") && gio_ctx_unregister(devs[d].ctx, mem) == -ENOENT,
+		      "device %u: rc %d, path %u, p2p_rc %d: %s", d, rc, gp.path, gp.p2p_rc, gp.why);
+	}
 	pool.base = (uint64_t)(uintptr_t)mem;
 	pool.elem_bytes = 2;
 	for (i = 0; i < GIO_KV_DIMS; i++)

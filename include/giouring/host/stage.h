@@ -25,6 +25,11 @@ GIO_EXTERN_C_BEGIN
 struct gio_ctx;
 struct gio_ctx_stage;
 
+/** @brief gio_ctx_stage_create() flag: an area the GPU engine's warps copy through (pinned,
+ *  GPU-mapped). A GPU-engine plan keeps its own copy of the rings' flow control in GPU memory
+ *  (gio_kv_plan_create()). */
+#define GIO_CTX_STAGE_GPU 1u
+
 /**
  * @brief Makes a staging area for @p ctx's controller: @p nrings rings of @p nslots slots of
  *        @p slot_bytes, in host memory registered with @p ctx.
@@ -35,11 +40,15 @@ struct gio_ctx_stage;
  * @param slot_bytes  bytes per slot, a multiple of 4 from 4 to 1 GiB: at least a command's data
  *                    (object_bytes / cmds of the plan); rounded up to 4 KiB (the rings'
  *                    gio_stage::slot_bytes), so that every slot starts on a page.
- * @param flags       0 (the CPU engine copies; no other flag yet).
+ * @param flags       0 (the CPU engine copies: plain host memory), or GIO_CTX_STAGE_GPU (the
+ *                    GPU engine copies: the slots and the staging table in pinned host memory
+ *                    mapped for the GPU, at the same address there under unified addressing;
+ *                    needs the CUDA runtime).
  * @param out         receives the area.
  * @return 0; `-EINVAL` (NULL arguments, a count or size out of range), `-EOPNOTSUPP` (an unknown
- *         flag), `-ENOMEM`, or gio_ctx_register()'s error (the memory is freed). The message names
- *         the problem.
+ *         flag), `-ENOMEM`, `-ENODEV` (GIO_CTX_STAGE_GPU without a CUDA runtime), a CUDA error of
+ *         cudaHostAlloc as gio_cuda_errno() maps it, or gio_ctx_register()'s error (the memory is
+ *         freed). The message names the problem.
  *
  * Any host thread. Every slot starts FREE.
  */

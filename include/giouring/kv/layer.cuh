@@ -33,6 +33,7 @@
 #include "io.h"
 #include "plan.h"
 #include "pool.h"
+#include "staged.cuh"
 
 /**
  * @brief The I/O kernel's body: warp @p warp of @p nwarps issues and completes its share of the
@@ -45,7 +46,8 @@
  * All 32 lanes of each warp. Warp w takes groups w, w + nwarps, ...: a group's requests go to
  * one queue pair (its device's `grp.qp % nqps`) with one reservation and one doorbell; each lane
  * waits for its own command, records its result, and the warp counts the group; the warp that
- * counts a layer's last signals it. With no request, warp 0 signals the layer at once.
+ * counts a layer's last signals it. With no request, warp 0 signals the layer at once. A staged
+ * device's groups go through its staging slots (gio_kv_stage_group_warp(), giouring/kv/staged.cuh).
  */
 GIO_DEV void gio_kv_layer_warp(const struct gio_kv_io_plan *p, uint32_t layer, uint32_t warp, uint32_t nwarps)
 {
@@ -61,6 +63,16 @@ GIO_DEV void gio_kv_layer_warp(const struct gio_kv_io_plan *p, uint32_t layer, u
 		const struct gio_kv_io_dev *d = &p->devs[grp.dev];
 		struct gio_qp *qp = d->qps[grp.qp % d->nqps];
 		const int active = lane < grp.count;
+		if (d->stage) { /* the staged path: the same results and counts, through slots */
+			uint16_t nvme;
+			const int src = gio_kv_stage_group_warp(p, layer, grp, qp, grp.qp % d->nqps, &nvme);
+			if (active)
+				gio_kv_io_result_only(p, layer, grp.first + lane, src, nvme);
+			__syncwarp();
+			if (lane == 0 && gio_kv_io_count(p, layer, grp.count))
+				gio_kv_io_layer_signal(p, layer);
+			continue;
+		}
 		const uint64_t deadline = gio_deadline_in(p->timeout_ns);
 		struct gio_sqe sqe;
 		uint32_t cid = 0;

@@ -38,6 +38,7 @@
 #include "../config.h"
 #include "format.h"
 #include "io.h"
+#include "store.h"
 
 GIO_EXTERN_C_BEGIN
 
@@ -68,10 +69,19 @@ struct gio_kv_plan_params {
 					       and P2P table (readable by the engine), and its commands per
 					       object (gio_kv_io_dev::cmds: more than one where PRPs cannot
 					       chain an object's runs). Copied. A device whose `stage` is set
-					       takes the staged path (giouring/kv/staged.h; CPU engine only so
-					       far): its P2P table may be NULL, each of its rings needs at least
-					       GIO_KV_IO_GROUP_MAX slots of at least object_bytes / cmds bytes,
-					       and the staging (rings, table, area) must outlive the plan. */
+					       takes the staged path (giouring/kv/staged.h): its P2P table may be
+					       NULL, each of its rings needs at least GIO_KV_IO_GROUP_MAX slots of
+					       at least object_bytes / cmds bytes, and the staging (rings, table,
+					       area) must outlive the plan. `stage` and its rings are read here,
+					       in host memory, for both engines. The CPU engine reserves from
+					       those rings; the GPU engine takes a copy of them into its own GPU
+					       memory (every slot FREE but those LOST in them), only its warps
+					       use it, and gio_kv_plan_destroy() marks the slots it lost LOST in
+					       the caller's rings (or all of them, where a batch was abandoned
+					       or the copy back failed): the table and
+					       the area must then be reachable by the GPU (gio_ctx_stage_create()
+					       with GIO_CTX_STAGE_GPU), and no other plan may use the same area
+					       while this one runs batches. */
 	const struct gio_kv_pool *pool;   /**< The pool as the engine reaches it (giouring/kv/pool.h): needed
 					       where a device is staged, since the engine copies each object
 					       between its slot and the pool; else may be NULL. Copied. */
@@ -88,7 +98,7 @@ struct gio_kv_plan_params {
  *         one on a device taking a command per run, that is not whole blocks of that device; a
  *         staged device without the pool, with rings too small, or without a staging table where
  *         it takes PRPs; a pool whose objects are not the store's: the message names the device),
- *         `-EOPNOTSUPP` (a staged device with the GPU engine), `-ENOMEM`, `-ENODEV` (GPU engine
+ *         `-ENOMEM`, `-ENODEV` (GPU engine
  *         without a GPU), or the CUDA error's errno (the message names it). The message names the
  *         problem.
  *
@@ -169,6 +179,40 @@ int gio_kv_plan_view(const struct gio_kv_plan *plan, struct gio_kv_io_plan *view
  * Any thread; reads the batch's host image only (no CUDA call, so it never waits behind a stream).
  */
 int gio_kv_plan_layer_bytes(const struct gio_kv_plan *plan, uint64_t *bytes, uint32_t n);
+
+/** @brief One device's part of struct gio_kv_plan_stats: which path its data took, and what moved. */
+struct gio_kv_plan_dev_stats {
+	uint32_t path;           /**< GIO_GPU_PATH_P2P (1) or GIO_GPU_PATH_STAGED (2) (giouring/host/path.h). */
+	uint32_t reserved;       /**< Zero. */
+	uint64_t objects;        /**< Layer objects (one command each, or a run where a device takes a
+				      command per run) that completed in finished batches. */
+	uint64_t bytes;          /**< Their bytes. */
+	uint64_t staged_objects; /**< Of those, moved through staging slots (the staged path). */
+	uint64_t staged_bytes;   /**< Their bytes. */
+	uint64_t failed;         /**< Requests that failed (each request counted once per batch). */
+	uint64_t timed_out;      /**< Of those on a staged device, `-ETIME`: a command past its deadline (its
+				      slot then LOST) or no slot free in time. */
+};
+
+/** @brief What a plan moved, per device, over the batches finished so far (gio_kv_plan_info()). */
+struct gio_kv_plan_stats {
+	uint64_t batches;  /**< Batches finished. */
+	uint32_t devices;  /**< Entries of dev[] in use: the store's devices. */
+	uint32_t reserved; /**< Zero. */
+	struct gio_kv_plan_dev_stats dev[GIO_KV_STORE_MAX_DEVICES]; /**< In the store's device order. */
+};
+
+/**
+ * @brief The plan's statistics: per device, the path its data takes and what moved on it.
+ * @param plan  the plan.
+ * @param out   receives them.
+ * @return 0, or `-EINVAL` (NULL).
+ *
+ * Any host thread but while another thread runs gio_kv_plan_finish() on the plan. Counted by
+ * gio_kv_plan_finish() from the batch's results on the host: the engines do no extra work. This is
+ * where an engine sees which path ran; the reason for a path is gio_ctx_gpu_path()'s.
+ */
+int gio_kv_plan_info(const struct gio_kv_plan *plan, struct gio_kv_plan_stats *out);
 
 /** @brief What gio_kv_plan_layer_begin() gives the launcher of a layer's I/O kernel. */
 struct gio_kv_plan_launch {

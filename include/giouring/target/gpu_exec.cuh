@@ -22,38 +22,10 @@
 #include <string.h>
 
 #include "../device/verbs.cuh"
+#include "../device/copy.cuh"
 #include "../proto/status.h"
 #include "core.h"
 #include "gpu_target.h"
-
-/* Warp-cooperative copy of one segment; 16 bytes a lane when both ends and the length allow. */
-__device__ inline void gio__gpu_copy_warp(unsigned char *dst, const unsigned char *src, uint64_t len)
-{
-	const unsigned lane = threadIdx.x & 31u;
-	if ((((uintptr_t)dst | (uintptr_t)src | len) & 15u) == 0) {
-		uint4 *d = (uint4 *)dst;
-		const uint4 *s = (const uint4 *)src;
-		const uint64_t n = len / 16;
-		uint64_t k = lane;
-		/* Sixteen loads in flight per lane (8 KiB per warp) before their stores: the source may
-		 * be host memory across PCIe, microseconds away under load, and one warp serves each
-		 * queue: its bandwidth is what it has in flight over that latency. */
-		for (; k + 480 < n; k += 512) {
-			uint4 v[16];
-#pragma unroll
-			for (int u = 0; u < 16; u++)
-				v[u] = s[k + 32 * u];
-#pragma unroll
-			for (int u = 0; u < 16; u++)
-				d[k + 32 * u] = v[u];
-		}
-		for (; k < n; k += 32)
-			d[k] = s[k];
-	} else {
-		for (uint64_t k = lane; k < len; k += 32)
-			dst[k] = src[k];
-	}
-}
 
 /** @brief Owned queues whose state an executor warp keeps in its gio_gpu_exec_env. */
 #define GIO_GPU_EXEC_ENV_QUEUES 32u
@@ -163,9 +135,9 @@ __device__ inline void gio__gpu_move_round(const struct gio_tgt_io_rules *rules,
 			if (!(fl & GIO_XFER_BIT_BUCKET)) {
 				unsigned char *host = (unsigned char *)gio_dma_map_find(rules->map, addr, len);
 				if (is_write)
-					gio__gpu_copy_warp(backing + off, host, len);
+					gio_copy_warp(backing + off, host, len, 0);
 				else
-					gio__gpu_copy_warp(host, backing + off, len);
+					gio_copy_warp(host, backing + off, len, 0);
 			}
 			off += len;
 		}

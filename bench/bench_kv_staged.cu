@@ -1,0 +1,984 @@
+// bench_kv_staged: the staged path's GPU half (docs/staged.md): KV restore through the library's
+// plan and I/O kernel (giouring/kv/plan.h, giouring/kv/layer.cuh) over D software targets whose
+// devices are staged: each NVMe Read lands in a slot of a pinned, GPU-mapped staging area
+// (gio_ctx_stage_create(..., GIO_CTX_STAGE_GPU)), and the warp that submitted it copies the
+// object from the slot into the pool in HBM (giouring/kv/staged.cuh). The controller never sees
+// the pool: it is not registered with any context.
+//
+// The targets are CPU-executed memory targets (mem://host, threads=N): a stand-in for the SSD
+// whose executor threads memcpy each command's data from their backing store into its slot, so
+// that memcpy is part of what is measured (figures MEASURED, not modelled; a real SSD's rate and
+// latency are not in them). Completions: design A of docs/staged.md, each lane polls its CQE in
+// pinned host memory.
+//
+// Workload: bench/common/workload.cuh (llama3-8b: 32 layers, 8 KV heads, head dim 128, bf16,
+// blocks of 16 tokens; a chunk per block, its object per layer K and V: 2 x 32 KiB runs of the
+// vLLM pool, one 64 KiB command and slot), restored into shuffled pool blocks, every repetition
+// verified byte for byte on the GPU after the pool was poisoned (a wrong byte fails the run).
+//
+// Table 1, restore bandwidth: per I/O kernel size (--io-sms, one thread block per SM, --io-warps
+// warps each): load GB/s (device scope: CUDA events around the layers' launches, data in HBM
+// when the last layer's completion is seen), the same run's bulk H2D copy of the same bytes from
+// pinned host memory, SMs per 10 GB/s, and the process's CPU seconds per GB (getrusage
+// RUSAGE_SELF: every thread, the executors' memcpy included).
+//
+// Why 64K tokens by default: a warp of the I/O kernel takes a group of at most 32 objects (one
+// device's, one queue pair's), and a launch gets no more warps than the layer has groups
+// (gio_kv_plan_layer_begin()). 8K tokens are 512 objects a layer, 16 groups: every row from 2
+// SMs of 8 warps up would launch the same 2 blocks. 64K tokens give 128 groups, enough for 16
+// SMs of 8 warps. The table prints the blocks each launch really had.
+//
+// Table 2, interference: an SM partition (giouring/host/partition.h) made first; a bf16 GEMM
+// 4096x14336x4096 (cuBLAS; left out where CMake found no cuBLAS) and an HBM-bound copy timed on
+// the compute partition alone and while restores loop on the I/O partition; the slowdown, the
+// restore GB/s meanwhile, the I/O SMs and the CPU time.
+//
+// Markdown on stdout, progress on stderr, JSON with --json. Exits 77 without a GPU.
+//
+//   bench_kv_staged [--quick] [--tokens N] [--targets D] [--io-sms LIST] [--io-warps N] [--reps N]
+//                   [--threads N] [--qps N] [--slots N] [--part-sms N] [--window-ms X]
+//                   [--no-interference] [--json FILE]
+#include <sys/resource.h>
+#include <time.h>
+
+#include <cinttypes>
+#include <string>
+#include <vector>
+
+#include <giouring/host/ctx.h>
+#include <giouring/host/launch.h>
+#include <giouring/host/partition.h>
+#include <giouring/host/stage.h>
+#include <giouring/kv/layer.cuh>
+#include <giouring/kv/plan.h>
+#include <giouring/kv/pool.h>
+#include <giouring/kv/store.h>
+#include <giouring/proto/status.h>
+
+#ifdef GIO_BENCH_CUBLAS
+#include <cublas_v2.h>
+#endif
+
+#include "common/check.cuh"
+#include "common/cli.cuh"
+#include "common/json.cuh"
+#include "common/kv_lib.cuh"
+#include "common/machine.cuh"
+#include "common/runner.cuh"
+#include "common/timing.cuh"
+#include "common/workload.cuh"
+
+namespace {
+
+const int kSkip = 77;
+const int kMaxSms = 8;
+const char kDesign[] = "A: each lane polls its CQE in pinned host memory";
+const char kTarget[] = "CPU-executed software target (mem://host) standing in for the SSD: its executor threads' "
+		       "memcpy into the staging slots is part of what is measured";
+
+struct options {
+	bool quick = false;
+	uint64_t tokens = 65536; // 128 groups of 32 objects a layer: see the file comment
+	uint32_t targets = 4;
+	uint32_t io_sms[kMaxSms] = {2, 4, 8, 16};
+	int n_io_sms = 4;
+	uint32_t io_warps = 8;
+	int reps = 5, warmup = 1;
+	uint32_t threads = 3;   // executor threads per target
+	uint32_t qps = 4;       // queue pairs (and staging rings) per target
+	uint32_t depth = 256;
+	uint32_t slots = 128;   // slots per ring
+	uint32_t part_sms = 8;  // the I/O partition (8 is the H200's smallest)
+	double window_ms = 1000; // each compute timing's length: several restore batches
+	uint64_t copy_bytes = 2ull << 30;
+	bool interference = true;
+	double timeout_s = 120;
+	const char *json = nullptr;
+};
+
+void usage(FILE *f)
+{
+	std::fprintf(f,
+		     "usage: bench_kv_staged [options]\n"
+		     "  --tokens N         prefix length (64K; a K suffix multiplies by 1024)\n"
+		     "  --targets D        software targets, each a staged device of the store (4)\n"
+		     "  --io-sms LIST      restore rows: thread blocks (SMs) of the I/O kernel (2,4,8,16)\n"
+		     "  --io-warps N       warps per I/O kernel block (8)\n"
+		     "  --reps N           timed repetitions per row and interference point (5), after one warm-up\n"
+		     "  --threads N        executor threads per target (3)\n"
+		     "  --qps N            queue pairs per target, each with its staging ring (4)\n"
+		     "  --slots N          staging slots per ring, a power of two, at least 32 (128)\n"
+		     "  --part-sms N       SMs of the I/O partition for the interference table (8)\n"
+		     "  --window-ms X      length of each compute timing, ms (1000)\n"
+		     "  --no-interference  restore table only (no SM partition, no compute kernels)\n"
+		     "  --json FILE        the rows as JSON\n"
+		     "  --quick            a few seconds, small sizes (ctest)\n");
+}
+
+double tv_s(const struct timeval &t)
+{
+	return (double)t.tv_sec + (double)t.tv_usec * 1e-6;
+}
+
+// CPU time of every thread of the process, the target's executor threads included.
+double rusage_s(void)
+{
+	struct rusage u;
+	getrusage(RUSAGE_SELF, &u);
+	return tv_s(u.ru_utime) + tv_s(u.ru_stime);
+}
+
+void nap_us(long us)
+{
+	struct timespec ts = {0, us * 1000};
+	nanosleep(&ts, nullptr);
+}
+
+// Waits for an event in short sleeps instead of kv_wait_event()'s spin: the CPU figures hold the
+// process's work, not a core spent watching the GPU. Event timing (device scope) is unaffected.
+int wait_napping(cudaEvent_t ev, double timeout_s)
+{
+	const double deadline = kv_now_s() + timeout_s;
+	for (;;) {
+		const cudaError_t e = cudaEventQuery(ev);
+		if (e == cudaSuccess)
+			return 0;
+		if (e != cudaErrorNotReady)
+			KV_CK(e);
+		if (kv_now_s() > deadline)
+			return -ETIME;
+		nap_us(20);
+	}
+}
+
+double median_of(std::vector<double> v, double *mn, double *mx)
+{
+	std::sort(v.begin(), v.end());
+	*mn = v.empty() ? 0 : v.front();
+	*mx = v.empty() ? 0 : v.back();
+	return kv_median(v);
+}
+
+// ---- the staged store -----------------------------------------------------------------------
+
+// D software targets, each a staged device: pinned queue pairs the GPU drives (copied to device
+// memory), a GPU-mapped staging area with a ring per queue pair, and the store over them.
+struct rig {
+	const kv_workload *w = nullptr;
+	std::vector<gio_ctx *> ctx;
+	std::vector<gio_ctx_stage *> area;
+	std::vector<gio_qp *> host_qps; // target d's queue pair q at d * qps + q
+	gio_qp *d_qps = nullptr;
+	std::vector<gio_qp *> dev_qp_ptrs;
+	std::vector<gio_kv_io_dev> devs;
+	gio_kv_store *store = nullptr;
+	gio_kv_pool pool{}; // HBM, as the I/O kernel's warps reach it
+	uint32_t qps = 0;
+	uint64_t slot_bytes = 0;
+	std::vector<gio_kv_u128> keys;
+	std::vector<uint32_t> identity, shuffled;
+	std::vector<gio_kv_io_result> results;
+};
+
+void die_gio(const char *what)
+{
+	kv_die("%s: %s", what, gio_last_error());
+}
+
+void rig_open(rig &g, const kv_workload *w, const options &o)
+{
+	g.w = w;
+	g.qps = o.qps;
+	kv_lib_pool(w, &g.pool);
+	gio_kv_store_params sp;
+	char err[256];
+	if (kv_lib_store_params(w, o.timeout_s / 4, &sp, err, sizeof(err)))
+		kv_die("%s", err);
+	// Each target's share of the chunks (the store deals them round-robin), one spare, the index
+	// and the superblock region, in whole MiB.
+	const uint64_t chunk = 2ull * w->obj_bytes * w->n_layers;
+	const uint64_t per_target = ((kv_total_bytes(w) / o.targets + chunk) * 102 / 100 + (16u << 20)) >> 20 << 20;
+	std::fprintf(stderr, "bench_kv_staged: %u targets of %.2f GiB (%u executor threads each), %u queue pairs of %u "
+			     "slots each per target\n",
+		     o.targets, per_target / 1073741824.0, o.threads, o.qps, o.slots);
+	for (uint32_t d = 0; d < o.targets; d++) {
+		char uri[256];
+		gio_ctx *c = nullptr;
+		kv_fmt(uri, sizeof(uri), "mem://host?size=%" PRIu64 "M&threads=%u&idle_us=20&queues=%u", per_target >> 20,
+		       o.threads, o.qps < 16 ? 16 : o.qps);
+		if (gio_ctx_open(uri, &c))
+			die_gio(uri);
+		g.ctx.push_back(c);
+	}
+	if (gio_kv_store_create(g.ctx.data(), o.targets, &sp, &g.store))
+		die_gio("store");
+
+	// Queue pairs for the GPU: pinned, their structs copied to device memory (the GPU's copy holds
+	// the ring indices from now on; it is copied back before the destroy).
+	std::vector<gio_qp> qps;
+	for (uint32_t d = 0; d < o.targets; d++)
+		for (uint32_t q = 0; q < o.qps; q++) {
+			gio_qp *qp = nullptr;
+			if (gio_ctx_qp_create_ex(g.ctx[d], o.depth, GIO_CTX_QP_PINNED, &qp))
+				die_gio("pinned queue pair");
+			g.host_qps.push_back(qp);
+			qps.push_back(*qp);
+		}
+	KV_CK(cudaMalloc((void **)&g.d_qps, qps.size() * sizeof(gio_qp)));
+	KV_CK(cudaMemcpy(g.d_qps, qps.data(), qps.size() * sizeof(gio_qp), cudaMemcpyHostToDevice));
+	for (size_t i = 0; i < qps.size(); i++)
+		g.dev_qp_ptrs.push_back(&g.d_qps[i]);
+
+	// The staging: one command per object (the staged command's data is its slot, whatever the
+	// pool's runs), so a slot holds an object.
+	gio_kv_runs runs;
+	if (gio_kv_pool_runs(&g.pool, &runs))
+		die_gio("the pool's runs");
+	g.slot_bytes = runs.object_bytes;
+	g.area.assign(o.targets, nullptr);
+	g.devs.assign(o.targets, gio_kv_io_dev{});
+	for (uint32_t d = 0; d < o.targets; d++) {
+		if (gio_ctx_stage_create(g.ctx[d], o.qps, o.slots, g.slot_bytes, GIO_CTX_STAGE_GPU, &g.area[d]))
+			die_gio("staging area");
+		gio_ns_info info;
+		gio_ctx_info(g.ctx[d], &info);
+		const gio_kv_io_stage *io = gio_ctx_stage_io(g.area[d]);
+		gio_kv_io_dev &v = g.devs[d];
+		v.qps = &g.dev_qp_ptrs[d * o.qps];
+		v.table = nullptr; // staged: the controller never sees the pool
+		v.nqps = o.qps;
+		v.nsid = info.nsid;
+		v.lba_shift = (uint32_t)__builtin_ctz(info.lba_bytes);
+		v.psdt = io->table ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR; // a staging table only where SGLs are not taken
+		v.cmds = 1;
+		v.stage = io;
+	}
+	g.keys.resize(w->n_blocks);
+	g.identity.resize(w->n_blocks);
+	g.shuffled.resize(w->n_blocks);
+	g.results.resize(w->n_blocks);
+	for (uint32_t b = 0; b < w->n_blocks; b++) {
+		g.keys[b] = gio_kv_u128{0x6b765f7374676431ull, b};
+		g.identity[b] = b;
+		g.shuffled[b] = w->perm[b];
+	}
+}
+
+gio_kv_plan *plan_make(rig &g, uint32_t io_ctas, uint32_t io_warps, double timeout_s)
+{
+	gio_kv_plan_params pp{};
+	pp.engine = GIO_KV_ENGINE_GPU;
+	pp.max_requests = g.w->n_blocks;
+	pp.blocks = g.w->pool_blocks;
+	pp.io_ctas = io_ctas;
+	pp.io_warps = io_warps;
+	pp.timeout_ns = (uint64_t)(timeout_s * 1e9);
+	pp.devs = g.devs.data();
+	pp.pool = &g.pool;
+	gio_kv_plan *plan = nullptr;
+	if (gio_kv_plan_create(g.store, &pp, &plan))
+		die_gio("plan");
+	return plan;
+}
+
+// Ends a batch; a failed request fails the bench with its NVMe status.
+void finish_or_die(rig &g, gio_kv_plan *plan, const char *what)
+{
+	const int rc = gio_kv_plan_finish(plan, g.results.data(), 0);
+	if (!rc)
+		return;
+	for (uint32_t i = 0; i < g.results.size(); i++) {
+		const gio_kv_io_result &x = g.results[i];
+		if (x.rc)
+			kv_die("%s: chunk %u, layer %u: rc %d, NVMe status 0x%04x (%s)", what, i, x.layer, x.rc, x.status,
+			       gio_status_str(x.status));
+	}
+	kv_die("%s: rc %d: %s", what, rc, gio_last_error());
+}
+
+// Plans a load of every chunk into its shuffled block. Returns the batch's command groups per
+// layer (the plan's view).
+uint32_t plan_batch(rig &g, gio_kv_plan *plan)
+{
+	const int n = gio_kv_plan_load(plan, g.keys.data(), g.shuffled.data(), g.w->n_blocks, nullptr);
+	if (n != (int)g.w->n_blocks)
+		kv_die("plan load: %d of %u chunks found (%s)", n, g.w->n_blocks, gio_last_error());
+	gio_kv_io_plan v;
+	if (gio_kv_plan_view(plan, &v))
+		die_gio("plan view");
+	return v.ngroups;
+}
+
+// Every layer of the planned batch, one launch each, on s.
+void launch_layers(rig &g, gio_kv_plan *plan, cudaStream_t s)
+{
+	for (uint32_t l = 0; l < g.w->n_layers; l++)
+		if (gio_kv_load_layer(plan, l, s))
+			kv_die("load layer %u: %s", l, gio_last_error());
+}
+
+// Thread blocks a layer's launch gets: no more warps than groups (gio_kv_plan_layer_begin()),
+// in blocks the I/O kernel's registers allow (gio_kv_layer_launch()).
+uint32_t blocks_launched(uint32_t io_ctas, uint32_t io_warps, uint32_t groups)
+{
+	const uint32_t most = io_ctas * io_warps, warps = groups < most ? (groups ? groups : 1) : most;
+	struct cudaFuncAttributes fa;
+	KV_CK(cudaFuncGetAttributes(&fa, gio_kv_layer_kernel<0>));
+	gio_kv_plan_launch l{};
+	l.ctas = (warps + io_warps - 1) / io_warps;
+	l.threads = 32 * io_warps;
+	gio_kv_plan_launch_fit(&l, (uint32_t)fa.maxThreadsPerBlock / 32 * 32, 0);
+	return l.ctas;
+}
+
+// The store's contents: the pool filled unshuffled from the host store, then every chunk saved
+// from its own block through the staged plan (the same slots, the other way).
+void rig_fill(rig &g, gio_kv_plan *plan, kv_runner *r)
+{
+	const kv_workload *w = g.w;
+	KV_CK(cudaMemcpyAsync(w->pool_base, w->store, kv_total_bytes(w), cudaMemcpyHostToDevice, r->stream));
+	kv_sync(r, "copying the store into the pool");
+	const int n = gio_kv_plan_save(plan, g.keys.data(), g.identity.data(), w->n_blocks, nullptr);
+	if (n != (int)w->n_blocks)
+		kv_die("plan save: %d of %u chunks planned (%s)", n, w->n_blocks, gio_last_error());
+	KV_CK(cudaEventRecord(r->ev_start, r->stream));
+	for (uint32_t l = 0; l < w->n_layers; l++)
+		if (gio_kv_save_layer(plan, l, r->stream))
+			kv_die("save layer %u: %s", l, gio_last_error());
+	KV_CK(cudaEventRecord(r->ev_stop, r->stream));
+	if (wait_napping(r->ev_stop, r->timeout_s))
+		kv_die("the save did not finish within %.0f s", r->timeout_s);
+	finish_or_die(g, plan, "save");
+	float ms = 0;
+	KV_CK(cudaEventElapsedTime(&ms, r->ev_start, r->ev_stop));
+	std::fprintf(stderr, "bench_kv_staged: saved %u chunks (%.2f GiB) through the staging slots at %.2f GB/s\n",
+		     w->n_blocks, kv_total_bytes(w) / 1073741824.0, kv_total_bytes(w) / (ms * 1e6));
+}
+
+void rig_close(rig &g)
+{
+	if (gio_kv_store_close(g.store))
+		die_gio("store close");
+	// The GPU's copies hold the rings' indices: back over the host structs before the destroy.
+	for (size_t i = 0; i < g.host_qps.size(); i++) {
+		KV_CK(cudaMemcpy(g.host_qps[i], &g.d_qps[i], sizeof(gio_qp), cudaMemcpyDeviceToHost));
+		if (gio_ctx_qp_destroy(g.ctx[i / g.qps], g.host_qps[i], 5000000000ull, nullptr, nullptr) < 0)
+			die_gio("queue pair destroy");
+	}
+	for (gio_ctx_stage *a : g.area) // after the plans and the queue pairs: no command can still land
+		if (gio_ctx_stage_destroy(a))
+			die_gio("staging area destroy");
+	for (gio_ctx *c : g.ctx)
+		if (gio_ctx_close(c))
+			die_gio("close");
+	KV_CK(cudaFree(g.d_qps));
+}
+
+// ---- table 1: restore bandwidth ---------------------------------------------------------------
+
+struct restore_row {
+	uint32_t io_ctas = 0, io_warps = 0;
+	uint32_t groups = 0, blocks = 0; // command groups a layer; thread blocks each launch had
+	uint64_t bytes = 0;
+	double gbps = 0, gbps_min = 0, gbps_max = 0;
+	double bulk_gbps = 0, bulk_min = 0, bulk_max = 0;
+	double cpu_s_per_gb = 0; // median
+	double cpu_cores = 0;    // median: process CPU time over the restore's wall time
+	int reps = 0;
+};
+
+restore_row run_restore(rig &g, gio_kv_plan *plan, uint32_t io_ctas, uint32_t io_warps, kv_runner *r, cudaStream_t bulk,
+			cudaEvent_t b0, cudaEvent_t b1)
+{
+	const kv_workload *w = g.w;
+	const uint64_t bytes = kv_total_bytes(w);
+	restore_row row;
+	row.io_ctas = io_ctas;
+	row.io_warps = io_warps;
+	row.bytes = bytes;
+	row.reps = r->reps;
+	std::vector<double> gbps, bulks, cpu, cores;
+	for (int rep = 0; rep < r->warmup + r->reps; rep++) {
+		kv_poison_pool(w, r);
+		row.groups = plan_batch(g, plan); // untimed: lookups and the requests' upload
+		const double a0 = rusage_s(), t0 = kv_now_s();
+		KV_CK(cudaEventRecord(r->ev_start, r->stream));
+		launch_layers(g, plan, r->stream);
+		KV_CK(cudaEventRecord(r->ev_stop, r->stream));
+		if (wait_napping(r->ev_stop, r->timeout_s))
+			kv_die("%u I/O SMs: a load did not finish within %.0f s", io_ctas, r->timeout_s);
+		const double a1 = rusage_s(), t1 = kv_now_s();
+		finish_or_die(g, plan, "load");
+		int64_t first = -1;
+		const uint64_t bad = kv_verify_pool(w, r, KV_VERIFY_SHUFFLED, &first);
+		if (bad)
+			kv_die("%u I/O SMs, repetition %d: %" PRIu64 " wrong 16-byte words, first in object %" PRId64, io_ctas, rep,
+			       bad, first);
+		// The bulk copy of the same bytes from the same pinned memory, on its own stream.
+		KV_CK(cudaEventRecord(b0, bulk));
+		KV_CK(cudaMemcpyAsync(w->pool_base, w->store, bytes, cudaMemcpyHostToDevice, bulk));
+		KV_CK(cudaEventRecord(b1, bulk));
+		if (wait_napping(b1, r->timeout_s))
+			kv_die("the bulk copy did not finish within %.0f s", r->timeout_s);
+		if (rep < r->warmup)
+			continue;
+		float ms = 0, bms = 0;
+		KV_CK(cudaEventElapsedTime(&ms, r->ev_start, r->ev_stop));
+		KV_CK(cudaEventElapsedTime(&bms, b0, b1));
+		gbps.push_back(bytes / (ms * 1e6));
+		bulks.push_back(bytes / (bms * 1e6));
+		cpu.push_back((a1 - a0) / (bytes / 1e9));
+		cores.push_back((a1 - a0) / (t1 - t0));
+	}
+	double mn, mx;
+	row.gbps = median_of(gbps, &row.gbps_min, &row.gbps_max);
+	row.bulk_gbps = median_of(bulks, &row.bulk_min, &row.bulk_max);
+	row.cpu_s_per_gb = median_of(cpu, &mn, &mx);
+	row.cpu_cores = median_of(cores, &mn, &mx);
+	row.blocks = blocks_launched(io_ctas, io_warps, row.groups);
+	std::fprintf(stderr, "  %2u I/O SMs x %u warps: %.2f GB/s [%.2f, %.2f], bulk %.2f GB/s, %.3f CPU s/GB, verified\n",
+		     io_ctas, io_warps, row.gbps, row.gbps_min, row.gbps_max, row.bulk_gbps, row.cpu_s_per_gb);
+	return row;
+}
+
+// ---- table 2: interference --------------------------------------------------------------------
+
+// HBM-bound: a grid-stride copy between two HBM buffers.
+__global__ void hbm_copy_kernel(const uint4 *__restrict__ in, uint4 *__restrict__ out, uint64_t n)
+{
+	for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+		out[i] = in[i];
+}
+
+struct compute_kernel {
+	const char *name;
+	double work;      // per launch: FLOPs (GEMM) or bytes read and written (copy)
+	const char *unit; // "TFLOPS" or "GB/s"
+	void (*launch)(void *arg);
+	void *arg;
+};
+
+struct copy_arg {
+	const uint4 *in;
+	uint4 *out;
+	uint64_t n;
+	uint32_t blocks;
+	cudaStream_t s;
+};
+
+void launch_copy(void *p)
+{
+	const copy_arg *a = (const copy_arg *)p;
+	hbm_copy_kernel<<<a->blocks, 512, 0, a->s>>>(a->in, a->out, a->n);
+	KV_CK(cudaGetLastError());
+}
+
+#ifdef GIO_BENCH_CUBLAS
+const int kGemmM = 4096, kGemmN = 14336, kGemmK = 4096;
+
+struct gemm_arg {
+	cublasHandle_t h;
+	void *a, *b, *c;
+};
+
+void launch_gemm(void *p)
+{
+	const gemm_arg *g = (const gemm_arg *)p;
+	const float one = 1.0f, zero = 0.0f;
+	// Column-major C (M x N) = A (M x K) B (K x N), bf16 in and out, fp32 accumulation.
+	const cublasStatus_t st = cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, kGemmM, kGemmN, kGemmK, &one, g->a,
+					       CUDA_R_16BF, kGemmM, g->b, CUDA_R_16BF, kGemmK, &zero, g->c, CUDA_R_16BF,
+					       kGemmM, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+	if (st != CUBLAS_STATUS_SUCCESS)
+		kv_die("cublasGemmEx: status %d", (int)st);
+}
+#endif
+
+// Times n back-to-back launches on s (events on s); ms.
+double time_launches(const compute_kernel &k, cudaStream_t s, int n, cudaEvent_t e0, cudaEvent_t e1, double timeout_s)
+{
+	KV_CK(cudaEventRecord(e0, s));
+	for (int i = 0; i < n; i++)
+		k.launch(k.arg);
+	KV_CK(cudaEventRecord(e1, s));
+	if (wait_napping(e1, timeout_s))
+		kv_die("%s: %d launches did not finish within %.0f s", k.name, n, timeout_s);
+	float ms = 0;
+	KV_CK(cudaEventElapsedTime(&ms, e0, e1));
+	return ms;
+}
+
+struct interference_row {
+	std::string kernel;
+	uint32_t io_sms = 0, compute_sms = 0, io_warps = 0;
+	uint32_t blocks = 0; // thread blocks each layer's launch had
+	int launches = 0, reps = 0;
+	double alone_ms = 0, with_ms = 0;           // medians, n launches
+	double rate_alone = 0;                      // the kernel's TFLOPS or GB/s alone
+	const char *unit = "";
+	double slow = 0, slow_min = 0, slow_max = 0; // %
+	double restore_gbps = 0, restore_min = 0, restore_max = 0;
+	double cpu_s_per_gb = 0, cpu_cores = 0;     // medians over the windows with restores
+	uint64_t batches = 0;                       // restore batches in all windows
+};
+
+struct interference_ctx {
+	rig *g;
+	gio_kv_plan *plan;
+	kv_runner *r;
+	cudaStream_t io, comp;
+	uint32_t io_sms, compute_sms, io_warps;
+	cudaEvent_t c0, c1, rs, re;
+};
+
+interference_row run_interference(interference_ctx &x, const compute_kernel &k, const options &o)
+{
+	interference_row row;
+	row.kernel = k.name;
+	row.io_sms = x.io_sms;
+	row.compute_sms = x.compute_sms;
+	row.io_warps = x.io_warps;
+	row.unit = k.unit;
+	row.reps = o.reps;
+	const kv_workload *w = x.g->w;
+	const uint64_t bytes = kv_total_bytes(w);
+	// As many launches as fill the window (one calibration launch, after a warm one), at most 400:
+	// CUDA queues about a thousand launches a stream, and a launch past that blocks this thread,
+	// which must keep starting restore batches meanwhile (a cuBLAS call may be more than one).
+	(void)time_launches(k, x.comp, 1, x.c0, x.c1, x.r->timeout_s);
+	const double one = time_launches(k, x.comp, 1, x.c0, x.c1, x.r->timeout_s);
+	const int n = std::max(3, std::min(400, (int)(o.window_ms / std::max(one, 1e-3)) + 1));
+	row.launches = n;
+	std::vector<double> alone, with, slow, rgbps, cpu, cores;
+	for (int rep = 0; rep < o.reps; rep++) {
+		double t_alone = 0, t_with = 0;
+		// Alternate which goes first, so that a drift (clocks, heat) does not land on one side.
+		for (int half = 0; half < 2; half++) {
+			const bool restoring = (half == 1) == (rep % 2 == 0);
+			if (!restoring) {
+				t_alone = time_launches(k, x.comp, n, x.c0, x.c1, x.r->timeout_s);
+				continue;
+			}
+			// Restores first, so that the compute window starts with one in flight; then batch
+			// after batch until the compute timing is done (the last batch ends after it).
+			kv_poison_pool(w, x.r);
+			row.blocks = blocks_launched(x.io_sms, x.io_warps, plan_batch(*x.g, x.plan));
+			const double a0 = rusage_s(), t0 = kv_now_s();
+			KV_CK(cudaEventRecord(x.rs, x.io));
+			launch_layers(*x.g, x.plan, x.io);
+			KV_CK(cudaEventRecord(x.re, x.io));
+			KV_CK(cudaEventRecord(x.c0, x.comp));
+			for (int i = 0; i < n; i++)
+				k.launch(k.arg);
+			KV_CK(cudaEventRecord(x.c1, x.comp));
+			uint64_t batches = 0;
+			const double deadline = kv_now_s() + x.r->timeout_s + o.window_ms * 1e-3 * 4;
+			for (;;) {
+				const cudaError_t e = cudaEventQuery(x.re);
+				if (e == cudaSuccess) {
+					finish_or_die(*x.g, x.plan, "load beside compute");
+					batches++;
+					if (cudaEventQuery(x.c1) == cudaSuccess)
+						break;
+					(void)plan_batch(*x.g, x.plan); // a gap in the restores: counted in their rate
+					launch_layers(*x.g, x.plan, x.io);
+					KV_CK(cudaEventRecord(x.re, x.io));
+					continue;
+				}
+				if (e != cudaErrorNotReady)
+					KV_CK(e);
+				if (kv_now_s() > deadline)
+					kv_die("%s beside restores: not done within %.0f s", k.name, x.r->timeout_s);
+				nap_us(20);
+			}
+			const double a1 = rusage_s(), t1 = kv_now_s();
+			float cms = 0, rms = 0;
+			KV_CK(cudaEventElapsedTime(&cms, x.c0, x.c1));
+			KV_CK(cudaEventElapsedTime(&rms, x.rs, x.re));
+			t_with = cms;
+			// The pool holds the last batch (the first overwrote the poison): a check that the
+			// loads beside compute still landed right, not a check of each batch.
+			int64_t first = -1;
+			const uint64_t bad = kv_verify_pool(w, x.r, KV_VERIFY_SHUFFLED, &first);
+			if (bad)
+				kv_die("%s beside restores: %" PRIu64 " wrong 16-byte words, first in object %" PRId64, k.name, bad,
+				       first);
+			const double moved = (double)batches * bytes;
+			rgbps.push_back(moved / (rms * 1e6)); // gaps between batches included
+			cpu.push_back((a1 - a0) / (moved / 1e9));
+			cores.push_back((a1 - a0) / (t1 - t0));
+			row.batches += batches;
+		}
+		alone.push_back(t_alone);
+		with.push_back(t_with);
+		slow.push_back(100.0 * (t_with - t_alone) / t_alone);
+	}
+	double mn, mx;
+	row.alone_ms = median_of(alone, &mn, &mx);
+	row.with_ms = median_of(with, &mn, &mx);
+	row.rate_alone = k.work * n / (row.alone_ms * 1e-3) / (std::strcmp(k.unit, "TFLOPS") ? 1e9 : 1e12);
+	row.slow = median_of(slow, &row.slow_min, &row.slow_max);
+	row.restore_gbps = median_of(rgbps, &row.restore_min, &row.restore_max);
+	row.cpu_s_per_gb = median_of(cpu, &mn, &mx);
+	row.cpu_cores = median_of(cores, &mn, &mx);
+	std::fprintf(stderr, "  %s: %d launches, alone %.2f ms, beside restores %.2f ms (%+.2f%% [%+.2f, %+.2f]), restores "
+			     "%.2f GB/s\n",
+		     k.name, n, row.alone_ms, row.with_ms, row.slow, row.slow_min, row.slow_max, row.restore_gbps);
+	return row;
+}
+
+uint64_t parse_tokens(const char *v)
+{
+	char *end = nullptr;
+	uint64_t t = std::strtoull(v, &end, 10);
+	if (end && (*end == 'K' || *end == 'k'))
+		t *= 1024, end++;
+	if (!end || *end || t == 0)
+		kv_die("--tokens %s", v);
+	return t;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	// The I/O kernel spins while the executors' commands complete and compute kernels run beside
+	// it; with CUDA's default 8 hardware queues a launch or copy can sit behind a spinning kernel
+	// in a shared queue (tests/gpu/test_gpu_kv_layer.cu). Before any CUDA call.
+	setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+	std::setvbuf(stdout, nullptr, _IOLBF, 0);
+	options o;
+	for (int i = 1; i < argc; i++) {
+		const std::string a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : nullptr;
+		if (a == "--quick") {
+			o.quick = true;
+		} else if (a == "--tokens" && v) {
+			o.tokens = parse_tokens(v);
+			i++;
+		} else if (a == "--targets" && v) {
+			uint32_t t;
+			if (kv_parse_u32_list(v, 1, 16, &t, 1) != 1)
+				kv_die("--targets %s: one number, 1 to 16", v);
+			o.targets = t;
+			i++;
+		} else if (a == "--io-sms" && v) {
+			o.n_io_sms = kv_parse_u32_list(v, 1, 132, o.io_sms, kMaxSms);
+			if (o.n_io_sms <= 0)
+				kv_die("--io-sms %s", v);
+			i++;
+		} else if (a == "--io-warps" && v) {
+			o.io_warps = (uint32_t)std::atoi(v);
+			i++;
+		} else if (a == "--reps" && v) {
+			o.reps = std::atoi(v);
+			i++;
+		} else if (a == "--threads" && v) {
+			o.threads = (uint32_t)std::atoi(v);
+			i++;
+		} else if (a == "--qps" && v) {
+			o.qps = (uint32_t)std::atoi(v);
+			i++;
+		} else if (a == "--slots" && v) {
+			o.slots = (uint32_t)std::atoi(v);
+			i++;
+		} else if (a == "--part-sms" && v) {
+			o.part_sms = (uint32_t)std::atoi(v);
+			i++;
+		} else if (a == "--window-ms" && v) {
+			o.window_ms = std::strtod(v, nullptr);
+			i++;
+		} else if (a == "--no-interference") {
+			o.interference = false;
+		} else if (a == "--json" && v) {
+			o.json = v;
+			i++;
+		} else {
+			usage(a == "-h" || a == "--help" ? stdout : stderr);
+			return a == "-h" || a == "--help" ? 0 : 2;
+		}
+	}
+	if (o.quick) {
+		o.tokens = 512;
+		o.targets = 2;
+		o.io_sms[0] = 2;
+		o.io_sms[1] = 8;
+		o.n_io_sms = 2;
+		o.reps = 1;
+		o.warmup = 0;
+		o.threads = 2;
+		o.slots = 64;
+		o.window_ms = 20;
+		o.copy_bytes = 64ull << 20;
+		o.timeout_s = 60;
+	}
+	if (o.reps < 1 || o.io_warps < 1 || o.io_warps > 32 || o.threads < 1 || o.qps < 1 || o.qps > 64 || o.slots < 32 ||
+	    (o.slots & (o.slots - 1)) || o.part_sms < 1 || o.window_ms <= 0)
+		kv_die("--reps, --threads, --part-sms at least 1; --io-warps 1 to 32; --qps 1 to 64; --slots a power of two "
+		       "from 32; --window-ms above 0");
+	int ndev = 0;
+	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+		std::printf("SKIP: no CUDA device\n");
+		return kSkip;
+	}
+	KV_CK(cudaSetDevice(0));
+	// Every kernel loaded before anything spins (docs/design.md, "Persistent kernels and lazy
+	// loading"): the I/O kernel polls completions while the others launch beside it.
+	kv_workload_load_kernels();
+	if (gio_kv_layer_preload() || gio_gpu_preload((const void *)hbm_copy_kernel))
+		die_gio("preload");
+	kv_machine m;
+	kv_machine_probe(0, &m);
+	kv_machine_line(stdout, &m);
+
+	// The SM partition first: its creation waits for the device.
+	gio_sm_partition *part = nullptr;
+	struct gio_sm_partition_info pinfo{};
+	cudaStream_t io_part = nullptr, comp = nullptr;
+	if (o.interference) {
+		gio_sm_partition_params pp = {0, o.part_sms, o.quick ? GIO_SM_PARTITION_FALLBACK : 0u};
+		if (gio_sm_partition_create(&pp, &part))
+			die_gio("SM partition");
+		if (gio_sm_partition_info(part, &pinfo))
+			die_gio("SM partition info");
+		io_part = (cudaStream_t)gio_sm_partition_stream(part, GIO_SM_IO);
+		comp = (cudaStream_t)gio_sm_partition_stream(part, GIO_SM_COMPUTE);
+		std::fprintf(stderr, "bench_kv_staged: SM partition: I/O %u SMs, compute %u SMs, isolated %u\n", pinfo.io_sms,
+			     pinfo.compute_sms, pinfo.isolated);
+	}
+
+	// The compute kernels' buffers, and cuBLAS warmed (its kernels loaded, its workspace given)
+	// before the executors and the I/O kernel start.
+	copy_arg ca{};
+	std::vector<compute_kernel> kernels;
+	uint4 *csrc = nullptr, *cdst = nullptr;
+#ifdef GIO_BENCH_CUBLAS
+	gemm_arg ga{};
+	void *ws = nullptr;
+	const size_t ws_bytes = 32u << 20;
+#endif
+	cudaEvent_t c0, c1;
+	KV_CK(cudaEventCreate(&c0));
+	KV_CK(cudaEventCreate(&c1));
+	if (o.interference) {
+#ifdef GIO_BENCH_CUBLAS
+		KV_CK(cudaMalloc(&ga.a, (size_t)kGemmM * kGemmK * 2));
+		KV_CK(cudaMalloc(&ga.b, (size_t)kGemmK * kGemmN * 2));
+		KV_CK(cudaMalloc(&ga.c, (size_t)kGemmM * kGemmN * 2));
+		KV_CK(cudaMalloc(&ws, ws_bytes));
+		KV_CK(cudaMemset(ga.a, 0x3c, (size_t)kGemmM * kGemmK * 2)); // bf16 0x3c3c: about 0.0115
+		KV_CK(cudaMemset(ga.b, 0x3c, (size_t)kGemmK * kGemmN * 2));
+		if (cublasCreate(&ga.h) != CUBLAS_STATUS_SUCCESS)
+			kv_die("cublasCreate");
+		// The stream first: cublasSetStream() resets the workspace to cuBLAS's own pool.
+		if (cublasSetStream(ga.h, comp) != CUBLAS_STATUS_SUCCESS ||
+		    cublasSetWorkspace(ga.h, ws, ws_bytes) != CUBLAS_STATUS_SUCCESS)
+			kv_die("cublasSetStream / cublasSetWorkspace");
+		launch_gemm(&ga);
+		KV_CK(cudaStreamSynchronize(comp));
+		kernels.push_back(compute_kernel{"bf16 GEMM 4096x14336x4096 (cuBLAS)", 2.0 * kGemmM * kGemmN * kGemmK, "TFLOPS",
+						 launch_gemm, &ga});
+#endif
+		KV_CK(cudaMalloc(&csrc, o.copy_bytes));
+		KV_CK(cudaMalloc(&cdst, o.copy_bytes));
+		KV_CK(cudaMemset(csrc, 1, o.copy_bytes));
+		ca = copy_arg{csrc, cdst, o.copy_bytes / 16, pinfo.compute_sms * 4, comp};
+		kernels.push_back(compute_kernel{o.quick ? "HBM copy 64 MiB" : "HBM copy 2 GiB", 2.0 * o.copy_bytes, "GB/s",
+						 launch_copy, &ca});
+		launch_copy(&ca);
+		KV_CK(cudaStreamSynchronize(comp));
+	}
+
+	kv_workload w;
+	if (kv_workload_create(&w, "llama3-8b", o.tokens, 1))
+		return 2;
+	kv_runner r;
+	kv_runner_init(&r, 0, o.warmup, o.reps, o.timeout_s);
+	kv_fill_store(&w, &r);
+	std::fprintf(stderr, "bench_kv_staged: %" PRIu64 " tokens, %u blocks x %u layers, %" PRIu64 " KiB objects, %.2f GiB\n",
+		     w.tokens, w.n_blocks, w.n_layers, 2 * w.obj_bytes >> 10, kv_total_bytes(&w) / 1073741824.0);
+
+	rig g;
+	rig_open(g, &w, o);
+	// Every plan before the first batch: a plan's GPU memory is allocated when it is made.
+	std::vector<gio_kv_plan *> plans;
+	for (int i = 0; i < o.n_io_sms; i++)
+		plans.push_back(plan_make(g, o.io_sms[i], o.io_warps, o.timeout_s / 4));
+	gio_kv_plan *iplan = nullptr;
+	const uint32_t iface_sms = o.interference ? (pinfo.isolated ? pinfo.io_sms : o.part_sms) : 0;
+	if (o.interference) {
+		for (int i = 0; i < o.n_io_sms; i++)
+			if (o.io_sms[i] == iface_sms)
+				iplan = plans[i];
+		if (!iplan) {
+			plans.push_back(plan_make(g, iface_sms, o.io_warps, o.timeout_s / 4));
+			iplan = plans.back();
+		}
+	}
+	// The save through the plan with the most I/O SMs: it only fills the store.
+	size_t widest = 0;
+	for (int i = 1; i < o.n_io_sms; i++)
+		if (o.io_sms[i] > o.io_sms[widest])
+			widest = (size_t)i;
+	rig_fill(g, plans[widest], &r);
+
+	// Table 1.
+	cudaStream_t bulk;
+	cudaEvent_t b0, b1;
+	KV_CK(cudaStreamCreateWithFlags(&bulk, cudaStreamNonBlocking));
+	KV_CK(cudaEventCreate(&b0));
+	KV_CK(cudaEventCreate(&b1));
+	std::vector<restore_row> rows;
+	for (int i = 0; i < o.n_io_sms; i++)
+		rows.push_back(run_restore(g, plans[i], o.io_sms[i], o.io_warps, &r, bulk, b0, b1));
+
+	// Table 2.
+	std::vector<interference_row> irows;
+	if (o.interference) {
+		interference_ctx x{};
+		x.g = &g;
+		x.plan = iplan;
+		x.r = &r;
+		x.io = io_part;
+		x.comp = comp;
+		x.io_sms = iface_sms;
+		x.compute_sms = pinfo.compute_sms;
+		x.io_warps = o.io_warps;
+		x.c0 = c0;
+		x.c1 = c1;
+		x.rs = b0;
+		x.re = b1;
+		for (const compute_kernel &k : kernels)
+			irows.push_back(run_interference(x, k, o));
+	}
+
+	const double gib = kv_total_bytes(&w) / 1073741824.0;
+	std::printf("\nKV restore through the staged path (docs/staged.md), MEASURED: %s, %u targets x %u executor threads, "
+		    "%u queue pairs of depth %u a target, each with a staging ring of %u slots of %" PRIu64
+		    " KiB in pinned GPU-mapped host memory; completions: design %s. Workload: %s, %" PRIu64
+		    " tokens (%u blocks x %u layers, %" PRIu64 " KiB objects: K and V apart in a vLLM pool in HBM, "
+		    "restored into shuffled blocks, every byte verified after each repetition). One gio_kv_load_layer() "
+		    "launch per layer on one stream (all SMs available; the I/O kernel has one thread block of %u warps "
+		    "per I/O SM, and no more warps than the layer has command groups of up to 32 objects: the blocks a "
+		    "launch really had are in the second column, and SMs per 10 GB/s counts those). Load GB/s: device "
+		    "scope (CUDA events around the layers' launches: the data is in HBM when the last layer's completion "
+		    "is seen); bulk H2D: one cudaMemcpyAsync of the same bytes from "
+		    "pinned host memory into HBM on its own stream, after each load. CPU: getrusage(RUSAGE_SELF) over "
+		    "each load, every thread of the process (the executors' memcpy included; the waiting thread naps). "
+		    "%d repetitions after %d warm-up: median [min, max].\n\n",
+		    kTarget, o.targets, o.threads, o.qps, o.depth, o.slots, g.slot_bytes >> 10, kDesign, w.geom_name, w.tokens,
+		    w.n_blocks, w.n_layers, 2 * w.obj_bytes >> 10, o.io_warps, o.reps, o.warmup);
+	std::printf("| I/O SMs (plan io_ctas) | blocks launched (groups a layer) | warps a block | GiB | load GB/s | "
+		    "bulk H2D GB/s | load / bulk | SMs per 10 GB/s | CPU s / GB (process) | CPU cores busy | verified |\n");
+	std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+	for (const restore_row &p : rows)
+		std::printf("| %u | %u (%u) | %u | %.2f | %.2f [%.2f, %.2f] | %.2f [%.2f, %.2f] | %.1f%% | %.2f | %.3f | %.2f | yes |\n",
+			    p.io_ctas, p.blocks, p.groups, p.io_warps, gib, p.gbps, p.gbps_min, p.gbps_max, p.bulk_gbps, p.bulk_min,
+			    p.bulk_max, p.bulk_gbps > 0 ? 100.0 * p.gbps / p.bulk_gbps : 0.0,
+			    p.gbps > 0 ? p.blocks / (p.gbps / 10.0) : 0.0, p.cpu_s_per_gb, p.cpu_cores);
+	if (o.interference) {
+		std::printf("\nInterference, MEASURED: does restoring slow compute in the other SM partition? An SM partition "
+			    "(green contexts%s): I/O %u SMs, compute %u SMs. Each compute kernel: N back-to-back launches on the "
+			    "compute partition's stream (CUDA events), alone, then while restore batches of every layer (the "
+			    "table above's load, the I/O kernel with %u blocks of %u warps) loop on the I/O partition's stream "
+			    "until the compute timing is done; %d repetitions, alternating which goes first: median [min, max]. "
+			    "Restore GB/s: bytes of the batches over the device time from the first's start to the last's end "
+			    "(the gaps between batches included). CPU: getrusage(RUSAGE_SELF) over the windows with restores. "
+			    "Target: %s.%s\n\n",
+			    pinfo.isolated ? "" : "; NOT isolated: ordinary streams, the figures mean nothing", pinfo.io_sms,
+			    pinfo.compute_sms, iface_sms, o.io_warps, o.reps, kTarget,
+#ifdef GIO_BENCH_CUBLAS
+			    ""
+#else
+			    " No GEMM row: CMake found no cuBLAS when this bench was built."
+#endif
+		);
+		std::printf("| compute kernel (compute partition) | completions (design) | I/O SMs (blocks launched) | compute SMs | launches | "
+			    "alone: ms (rate) | beside restores: ms | slowdown | restore GB/s meanwhile | CPU s / GB (process) | "
+			    "CPU cores busy |\n");
+		std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+		for (const interference_row &p : irows)
+			std::printf("| %s | %s | %u (%u) | %u | %d | %.2f (%.1f %s) | %.2f | %+.2f%% [%+.2f, %+.2f] | %.2f [%.2f, %.2f] | "
+				    "%.3f | %.2f |\n",
+				    p.kernel.c_str(), kDesign, p.io_sms, p.blocks, p.compute_sms, p.launches, p.alone_ms, p.rate_alone, p.unit,
+				    p.with_ms, p.slow, p.slow_min, p.slow_max, p.restore_gbps, p.restore_min, p.restore_max,
+				    p.cpu_s_per_gb, p.cpu_cores);
+	}
+
+	if (o.json) {
+		FILE *f = std::fopen(o.json, "w");
+		if (!f)
+			kv_die("cannot write %s", o.json);
+		char mline[1024];
+		kv_machine_describe(&m, mline, sizeof(mline));
+		std::fprintf(f, "{\"bench\": \"bench_kv_staged\", \"machine\": ");
+		kv_json_string(f, mline);
+		std::fprintf(f, ", \"measured\": true, \"target\": ");
+		kv_json_string(f, kTarget);
+		std::fprintf(f, ", \"design\": ");
+		kv_json_string(f, kDesign);
+		std::fprintf(f, ", \"geometry\": \"%s\", \"tokens\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"object_bytes\": %" PRIu64
+			     ", \"targets\": %u, \"threads\": %u, \"qps\": %u, \"depth\": %u, \"slots\": %u, \"slot_bytes\": %" PRIu64
+			     ", \"reps\": %d, \"warmup\": %d, \"restore\": [",
+			     w.geom_name, w.tokens, kv_total_bytes(&w), 2 * w.obj_bytes, o.targets, o.threads, o.qps, o.depth, o.slots,
+			     g.slot_bytes, o.reps, o.warmup);
+		for (size_t i = 0; i < rows.size(); i++) {
+			const restore_row &p = rows[i];
+			std::fprintf(f, "%s{\"io_sms\": %u, \"blocks\": %u, \"groups_per_layer\": %u, \"io_warps\": %u, \"load_gbps\": "
+				     "[%.3f, %.3f, %.3f], \"bulk_gbps\": [%.3f, %.3f, %.3f], \"sms_per_10gbps\": %.3f, \"cpu_s_per_gb\": %.4f, "
+				     "\"cpu_cores\": %.3f, \"verified\": true}",
+				     i ? ", " : "", p.io_ctas, p.blocks, p.groups, p.io_warps, p.gbps_min, p.gbps, p.gbps_max, p.bulk_min,
+				     p.bulk_gbps, p.bulk_max, p.gbps > 0 ? p.blocks / (p.gbps / 10.0) : 0.0, p.cpu_s_per_gb, p.cpu_cores);
+		}
+		std::fprintf(f, "], \"partition\": {\"made\": %s, \"io_sms\": %u, \"compute_sms\": %u, \"isolated\": %u}, "
+			     "\"interference\": [",
+			     o.interference ? "true" : "false", pinfo.io_sms, pinfo.compute_sms, pinfo.isolated);
+		for (size_t i = 0; i < irows.size(); i++) {
+			const interference_row &p = irows[i];
+			std::fprintf(f, "%s{\"kernel\": ", i ? ", " : "");
+			kv_json_string(f, p.kernel.c_str());
+			std::fprintf(f, ", \"io_sms\": %u, \"blocks\": %u, \"compute_sms\": %u, \"io_warps\": %u, \"launches\": %d, \"reps\": %d, "
+				     "\"alone_ms\": %.4f, \"with_restores_ms\": %.4f, \"rate_alone\": %.3f, \"rate_unit\": \"%s\", "
+				     "\"slowdown_pct\": [%.3f, %.3f, %.3f], \"restore_gbps\": [%.3f, %.3f, %.3f], \"batches\": %" PRIu64
+				     ", \"cpu_s_per_gb\": %.4f, \"cpu_cores\": %.3f}",
+				     p.io_sms, p.blocks, p.compute_sms, p.io_warps, p.launches, p.reps, p.alone_ms, p.with_ms, p.rate_alone, p.unit,
+				     p.slow_min, p.slow, p.slow_max, p.restore_min, p.restore_gbps, p.restore_max, p.batches,
+				     p.cpu_s_per_gb, p.cpu_cores);
+		}
+#ifdef GIO_BENCH_CUBLAS
+		std::fprintf(f, "], \"gemm\": true}\n");
+#else
+		std::fprintf(f, "], \"gemm\": false}\n");
+#endif
+		std::fclose(f);
+	}
+
+	for (gio_kv_plan *p : plans)
+		if (gio_kv_plan_destroy(p))
+			die_gio("plan destroy");
+	KV_CK(cudaDeviceSynchronize());
+	rig_close(g);
+	kv_runner_destroy(&r);
+	kv_workload_destroy(&w);
+	KV_CK(cudaStreamDestroy(bulk));
+	KV_CK(cudaEventDestroy(b0));
+	KV_CK(cudaEventDestroy(b1));
+	KV_CK(cudaEventDestroy(c0));
+	KV_CK(cudaEventDestroy(c1));
+#ifdef GIO_BENCH_CUBLAS
+	if (o.interference) {
+		cublasDestroy(ga.h);
+		KV_CK(cudaFree(ga.a));
+		KV_CK(cudaFree(ga.b));
+		KV_CK(cudaFree(ga.c));
+		KV_CK(cudaFree(ws));
+	}
+#endif
+	if (csrc)
+		KV_CK(cudaFree(csrc));
+	if (cdst)
+		KV_CK(cudaFree(cdst));
+	if (part && gio_sm_partition_destroy(part))
+		die_gio("SM partition destroy");
+	return 0;
+}

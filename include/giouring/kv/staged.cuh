@@ -1,0 +1,154 @@
+/**
+ * @file giouring/kv/staged.cuh
+ * @brief The GPU engine's staged path (docs/staged.md): one warp runs a command group through
+ *        the staging slots of its queue pair, moving each object between its slot (pinned host
+ *        memory mapped for the GPU) and the pool (HBM) with the whole warp.
+ *
+ * The same steps as the CPU engine's (giouring/kv/run.h), in warp form: lane 0 reserves the
+ * group's slots (all or nothing, up to the group's deadline) in the plan's own rings in GPU
+ * memory, so that what the warps poll for flow control is HBM; a save's objects are copied into
+ * their slots by the whole warp before the doorbell; after the completions, a load's objects are
+ * copied out of their slots, by the whole warp, before the results count; every slot then goes
+ * back (FREE), except that of a command that missed its deadline, which goes LOST (the controller
+ * may still write it). No byte reaches the pool from a command that did not succeed.
+ *
+ * Memory ordering (docs/staged.md, "Memory ordering"): a load's slot is read only after its
+ * lane's system-scope acquire of the completion and a __syncwarp() (which orders the lanes), with
+ * loads that bypass the L1 cache (`ld.global.cv`), so no line of the slot's previous lap is read;
+ * a save's stores into the slot come before every lane's system-scope fence, the __syncwarp()
+ * and the doorbell's release; a slot's release store (gio_stage_release()) comes after the last
+ * read or write of it by any lane (__syncwarp() first).
+ */
+#ifndef GIOURING_KV_STAGED_CUH
+#define GIOURING_KV_STAGED_CUH
+
+#include <stdint.h>
+
+#include "../device/copy.cuh"
+#include "../device/verbs.cuh"
+#include "../ring/stage.h"
+#include "io.h"
+#include "staged.h"
+
+/** @cond internal */
+
+/* Copies request r's command between its slot and the pool with the whole warp (every lane
+ * passes the same r and slot): to the slot for a save, from it for a load. 0, or -EINVAL (a pool
+ * or request the plan cannot place), the same on every lane. */
+GIO_DEV int gio__kv_stage_copy_warp(const struct gio_kv_io_plan *p, uint32_t layer, const struct gio_kv_io_req *r,
+				    uint8_t *slot, int to_slot)
+{
+	struct gio_kv_stage_move mv[8];
+	uint32_t first = 0;
+	int n, k;
+	if (!p->pool || !p->runs)
+		return -EINVAL;
+	do {
+		n = gio_kv_stage_moves_at(p->pool, p->runs, layer, r->block, r->part, p->devs[r->dev].cmds, first, mv, 8);
+		if (n < 0)
+			return n;
+		for (k = 0; k < n; k++) {
+			uint8_t *home = (uint8_t *)(uintptr_t)mv[k].dst;
+			if (to_slot)
+				gio_copy_warp(slot + mv[k].src_off, home, mv[k].len, 0);
+			else
+				gio_copy_warp(home, slot + mv[k].src_off, mv[k].len, 1);
+		}
+		first += (uint32_t)n;
+	} while (n == 8);
+	return first ? 0 : -EINVAL;
+}
+
+/** @endcond */
+
+/**
+ * @brief Runs one command group of a staged device with the whole warp: reserve its slots, move a
+ *        save's objects in, submit, wait, move a load's objects out, give the slots back.
+ * @param p       the plan's view.
+ * @param layer   the layer.
+ * @param grp     the group (every lane the same).
+ * @param qp      its queue pair.
+ * @param q       the queue pair's index in its device (its staging ring).
+ * @param status  receives this lane's NVMe status (0 where none).
+ * @return this lane's result: 0, `-EIO` (see @p status), `-ETIME` (no slots by the deadline, or
+ *         the command missed it), `-EINVAL` (a request the plan cannot encode or place); 0 on
+ *         lanes beyond the group.
+ *
+ * All 32 lanes of the warp together.
+ */
+GIO_DEV int gio_kv_stage_group_warp(const struct gio_kv_io_plan *p, uint32_t layer, const struct gio_kv_io_group &grp,
+				    struct gio_qp *qp, uint32_t q, uint16_t *status)
+{
+	const uint32_t lane = threadIdx.x & 31u;
+	const struct gio_kv_io_dev *d = &p->devs[grp.dev];
+	const struct gio_kv_io_stage *sg = d->stage;
+	struct gio_stage *st = &sg->rings[q];
+	const union gio_dptr *tab = sg->table ? sg->table + (uint64_t)q * st->nslots : (const union gio_dptr *)0;
+	uint8_t *area = sg->area + (uint64_t)q * st->nslots * st->slot_bytes;
+	const int active = lane < grp.count;
+	const uint64_t deadline = gio_deadline_in(p->timeout_ns);
+	uint32_t s0 = 0, cid = 0, j;
+	int rc = 0, bad = 0;
+	uint16_t nvme = 0;
+	struct gio_sqe sqe;
+	*status = 0;
+	if (lane == 0)
+		rc = gio_stage_reserve_wait(st, grp.count, deadline, &s0);
+	rc = __shfl_sync(0xffffffffu, rc, 0);
+	s0 = __shfl_sync(0xffffffffu, s0, 0);
+	if (rc != 0)
+		return active ? -ETIME : 0; /* no slot held, nothing sent */
+	if (active)
+		bad = gio_kv_stage_sqe(p, layer, grp.first + lane, st, s0 + lane, tab, &sqe);
+	if (p->write) {
+		/* Each object into its slot, the whole warp per object, before the doorbell. */
+		uint32_t todo = __ballot_sync(0xffffffffu, active && !bad);
+		while (todo) {
+			j = (uint32_t)__ffs(todo) - 1;
+			todo &= todo - 1;
+			const int c = gio__kv_stage_copy_warp(p, layer, &p->reqs[grp.first + j], area + gio_stage_offset(st, s0 + j), 1);
+			if (lane == j)
+				bad = c;
+		}
+		__syncwarp();
+		__threadfence_system(); /* the slots' bytes before the command the doorbell publishes */
+	}
+	if (active && bad) /* a stand-in keeps the batch whole; its request reports -EINVAL */
+		gio_prep_cmd(&sqe, GIO_NVM_OPC_FLUSH, d->nsid);
+	rc = gio_submit_warp(qp, &sqe, grp.first + lane, 0, active, deadline, &cid);
+	const int sent = active && rc == 0;
+	{
+		const int wait_rc = gio_wait_warp(qp, cid, sent, deadline, &nvme);
+		if (rc == 0)
+			rc = wait_rc;
+	}
+	if (bad && rc != -ETIME) {
+		rc = -EINVAL;
+		nvme = 0;
+	}
+	if (!p->write) {
+		/* Each good object out of its slot, the whole warp per object, before the results count. */
+		uint32_t todo = __ballot_sync(0xffffffffu, active && rc == 0);
+		__syncwarp(); /* every lane's completion acquired before any lane reads a slot */
+		while (todo) {
+			j = (uint32_t)__ffs(todo) - 1;
+			todo &= todo - 1;
+			if (lane == j)
+				(void)gio_stage_fill(st, s0 + j);
+			const int c = gio__kv_stage_copy_warp(p, layer, &p->reqs[grp.first + j], area + gio_stage_offset(st, s0 + j), 0);
+			if (lane == j && c)
+				rc = c;
+		}
+	}
+	__syncwarp(); /* every lane's reads and writes of the slots before any slot goes back */
+	if (active) {
+		if (sent && rc == -ETIME && !bad)
+			(void)gio_stage_lose(st, s0 + lane); /* the controller may still write it */
+		else
+			(void)gio_stage_release(st, s0 + lane);
+	}
+	*status = nvme;
+	return active ? rc : 0;
+}
+
+#endif /* GIOURING_KV_STAGED_CUH */
