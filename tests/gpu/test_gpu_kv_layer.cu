@@ -409,16 +409,27 @@ void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint3
 	EXPECT(st.pinned == 0, "%" PRIu64 " slots still pinned", st.pinned);
 	std::printf("   a read failing on device 1: %u request failed with its NVMe status, %u completed\n", failed,
 		    kChunks - failed);
-	// Every byte again: the completed objects in place, the failed one's block untouched (where
-	// an object is one command; with a command per run its other run arrives, so it is skipped).
+	// Every byte again: the completed objects in place, the failed layer's object of the failed
+	// chunk untouched (where an object is one command; with a command per run its other run
+	// arrives, so it is skipped), its other layers' objects in place.
+	std::vector<int> failed_layer(kBlocks, -1), cob_failed = chunk_of_block;
 	for (uint32_t i = 0; i < kChunks; i++)
-		if (res[i].rc)
-			chunk_of_block[blocks[i]] = prp && pad ? -2 : -1;
-	CK(cudaMemcpy(d_chunk_of_block, chunk_of_block.data(), kBlocks * sizeof(int), cudaMemcpyHostToDevice));
+		if (res[i].rc) {
+			failed_layer[blocks[i]] = res[i].layer;
+			cob_failed[blocks[i]] = prp && pad ? -2 : -1;
+		}
+	int *d_cob_failed;
+	CK(cudaMalloc(&d_cob_failed, kBlocks * sizeof(int)));
+	CK(cudaMemcpy(d_cob_failed, cob_failed.data(), kBlocks * sizeof(int), cudaMemcpyHostToDevice));
 	std::memset(chk, 0, sizeof(*chk));
-	for (uint32_t l = 0; l < kLayers; l++)
-		consume<<<8, 256, 0, compute>>>(v, r.lay, l, d_chunk_of_block, chk);
+	for (uint32_t l = 0; l < kLayers; l++) {
+		bool has_failed = false;
+		for (uint32_t b = 0; b < kBlocks; b++)
+			has_failed |= failed_layer[b] == (int)l;
+		consume<<<8, 256, 0, compute>>>(v, r.lay, l, has_failed ? d_cob_failed : d_chunk_of_block, chk);
+	}
 	EXPECT(sync_within(compute, 60), "the compute stream hung");
+	CK(cudaFree(d_cob_failed));
 	EXPECT(chk->wrong == 0 && chk->poisoned_wrong == 0 && !chk->timed_out,
 	       "after the failed read: %llu wrong words, %llu changed in the failed and the misses' blocks, timed out %d",
 	       chk->wrong, chk->poisoned_wrong, chk->timed_out);
@@ -449,7 +460,7 @@ void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint3
 			    "wrapped onto its LOST slot), %u completed\n", lost, kChunks - lost);
 		gio_kv_plan_stats ps{};
 		EXPECT(gio_kv_plan_info(r.plan, &ps) == 0 && ps.dev[2].path == GIO_GPU_PATH_STAGED &&
-			       ps.dev[2].timed_out == lost && ps.dev[0].staged_objects == ps.dev[0].objects && ps.dev[0].objects > 0,
+			       ps.dev[2].timed_out >= lost && ps.dev[0].staged_objects == ps.dev[0].objects && ps.dev[0].objects > 0,
 		       "plan statistics: device 2 path %u, %" PRIu64 " timed out; device 0 %" PRIu64 " of %" PRIu64 " staged",
 		       ps.dev[2].path, ps.dev[2].timed_out, ps.dev[0].staged_objects, ps.dev[0].objects);
 		// The plan's LOST slot goes back to the area's own rings when the plan is destroyed.
