@@ -92,6 +92,8 @@ struct options {
 	double window_ms = 1000; // each compute timing's length: several restore batches
 	uint64_t copy_bytes = 2ull << 30;
 	bool interference = true;
+	uint32_t poll_ns[kMaxSms] = {0}; // interference rows: gio_kv_plan_params::poll_ns of each
+	int n_poll = 1;
 	double timeout_s = 120;
 	const char *json = nullptr;
 };
@@ -111,6 +113,8 @@ void usage(FILE *f)
 		     "  --part-sms N       SMs of the I/O partition for the interference table (8)\n"
 		     "  --window-ms X      length of each compute timing, ms (1000)\n"
 		     "  --no-interference  restore table only (no SM partition, no compute kernels)\n"
+		     "  --poll-ns LIST     interference rows per least pause between completion polls (0: design A's\n"
+		     "                     back-off; e.g. 0,4000)\n"
 		     "  --json FILE        the rows as JSON\n"
 		     "  --quick            a few seconds, small sizes (ctest)\n");
 }
@@ -264,7 +268,7 @@ void rig_open(rig &g, const kv_workload *w, const options &o)
 	}
 }
 
-gio_kv_plan *plan_make(rig &g, uint32_t io_ctas, uint32_t io_warps, double timeout_s)
+gio_kv_plan *plan_make(rig &g, uint32_t io_ctas, uint32_t io_warps, double timeout_s, uint32_t poll_ns = 0)
 {
 	gio_kv_plan_params pp{};
 	pp.engine = GIO_KV_ENGINE_GPU;
@@ -275,6 +279,7 @@ gio_kv_plan *plan_make(rig &g, uint32_t io_ctas, uint32_t io_warps, double timeo
 	pp.timeout_ns = (uint64_t)(timeout_s * 1e9);
 	pp.devs = g.devs.data();
 	pp.pool = &g.pool;
+	pp.poll_ns = poll_ns;
 	gio_kv_plan *plan = nullptr;
 	if (gio_kv_plan_create(g.store, &pp, &plan))
 		die_gio("plan");
@@ -520,6 +525,7 @@ struct interference_row {
 	double restore_gbps = 0, restore_min = 0, restore_max = 0;
 	double cpu_s_per_gb = 0, cpu_cores = 0;     // medians over the windows with restores
 	uint64_t batches = 0;                       // restore batches in all windows
+	uint32_t poll_ns = 0;                       // the plan's least pause between completion polls
 };
 
 struct interference_ctx {
@@ -688,6 +694,11 @@ int main(int argc, char **argv)
 		} else if (a == "--window-ms" && v) {
 			o.window_ms = std::strtod(v, nullptr);
 			i++;
+		} else if (a == "--poll-ns" && v) {
+			o.n_poll = kv_parse_u32_list(v, 0, 1000000, o.poll_ns, kMaxSms);
+			if (o.n_poll <= 0)
+				kv_die("--poll-ns %s", v);
+			i++;
 		} else if (a == "--no-interference") {
 			o.interference = false;
 		} else if (a == "--json" && v) {
@@ -804,16 +815,18 @@ int main(int argc, char **argv)
 	std::vector<gio_kv_plan *> plans;
 	for (int i = 0; i < o.n_io_sms; i++)
 		plans.push_back(plan_make(g, o.io_sms[i], o.io_warps, o.timeout_s / 4));
-	gio_kv_plan *iplan = nullptr;
+	std::vector<gio_kv_plan *> iplans; // one per --poll-ns value
 	const uint32_t iface_sms = o.interference ? (pinfo.isolated ? pinfo.io_sms : o.part_sms) : 0;
-	if (o.interference) {
-		for (int i = 0; i < o.n_io_sms; i++)
+	for (int k = 0; o.interference && k < o.n_poll; k++) {
+		gio_kv_plan *ip = nullptr;
+		for (int i = 0; o.poll_ns[k] == 0 && i < o.n_io_sms; i++)
 			if (o.io_sms[i] == iface_sms)
-				iplan = plans[i];
-		if (!iplan) {
-			plans.push_back(plan_make(g, iface_sms, o.io_warps, o.timeout_s / 4));
-			iplan = plans.back();
+				ip = plans[i];
+		if (!ip) {
+			plans.push_back(plan_make(g, iface_sms, o.io_warps, o.timeout_s / 4, o.poll_ns[k]));
+			ip = plans.back();
 		}
+		iplans.push_back(ip);
 	}
 	// The save through the plan with the most I/O SMs: it only fills the store.
 	size_t widest = 0;
@@ -837,7 +850,7 @@ int main(int argc, char **argv)
 	if (o.interference) {
 		interference_ctx x{};
 		x.g = &g;
-		x.plan = iplan;
+		x.plan = nullptr;
 		x.r = &r;
 		x.io = io_part;
 		x.comp = comp;
@@ -848,8 +861,13 @@ int main(int argc, char **argv)
 		x.c1 = c1;
 		x.rs = b0;
 		x.re = b1;
-		for (const compute_kernel &k : kernels)
-			irows.push_back(run_interference(x, k, o));
+		for (int pk = 0; pk < o.n_poll; pk++) {
+			x.plan = iplans[pk];
+			for (const compute_kernel &k : kernels) {
+				irows.push_back(run_interference(x, k, o));
+				irows.back().poll_ns = o.poll_ns[pk];
+			}
+		}
 	}
 
 	const double gib = kv_total_bytes(&w) / 1073741824.0;
@@ -898,9 +916,10 @@ int main(int argc, char **argv)
 			    "CPU cores busy |\n");
 		std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 		for (const interference_row &p : irows)
-			std::printf("| %s | %s | %u (%u) | %u | %d | %.2f (%.1f %s) | %.2f | %+.2f%% [%+.2f, %+.2f] | %.2f [%.2f, %.2f] | "
+			std::printf("| %s | %s%s | %u (%u) | %u | %d | %.2f (%.1f %s) | %.2f | %+.2f%% [%+.2f, %+.2f] | %.2f [%.2f, %.2f] | "
 				    "%.3f | %.2f |\n",
-				    p.kernel.c_str(), kDesign, p.io_sms, p.blocks, p.compute_sms, p.launches, p.alone_ms, p.rate_alone, p.unit,
+				    p.kernel.c_str(), kDesign, p.poll_ns ? (", polls paced: " + std::to_string(p.poll_ns) + " ns at least between them").c_str() : "",
+				    p.io_sms, p.blocks, p.compute_sms, p.launches, p.alone_ms, p.rate_alone, p.unit,
 				    p.with_ms, p.slow, p.slow_min, p.slow_max, p.restore_gbps, p.restore_min, p.restore_max,
 				    p.cpu_s_per_gb, p.cpu_cores);
 	}
@@ -937,6 +956,7 @@ int main(int argc, char **argv)
 			const interference_row &p = irows[i];
 			std::fprintf(f, "%s{\"kernel\": ", i ? ", " : "");
 			kv_json_string(f, p.kernel.c_str());
+			std::fprintf(f, ", \"poll_ns\": %u", p.poll_ns);
 			std::fprintf(f, ", \"io_sms\": %u, \"blocks\": %u, \"compute_sms\": %u, \"io_warps\": %u, \"launches\": %d, \"reps\": %d, "
 				     "\"alone_ms\": %.4f, \"with_restores_ms\": %.4f, \"rate_alone\": %.3f, \"rate_unit\": \"%s\", "
 				     "\"slowdown_pct\": [%.3f, %.3f, %.3f], \"restore_gbps\": [%.3f, %.3f, %.3f], \"batches\": %" PRIu64

@@ -577,6 +577,14 @@ TEST_CASE("plan: bad input gets -EINVAL naming the problem", "[kv][io_uring]")
 	pp.blocks = kBlocks;
 	std::vector<gio_kv_io_dev> devs = r.devs;
 	pp.devs = devs.data();
+	pp.poll_ns = 1000001; // more than the GPU's __nanosleep gives
+	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("poll_ns above 1 ms") != std::string::npos);
+	pp.poll_ns = 0;
+	pp.reserved0 = 1;
+	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("reserved0 must be zero") != std::string::npos);
+	pp.reserved0 = 0;
 	devs[1].lba_shift = 9;
 	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
 	CHECK(std::string(gio_last_error()).find("device 1: lba_shift 9") != std::string::npos);

@@ -688,6 +688,11 @@ GIO_DEV uint32_t gio_qp_peek_batch_warp(struct gio_qp *qp, struct gio_cpl *out)
 	return n;
 }
 
+/** @cond internal */
+GIO_DEV int gio_wait_warp_paced(struct gio_qp *qp, uint32_t cid, int active, uint64_t deadline, uint16_t *status,
+				uint32_t pause_ns);
+/** @endcond */
+
 /**
  * @brief Waits for the commands a warp submitted, reaping for all with the whole warp.
  * @param qp        the queue pair (the same for every lane).
@@ -701,6 +706,27 @@ GIO_DEV uint32_t gio_qp_peek_batch_warp(struct gio_qp *qp, struct gio_cpl *out)
  * All 32 lanes of the warp together.
  */
 GIO_DEV int gio_wait_warp(struct gio_qp *qp, uint32_t cid, int active, uint64_t deadline, uint16_t *status)
+{
+	return gio_wait_warp_paced(qp, cid, active, deadline, status, 0);
+}
+
+/**
+ * @brief gio_wait_warp() with at least @p pause_ns between the warp's polls of its completions.
+ * @param qp        the queue pair (the same for every lane).
+ * @param cid       this lane's ticket, from gio_submit_warp().
+ * @param active    non-zero when this lane has a command.
+ * @param deadline  absolute deadline.
+ * @param status    receives this lane's status field, or NULL.
+ * @param pause_ns  the least pause between polls (`__nanosleep`, which may sleep up to twice as
+ *                  long); 0: gio_wait_warp()'s back-off (32 ns growing to about 1 us).
+ * @return as gio_wait_warp().
+ *
+ * All 32 lanes of the warp together. Where the queues are in host memory every poll reads across
+ * PCIe; pausing longer reads less, which costs kernels elsewhere on the GPU less (docs/staged.md,
+ * "Completions without polling host memory"), and delays seeing a completion by up to the pause.
+ */
+GIO_DEV int gio_wait_warp_paced(struct gio_qp *qp, uint32_t cid, int active, uint64_t deadline, uint16_t *status,
+				uint32_t pause_ns)
 {
 	if (qp->flags & GIO_QP_OWNED)
 		return gio__wait_owned_warp(qp, cid, active, deadline, status);
@@ -722,7 +748,12 @@ GIO_DEV int gio_wait_warp(struct gio_qp *qp, uint32_t cid, int active, uint64_t 
 				rc = gio_qp_wait(qp, cid, deadline, status, (uint32_t *)0); /* abandons it */
 			return rc;
 		}
-		gio_backoff(&spins);
+		if (pause_ns) {
+			spins++;
+			__nanosleep(pause_ns);
+		} else {
+			gio_backoff(&spins);
+		}
 	}
 }
 

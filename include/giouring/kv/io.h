@@ -119,6 +119,8 @@ struct gio_kv_io_plan {
 					           device's objects are copied to and from (NULL where no device
 					           is staged). */
 	const struct gio_kv_runs *runs;       /**< The pool's runs (gio_kv_pool_runs()). */
+	uint32_t poll_ns;                     /**< GPU engine: the least pause between a warp's completion polls
+					           (gio_kv_plan_params::poll_ns; 0: the default back-off). */
 };
 
 /* Request i's Read or Write for `layer` without its data pointer: the checks and the encoding

@@ -83,7 +83,7 @@ GIO_DEV void gio_kv_layer_warp(const struct gio_kv_io_plan *p, uint32_t layer, u
 		rc = gio_submit_warp(qp, &sqe, grp.first + lane, 0, active, deadline, &cid);
 		/* A lane refused at submission has nothing in flight; every other waits for its own. */
 		{
-			const int wait_rc = gio_wait_warp(qp, cid, active && rc == 0, deadline, &st);
+			const int wait_rc = gio_wait_warp_paced(qp, cid, active && rc == 0, deadline, &st, p->poll_ns);
 			if (rc == 0)
 				rc = wait_rc;
 		}

@@ -118,7 +118,7 @@ GIO_DEV int gio_kv_stage_group_warp(const struct gio_kv_io_plan *p, uint32_t lay
 	rc = gio_submit_warp(qp, &sqe, grp.first + lane, 0, active, deadline, &cid);
 	const int sent = active && rc == 0;
 	{
-		const int wait_rc = gio_wait_warp(qp, cid, sent, deadline, &nvme);
+		const int wait_rc = gio_wait_warp_paced(qp, cid, sent, deadline, &nvme, p->poll_ns);
 		if (rc == 0)
 			rc = wait_rc;
 	}
