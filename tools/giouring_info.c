@@ -248,6 +248,15 @@ int main(int argc, char **argv)
 		       ? "iommufd (/dev/iommu present): files and dma-bufs can be mapped (gio_ctx_register_fd)"
 		       : "VFIO type1 container (/dev/iommu absent: a kernel without CONFIG_IOMMUFD); GPU memory "
 			 "and other dma-bufs cannot be mapped for the controller");
+	/* Which way a KV pool in GPU memory and the controller exchange data (giouring/host/path.h):
+	 * the same rule gio_ctx_gpu_path() applies when a store's pool registers. */
+	printf("GPU memory path (URI path=auto): %s\n",
+	       access("/dev/iommu", F_OK) == 0
+		       ? "peer-to-peer where this kernel's iommufd pins the GPU driver's dma-buf (no released kernel does "
+			 "yet: Linux 7.3 pins only VFIO-exported BARs), else staged through pinned host memory; "
+			 "gio_ctx_gpu_path() decides when the pool registers and says why"
+		       : "staged through pinned host memory (docs/staged.md): the type1 container cannot map GPU memory "
+			 "for the controller; path=staged asks for it anywhere");
 	list_vfio();
 	if (!found) {
 		fprintf(stderr, "giouring-info: no NVMe controller is bound to the kernel's nvme driver "

@@ -484,7 +484,7 @@ case "$mode" in
     grep -q '^==INFO-KERNEL-RC 0==' "$qlog.txt" || die "giouring-info with kernel-bound controllers must exit 0"
     for want in 'QEMU NVMe Ctrl' 'gio-ctrl-1' 'gio-ctrl-2' 'MDTS: 7 (largest transfer 512 KiB' 'MDTS: 10 (largest transfer 4096 KiB' \
                 'SGL support: yes' '4096-byte blocks, 0 bytes metadata (in use)' 'mounted: yes' 'drivers_probe' 'I/O queues granted' \
-                'IOMMU interface for nvme-pci: VFIO type1 container'; do
+                'IOMMU interface for nvme-pci: VFIO type1 container' 'GPU memory path (URI path=auto): staged'; do
       sed -n '/^==INFO-KERNEL==/,/^==INFO-KERNEL-RC/p' "$qlog.txt" | grep -q -- "$want" || die "giouring-info output lacks '$want'"
     done ;;
 esac
