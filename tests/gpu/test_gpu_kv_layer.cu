@@ -276,6 +276,12 @@ void teardown(Rig &r)
 {
 	EXPECT(gio_kv_plan_destroy(r.plan) == 0, "plan destroy: %s", gio_last_error());
 	EXPECT(gio_kv_store_close(r.store) == 0, "store close: %s", gio_last_error());
+	// The rings' indices live in the GPU's copies: back over the host's before the destroy reaps
+	// what is left (a dropped completion's command, aborted by the Delete SQ).
+	std::vector<gio_qp> back(r.host_qps.size());
+	CK(cudaMemcpy(back.data(), r.d_qps, back.size() * sizeof(gio_qp), cudaMemcpyDeviceToHost));
+	for (size_t i = 0; i < r.host_qps.size(); i++)
+		*r.host_qps[i] = back[i];
 	for (size_t i = 0; i < r.host_qps.size(); i++)
 		EXPECT(gio_ctx_qp_destroy(r.ctx[i / kQps], r.host_qps[i], 5 * kSecond, nullptr, nullptr) >= 0, "qp destroy: %s",
 		       gio_last_error());
