@@ -273,7 +273,10 @@ static int check_params(struct gio_kv_store *store, const struct gio_kv_plan_par
 		if (v->lba_shift >= 32 || (1u << v->lba_shift) != sh->lba_bytes[d])
 			return gio__fail(-EINVAL, "giouring: kv plan: device %u: lba_shift %u, the store's blocks are %u bytes",
 					 d, v->lba_shift, sh->lba_bytes[d]);
-		if (v->cmds > 1 && (v->cmds > 0xffffu || sh->object_bytes % v->cmds))
+		if (v->cmds > GIO_KV_IO_GROUP_MAX)
+			return gio__fail(-EINVAL, "giouring: kv plan: device %u: %u commands per object, more than a group's %u "
+					 "(an object's commands go in one group)", d, v->cmds, GIO_KV_IO_GROUP_MAX);
+		if (v->cmds > 1 && sh->object_bytes % v->cmds)
 			return gio__fail(-EINVAL, "giouring: kv plan: device %u: %u commands per object do not divide the "
 					 "%llu-byte object into equal runs", d, v->cmds, (unsigned long long)sh->object_bytes);
 		if ((sh->object_bytes / (v->cmds > 1 ? v->cmds : 1)) % sh->lba_bytes[d])
@@ -492,9 +495,14 @@ static void build_groups(struct gio_kv_plan *pl, const uint32_t *blocks, const u
 			pending += cmds_of(pl, dev_of[i]);
 		}
 	for (d = 0; d < pl->shape.devices; d++) {
-		const uint32_t q = pl->img.devs[d].nqps;
+		const uint32_t q = pl->img.devs[d].nqps, cmds = cmds_of(pl, d);
 		run[d] = (left[d] + q - 1) / q;
 		run[d] = run[d] < 1 ? 1 : run[d] > GIO_KV_IO_GROUP_MAX ? GIO_KV_IO_GROUP_MAX : run[d];
+		/* Whole objects a group (cmds <= GIO_KV_IO_GROUP_MAX, checked at creation): an object's
+		 * commands are then consecutive requests, which its result reads (requests_result()). An
+		 * object split over two of its device's groups had other devices' groups numbered in
+		 * between. */
+		run[d] = run[d] < cmds ? cmds : run[d] / cmds * cmds;
 	}
 	while (pending) {
 		for (d = 0; d < pl->shape.devices; d++) {
@@ -521,7 +529,7 @@ static void build_groups(struct gio_kv_plan *pl, const uint32_t *blocks, const u
 					k++;
 				}
 				if (next_part[d] < cmds)
-					break; /* the group is full: the key's other commands go in the next */
+					break; /* never with whole objects a group (run[d] above); kept as the stop */
 				next_part[d] = 0;
 			}
 			next[d] = i;
