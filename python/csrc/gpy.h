@@ -91,6 +91,9 @@ enum gpy_plan_stat {
 	GPY_PLAN_STREAM_TIMEOUTS, GPY_PLAN_STATS
 };
 
+/** Numbers per device of gpy_plan_devices(). */
+#define GPY_PLAN_DEV_STATS 7u
+
 struct gpy_plan {
 	struct gpy_store *s;
 	struct gio_kv_plan *plan;
@@ -180,6 +183,10 @@ GPY_EXPORT int gpy_plan_finish(struct gpy_plan *p, int32_t *rc, uint16_t *status
 			       uint64_t timeout_ns);
 GPY_EXPORT uint32_t gpy_plan_batch_keys(const struct gpy_plan *p);
 GPY_EXPORT int gpy_plan_stats(const struct gpy_plan *p, uint64_t *out, uint32_t n);
+/** Per device of the store, GPY_PLAN_DEV_STATS numbers (gio_kv_plan_info(): path, objects, bytes,
+ *  staged objects, staged bytes, failed, timed out) into @p out, room for @p ndev devices; returns
+ *  the store's devices or -errno. */
+GPY_EXPORT int gpy_plan_devices(const struct gpy_plan *p, uint64_t *out, uint32_t ndev);
 /** The plan's engine (GIO_KV_ENGINE_*) and layers. */
 GPY_EXPORT uint32_t gpy_plan_engine(const struct gpy_plan *p);
 /** The live plan whose handle is @p handle, or NULL (a destroyed or made-up handle): the torch

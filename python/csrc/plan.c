@@ -281,6 +281,32 @@ int gpy_plan_stats(const struct gpy_plan *p, uint64_t *out, uint32_t n)
 	return 0;
 }
 
+int gpy_plan_devices(const struct gpy_plan *p, uint64_t *out, uint32_t ndev)
+{
+	struct gio_kv_plan_stats st;
+	uint32_t d;
+	int rc;
+	gpy_clear_error();
+	if (!p || !out)
+		return gpy_fail(-EINVAL, "no plan");
+	if ((rc = gio_kv_plan_info(p->plan, &st)) != 0)
+		return gpy_lib(rc, "the plan's statistics");
+	if (ndev < st.devices)
+		return gpy_fail(-EINVAL, "room for %u devices, the store has %u", ndev, st.devices);
+	for (d = 0; d < st.devices; d++) {
+		const struct gio_kv_plan_dev_stats *x = &st.dev[d];
+		uint64_t *o = out + (size_t)d * GPY_PLAN_DEV_STATS;
+		o[0] = x->path;
+		o[1] = x->objects;
+		o[2] = x->bytes;
+		o[3] = x->staged_objects;
+		o[4] = x->staged_bytes;
+		o[5] = x->failed;
+		o[6] = x->timed_out;
+	}
+	return (int)st.devices;
+}
+
 int gpy_plan_check_pool(const struct gpy_plan *p, const uint64_t *ptrs, uint32_t n)
 {
 	const struct gio_kv_pool *pool = &p->s->pool;

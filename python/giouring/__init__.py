@@ -21,7 +21,7 @@ _os.environ.setdefault("CUDA_DEVICE_MAX_CONNECTIONS", "32")
 
 from . import _lib, ops  # noqa: F401  (loads the library and registers the ops' fakes)
 from .errors import GiouringError
-from .plan import PLAN_STATS, Plan, Result
+from .plan import DEVICE_STATS, PLAN_STATS, Plan, Result
 from .pool import DIMS, KVPool
 from .sched import SCHED_STATS, Decision, Scheduler, SMPartition
 from .store import STORE_STATS, Store
@@ -42,5 +42,5 @@ def status_name(nvme_status: int) -> str:
     return _lib.status_name(nvme_status)
 
 
-__all__ = ["DIMS", "Decision", "GiouringError", "KVPool", "PLAN_STATS", "Plan", "Result", "SCHED_STATS",
+__all__ = ["DEVICE_STATS", "DIMS", "Decision", "GiouringError", "KVPool", "PLAN_STATS", "Plan", "Result", "SCHED_STATS",
            "SMPartition", "STORE_STATS", "Scheduler", "Store", "has_gpu", "status_name", "__version__"]

@@ -14,6 +14,9 @@ from .errors import GiouringError
 
 #: The numbers of :meth:`Plan.stats`, in the order python/csrc/plan.c counts them.
 PLAN_STATS = ("loads", "saves", "requests", "layers", "failed", "stream_timeouts")
+DEVICE_STATS = ("path", "objects", "bytes", "staged_objects", "staged_bytes", "failed", "timed_out")
+_PATHS = {1: "p2p", 2: "staged"}
+_MAX_DEVICES = 16  # GIO_KV_STORE_MAX_DEVICES
 
 _KEY_MASK = (1 << 64) - 1
 
@@ -181,6 +184,22 @@ class Plan:
         out = (ctypes.c_uint64 * len(PLAN_STATS))()
         _lib.check(_lib.lib.gpy_plan_stats(self.handle, out, len(PLAN_STATS)))
         return dict(zip(PLAN_STATS, out))
+
+    def device_stats(self) -> list[dict]:
+        """Per device of the store, in the store's order, what the finished batches moved and the
+        path the data took: ``path`` ("p2p": the target moved it to and from the pool itself;
+        "staged": through staging slots), ``objects`` and ``bytes`` (layer objects, or runs where a
+        device takes a command per run, that completed), the ``staged_`` share of them, ``failed``
+        requests and staged ones that ``timed_out`` (gio_kv_plan_info())."""
+        out = (ctypes.c_uint64 * (len(DEVICE_STATS) * _MAX_DEVICES))()
+        n = _lib.lib.gpy_plan_devices(self.handle, out, _MAX_DEVICES)
+        _lib.check(n)
+        rows = []
+        for d in range(n):
+            row = dict(zip(DEVICE_STATS, out[d * len(DEVICE_STATS):(d + 1) * len(DEVICE_STATS)]))
+            row["path"] = _PATHS.get(row["path"], str(row["path"]))
+            rows.append(row)
+        return rows
 
     def close(self) -> None:
         """Destroys the plan (a batch still open is finished first, its failure raised).

@@ -61,6 +61,13 @@ def test_round_trip_through_a_reopen_into_shuffled_blocks(uris, query):
         assert st["bytes_read"] == 24 * LAYERS * pool.object_bytes
         assert plan.stats() == {"loads": 1, "saves": 0, "requests": 24, "layers": LAYERS, "failed": 0,
                                 "stream_timeouts": 0}
+        # Per device: the path (the file targets move the data themselves) and what moved.
+        devs = plan.device_stats()
+        assert len(devs) == 4 and all(d["path"] == "p2p" and d["staged_objects"] == 0 for d in devs)
+        # Objects, or runs where the PRP form takes a command per run (K and V apart: two).
+        assert sum(d["objects"] for d in devs) in (24 * LAYERS, 2 * 24 * LAYERS)
+        assert sum(d["bytes"] for d in devs) == 24 * LAYERS * pool.object_bytes
+        assert all(d["failed"] == 0 and d["timed_out"] == 0 for d in devs)
 
 
 def test_k_and_v_as_separate_tensors_and_bytes_keys(tmp_path):
