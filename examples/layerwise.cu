@@ -8,7 +8,10 @@
 // store, plan, preload before any persistent kernel, save, restore with compute waiting on the
 // device). Targets: GPU-executed ones (mem://hbm, mem://host?exec=gpu: their executor stands in
 // for the SSDs on SMs of its own) or contexts (file://, mem://host, nvme-pci://) whose queue
-// pairs the GPU fills (GIO_CTX_QP_PINNED).
+// pairs the GPU fills (GIO_CTX_QP_PINNED). A context's path is gio_ctx_gpu_path()'s choice:
+// peer-to-peer (the pool registered, a P2P table) or staged (a staging area the I/O kernel's
+// warps copy through, where the controller cannot reach GPU memory; `path=staged` in the URI
+// asks for it on any target).
 //
 //   layerwise [--tokens N] [--uri URI]...
 //
@@ -101,6 +104,8 @@ struct Target {
 	gio_kv_blockdev bd{};
 	gio_dptr_caps caps{};
 	uint32_t nsid = 1, lba_shift = 12;
+	gio_gpu_path path{};           // context: how the pool and the controller exchange data
+	gio_ctx_stage *stage = nullptr; // context on the staged path: its staging area
 };
 
 void open_target(const std::string &uri, Target &t, void *pool, uint64_t bytes)
@@ -121,9 +126,13 @@ void open_target(const std::string &uri, Target &t, void *pool, uint64_t bytes)
 		t.lba_shift = t.g->cfg.lba_shift;
 		return;
 	}
-	uint64_t addr;
-	if (gio_ctx_open(uri.c_str(), &t.ctx) || gio_ctx_register_device(t.ctx, pool, bytes, &addr))
+	// Peer-to-peer where the controller reaches the pool (registered here), else staged.
+	if (gio_ctx_open(uri.c_str(), &t.ctx) || gio_ctx_gpu_path(t.ctx, pool, bytes, &t.path))
 		die(uri.c_str());
+	std::printf("layerwise: %s: %s\n", uri.c_str(), t.path.why);
+	// One staging ring per queue pair, 64 slots of an object each: 4 x 64 x 32 KiB = 8 MiB.
+	if (t.path.path == GIO_GPU_PATH_STAGED && gio_ctx_stage_create(t.ctx, 4, 64, kObject, GIO_CTX_STAGE_GPU, &t.stage))
+		die("staging area");
 	std::vector<gio_qp> structs;
 	for (uint32_t q = 0; q < 4; q++) {
 		gio_qp *qp;
@@ -214,6 +223,8 @@ int main(int argc, char **argv)
 	CK(cudaStreamCreateWithFlags(&io, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
 	for (size_t d = 0; d < t.size(); d++) {
+		if (t[d].stage)
+			continue; // staged: no P2P table, the warps copy through the slots
 		gio_kv_pool bus;
 		if (t[d].g ? gio_kv_pool_bus_gpu(t[d].g, &p, nullptr, &bus) : gio_kv_pool_bus(t[d].ctx, &p, nullptr, &bus))
 			die("pool bus addresses");
@@ -237,6 +248,11 @@ int main(int argc, char **argv)
 		devs[d].nsid = t[d].nsid;
 		devs[d].lba_shift = t[d].lba_shift;
 		devs[d].psdt = GIO_PSDT_SGL_MPTR;
+		if (t[d].stage) {
+			devs[d].stage = gio_ctx_stage_io(t[d].stage);
+			devs[d].table = nullptr;
+			devs[d].psdt = devs[d].stage->table ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR; // the area's form
+		}
 		if (t[d].g)
 			bds.push_back(t[d].bd);
 		else
@@ -260,6 +276,7 @@ int main(int argc, char **argv)
 	pp.max_requests = blocks;
 	pp.blocks = blocks;
 	pp.devs = devs.data();
+	pp.pool = &p; // a staged device's objects are copied between its slots and this pool
 	gio_kv_plan *plan = nullptr;
 	if (gio_kv_plan_create(store, &pp, &plan))
 		die("plan");
@@ -328,6 +345,11 @@ int main(int argc, char **argv)
 		    tokens, kLayers, blocks, kObject >> 10, bytes / 1073741824.0, t.size());
 	std::printf("  restore: %.1f ms = %.1f GB/s; the CPU made %u layer calls in %.1f us; attention saw %llu wrong words%s\n",
 		    ms, bytes / (ms * 1e6), kLayers, (h1 - h0) / 1e3, *wrong, *timed_out ? ", a layer timed out" : "");
+	gio_kv_plan_stats ps{};
+	if (gio_kv_plan_info(plan, &ps) == 0)
+		for (uint32_t d = 0; d < ps.devices; d++)
+			std::printf("  device %u: %s, %" PRIu64 " objects (%" PRIu64 " staged)\n", d,
+				    gio_gpu_path_name(ps.dev[d].path), ps.dev[d].objects, ps.dev[d].staged_objects);
 	const bool ok = frc == 0 && *wrong == 0 && !*timed_out;
 	if (frc)
 		std::printf("  finish: %d (%s)\n", frc, gio_last_error());
@@ -346,6 +368,8 @@ int main(int argc, char **argv)
 			gio_gpu_target_close(x.g);
 		for (auto *qp : x.host_qps)
 			gio_ctx_qp_destroy(x.ctx, qp, kSecond, nullptr, nullptr);
+		if (x.stage && gio_ctx_stage_destroy(x.stage)) // after its queue pairs
+			die("staging area destroy");
 		if (x.ctx)
 			gio_ctx_close(x.ctx);
 		if (x.d_qps)
