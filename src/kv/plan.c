@@ -486,9 +486,8 @@ static void build_groups(struct gio_kv_plan *pl, const uint32_t *blocks, const u
 {
 	uint32_t next[GIO_KV_STORE_MAX_DEVICES] = {0}; /* the next key of each device, by scan position */
 	uint32_t left[GIO_KV_STORE_MAX_DEVICES] = {0}, run[GIO_KV_STORE_MAX_DEVICES];
-	uint32_t next_part[GIO_KV_STORE_MAX_DEVICES] = {0};
 	uint32_t ord[GIO_KV_STORE_MAX_DEVICES] = {0}; /* each device's groups so far: its next queue pair */
-	uint32_t i, d, r = 0, g = 0, pending = 0;
+	uint32_t i, d, c, r = 0, g = 0, pending = 0;
 	for (i = 0; i < pl->n; i++)
 		if (pl->req_of[i] != NO_REQUEST) {
 			left[dev_of[i]] += cmds_of(pl, dev_of[i]);
@@ -513,24 +512,19 @@ static void build_groups(struct gio_kv_plan *pl, const uint32_t *blocks, const u
 			pl->img.groups[g].first = r;
 			pl->img.groups[g].dev = (uint16_t)d;
 			pl->img.groups[g].qp = ord[d]++ % pl->img.devs[d].nqps;
-			/* next_part[d]: the commands of key next[d] already in earlier groups */
+			/* Whole objects (run[d] is a multiple of cmds): key i's commands are requests
+			 * req_of[i] .. req_of[i] + cmds - 1. */
 			for (i = next[d]; i < pl->n && k < run[d]; i++) {
 				if (pl->req_of[i] == NO_REQUEST || dev_of[i] != d)
 					continue;
-				if (next_part[d] == 0)
-					pl->req_of[i] = r;
-				while (next_part[d] < cmds && k < run[d]) {
+				pl->req_of[i] = r;
+				for (c = 0; c < cmds; c++, r++, k++) {
 					pl->key_of[r] = i;
 					pl->img.reqs[r].slba = slba_of[i];
 					pl->img.reqs[r].block = blocks[i];
 					pl->img.reqs[r].dev = (uint16_t)d;
-					pl->img.reqs[r].part = (uint16_t)next_part[d]++;
-					r++;
-					k++;
+					pl->img.reqs[r].part = (uint16_t)c;
 				}
-				if (next_part[d] < cmds)
-					break; /* never with whole objects a group (run[d] above); kept as the stop */
-				next_part[d] = 0;
 			}
 			next[d] = i;
 			left[d] -= k;
@@ -950,6 +944,16 @@ int gio_kv_plan_finish(struct gio_kv_plan *pl, struct gio_kv_io_result *results,
 	return first;
 }
 
+/* Whether a finished batch had a staged command time out: only then may a slot be LOST. */
+static int stage_timed_out(const struct gio_kv_plan *pl)
+{
+	uint32_t d;
+	for (d = 0; d < pl->shape.devices; d++)
+		if (pl->stats.dev[d].timed_out)
+			return 1;
+	return 0;
+}
+
 /* The GPU engine's staging rings back into the caller's: every slot this plan LOST becomes LOST
  * there too, so that no later plan or engine hands it out while the controller may still write
  * it. Bounded; where the copy fails, every slot of the plan's rings is taken as LOST. */
@@ -988,8 +992,8 @@ int gio_kv_plan_destroy(struct gio_kv_plan *pl)
 		if (rc == -ETIME && pl->batch != BATCH_NONE)
 			pl->abandoned = 1;
 	}
-	if (pl->stage_rings)
-		stage_download(pl);
+	if (pl->stage_rings && (pl->abandoned || stage_timed_out(pl)))
+		stage_download(pl); /* only a command past its deadline (or an abandoned batch) loses slots */
 	plan_free(pl);
 	return rc;
 }
