@@ -31,13 +31,16 @@
 // Table 2, interference: an SM partition (giouring/host/partition.h) made first; a bf16 GEMM
 // 4096x14336x4096 (cuBLAS; left out where CMake found no cuBLAS) and an HBM-bound copy timed on
 // the compute partition alone and while restores loop on the I/O partition; the slowdown, the
-// restore GB/s meanwhile, the I/O SMs and the CPU time.
+// restore GB/s meanwhile, the I/O SMs and the CPU time. Then the floors (unless --no-floor): the
+// same bytes moved from pinned host memory into HBM in bulk, by the same number of warps on the
+// I/O partition (the staged mover's copy without commands or polling) and by the copy engine,
+// beside the same kernels: what moving those bytes at all costs them.
 //
 // Markdown on stdout, progress on stderr, JSON with --json. Exits 77 without a GPU.
 //
 //   bench_kv_staged [--quick] [--tokens N] [--targets D] [--io-sms LIST] [--io-warps N] [--reps N]
 //                   [--threads N] [--qps N] [--slots N] [--part-sms N] [--window-ms X]
-//                   [--no-interference] [--json FILE]
+//                   [--no-interference] [--no-floor] [--json FILE]
 #include <sys/resource.h>
 #include <time.h>
 
@@ -72,7 +75,16 @@ namespace {
 
 const int kSkip = 77;
 const int kMaxSms = 8;
-const char kDesign[] = "A: each lane polls its CQE in pinned host memory";
+const char kDesign[] = "B: lane 0 of each waiting warp probes its queue pair's CQ head and next CQE in pinned host "
+		       "memory; the lanes read their results only after the head moved";
+// The interference table's movers: the library's restores, and two floors that move the same
+// bytes from pinned host memory into HBM with no NVMe command and no polling at all.
+enum mover { kRestore = 0, kSmBulk = 1, kCopyEngine = 2 };
+const char *const kMoverName[] = {
+	"restores (the I/O kernel, staged path)",
+	"floor: SM bulk copy, the same warps (gio_copy_warp from pinned host memory; no commands, no polling)",
+	"floor: copy engine (cudaMemcpyAsync H2D on the I/O partition's stream; no SMs)",
+};
 const char kTarget[] = "CPU-executed software target (mem://host) standing in for the SSD: its executor threads' "
 		       "memcpy into the staging slots is part of what is measured";
 
@@ -92,6 +104,7 @@ struct options {
 	double window_ms = 1000; // each compute timing's length: several restore batches
 	uint64_t copy_bytes = 2ull << 30;
 	bool interference = true;
+	bool floor = true;
 	uint32_t poll_ns[kMaxSms] = {0}; // interference rows: gio_kv_plan_params::poll_ns of each
 	int n_poll = 1;
 	double timeout_s = 120;
@@ -113,6 +126,7 @@ void usage(FILE *f)
 		     "  --part-sms N       SMs of the I/O partition for the interference table (8)\n"
 		     "  --window-ms X      length of each compute timing, ms (1000)\n"
 		     "  --no-interference  restore table only (no SM partition, no compute kernels)\n"
+		     "  --no-floor         no bulk-copy floor rows in the interference table\n"
 		     "  --poll-ns LIST     interference rows per least pause between completion polls (0: design A's\n"
 		     "                     back-off; e.g. 0,4000)\n"
 		     "  --json FILE        the rows as JSON\n"
@@ -455,6 +469,18 @@ __global__ void hbm_copy_kernel(const uint4 *__restrict__ in, uint4 *__restrict_
 		out[i] = in[i];
 }
 
+// The floor's SM mover: the staged path's warp copy over the same bytes, an object-sized piece a
+// warp at a time, with no command, reservation or poll.
+__global__ void sm_bulk_kernel(unsigned char *dst, const unsigned char *src, uint64_t bytes, uint64_t piece)
+{
+	const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
+	const uint64_t n = (bytes + piece - 1) / piece;
+	for (uint64_t i = blockIdx.x * (uint64_t)(blockDim.x / 32) + threadIdx.x / 32; i < n; i += warps) {
+		const uint64_t off = i * piece, len = bytes - off < piece ? bytes - off : piece;
+		gio_copy_warp(dst + off, src + off, len, 0);
+	}
+}
+
 struct compute_kernel {
 	const char *name;
 	double work;      // per launch: FLOPs (GEMM) or bytes read and written (copy)
@@ -526,6 +552,7 @@ struct interference_row {
 	double cpu_s_per_gb = 0, cpu_cores = 0;     // medians over the windows with restores
 	uint64_t batches = 0;                       // restore batches in all windows
 	uint32_t poll_ns = 0;                       // the plan's least pause between completion polls
+	int mover = kRestore;
 };
 
 struct interference_ctx {
@@ -535,7 +562,25 @@ struct interference_ctx {
 	cudaStream_t io, comp;
 	uint32_t io_sms, compute_sms, io_warps;
 	cudaEvent_t c0, c1, rs, re;
+	int mover;
 };
+
+// One batch of x's mover on the I/O partition's stream: every layer's restore, or the same bytes
+// in bulk.
+void launch_batch(interference_ctx &x)
+{
+	const kv_workload *w = x.g->w;
+	const uint64_t bytes = kv_total_bytes(w);
+	if (x.mover == kRestore) {
+		launch_layers(*x.g, x.plan, x.io);
+	} else if (x.mover == kSmBulk) {
+		sm_bulk_kernel<<<x.io_sms, 32 * x.io_warps, 0, x.io>>>((unsigned char *)w->pool_base,
+								       (const unsigned char *)w->store, bytes, x.g->slot_bytes);
+		KV_CK(cudaGetLastError());
+	} else {
+		KV_CK(cudaMemcpyAsync(w->pool_base, w->store, bytes, cudaMemcpyHostToDevice, x.io));
+	}
+}
 
 interference_row run_interference(interference_ctx &x, const compute_kernel &k, const options &o)
 {
@@ -546,6 +591,7 @@ interference_row run_interference(interference_ctx &x, const compute_kernel &k, 
 	row.io_warps = x.io_warps;
 	row.unit = k.unit;
 	row.reps = o.reps;
+	row.mover = x.mover;
 	const kv_workload *w = x.g->w;
 	const uint64_t bytes = kv_total_bytes(w);
 	// As many launches as fill the window (one calibration launch, after a warm one), at most 400:
@@ -568,10 +614,11 @@ interference_row run_interference(interference_ctx &x, const compute_kernel &k, 
 			// Restores first, so that the compute window starts with one in flight; then batch
 			// after batch until the compute timing is done (the last batch ends after it).
 			kv_poison_pool(w, x.r);
-			row.blocks = blocks_launched(x.io_sms, x.io_warps, plan_batch(*x.g, x.plan));
+			row.blocks = x.mover == kRestore ? blocks_launched(x.io_sms, x.io_warps, plan_batch(*x.g, x.plan))
+						       : x.mover == kSmBulk ? x.io_sms : 0;
 			const double a0 = rusage_s(), t0 = kv_now_s();
 			KV_CK(cudaEventRecord(x.rs, x.io));
-			launch_layers(*x.g, x.plan, x.io);
+			launch_batch(x);
 			KV_CK(cudaEventRecord(x.re, x.io));
 			KV_CK(cudaEventRecord(x.c0, x.comp));
 			for (int i = 0; i < n; i++)
@@ -582,12 +629,14 @@ interference_row run_interference(interference_ctx &x, const compute_kernel &k, 
 			for (;;) {
 				const cudaError_t e = cudaEventQuery(x.re);
 				if (e == cudaSuccess) {
-					finish_or_die(*x.g, x.plan, "load beside compute");
+					if (x.mover == kRestore)
+						finish_or_die(*x.g, x.plan, "load beside compute");
 					batches++;
 					if (cudaEventQuery(x.c1) == cudaSuccess)
 						break;
-					(void)plan_batch(*x.g, x.plan); // a gap in the restores: counted in their rate
-					launch_layers(*x.g, x.plan, x.io);
+					if (x.mover == kRestore)
+						(void)plan_batch(*x.g, x.plan); // a gap in the restores: counted in their rate
+					launch_batch(x);
 					KV_CK(cudaEventRecord(x.re, x.io));
 					continue;
 				}
@@ -603,9 +652,11 @@ interference_row run_interference(interference_ctx &x, const compute_kernel &k, 
 			KV_CK(cudaEventElapsedTime(&rms, x.rs, x.re));
 			t_with = cms;
 			// The pool holds the last batch (the first overwrote the poison): a check that the
-			// loads beside compute still landed right, not a check of each batch.
+			// loads beside compute still landed right, not a check of each batch. A floor's bulk
+			// copy lands the store unshuffled.
 			int64_t first = -1;
-			const uint64_t bad = kv_verify_pool(w, x.r, KV_VERIFY_SHUFFLED, &first);
+			const uint64_t bad =
+				kv_verify_pool(w, x.r, x.mover == kRestore ? KV_VERIFY_SHUFFLED : KV_VERIFY_IDENTITY, &first);
 			if (bad)
 				kv_die("%s beside restores: %" PRIu64 " wrong 16-byte words, first in object %" PRId64, k.name, bad,
 				       first);
@@ -699,6 +750,8 @@ int main(int argc, char **argv)
 			if (o.n_poll <= 0)
 				kv_die("--poll-ns %s", v);
 			i++;
+		} else if (a == "--no-floor") {
+			o.floor = false;
 		} else if (a == "--no-interference") {
 			o.interference = false;
 		} else if (a == "--json" && v) {
@@ -736,7 +789,8 @@ int main(int argc, char **argv)
 	// Every kernel loaded before anything spins (docs/design.md, "Persistent kernels and lazy
 	// loading"): the I/O kernel polls completions while the others launch beside it.
 	kv_workload_load_kernels();
-	if (gio_kv_layer_preload() || gio_gpu_preload((const void *)hbm_copy_kernel))
+	if (gio_kv_layer_preload() || gio_gpu_preload((const void *)hbm_copy_kernel) ||
+	    gio_gpu_preload((const void *)sm_bulk_kernel))
 		die_gio("preload");
 	kv_machine m;
 	kv_machine_probe(0, &m);
@@ -861,12 +915,18 @@ int main(int argc, char **argv)
 		x.c1 = c1;
 		x.rs = b0;
 		x.re = b1;
+		x.mover = kRestore;
 		for (int pk = 0; pk < o.n_poll; pk++) {
 			x.plan = iplans[pk];
 			for (const compute_kernel &k : kernels) {
 				irows.push_back(run_interference(x, k, o));
 				irows.back().poll_ns = o.poll_ns[pk];
 			}
+		}
+		for (int m = kSmBulk; o.floor && m <= kCopyEngine; m++) {
+			x.mover = m;
+			for (const compute_kernel &k : kernels)
+				irows.push_back(run_interference(x, k, o));
 		}
 	}
 
@@ -902,7 +962,9 @@ int main(int argc, char **argv)
 			    "until the compute timing is done; %d repetitions, alternating which goes first: median [min, max]. "
 			    "Restore GB/s: bytes of the batches over the device time from the first's start to the last's end "
 			    "(the gaps between batches included). CPU: getrusage(RUSAGE_SELF) over the windows with restores. "
-			    "Target: %s.%s\n\n",
+			    "Target: %s. Floor rows: the same bytes from pinned host memory into HBM in bulk, looped the same "
+			    "way, by the same warps with the mover's copy and no commands or polls, or by the copy engine: "
+			    "what moving the bytes at all costs the kernel.%s\n\n",
 			    pinfo.isolated ? "" : "; NOT isolated: ordinary streams, the figures mean nothing", pinfo.io_sms,
 			    pinfo.compute_sms, iface_sms, o.io_warps, o.reps, kTarget,
 #ifdef GIO_BENCH_CUBLAS
@@ -911,14 +973,16 @@ int main(int argc, char **argv)
 			    " No GEMM row: CMake found no cuBLAS when this bench was built."
 #endif
 		);
-		std::printf("| compute kernel (compute partition) | completions (design) | I/O SMs (blocks launched) | compute SMs | launches | "
-			    "alone: ms (rate) | beside restores: ms | slowdown | restore GB/s meanwhile | CPU s / GB (process) | "
+		std::printf("| compute kernel (compute partition) | mover; completions (design) | I/O SMs (blocks launched) | compute SMs | launches | "
+			    "alone: ms (rate) | beside the mover: ms | slowdown | GB/s moved meanwhile | CPU s / GB (process) | "
 			    "CPU cores busy |\n");
 		std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 		for (const interference_row &p : irows)
-			std::printf("| %s | %s%s | %u (%u) | %u | %d | %.2f (%.1f %s) | %.2f | %+.2f%% [%+.2f, %+.2f] | %.2f [%.2f, %.2f] | "
+			std::printf("| %s | %s%s%s%s | %u (%u) | %u | %d | %.2f (%.1f %s) | %.2f | %+.2f%% [%+.2f, %+.2f] | %.2f [%.2f, %.2f] | "
 				    "%.3f | %.2f |\n",
-				    p.kernel.c_str(), kDesign, p.poll_ns ? (", polls paced: " + std::to_string(p.poll_ns) + " ns at least between them").c_str() : "",
+				    p.kernel.c_str(), kMoverName[p.mover], p.mover == kRestore ? "; " : "",
+				    p.mover == kRestore ? kDesign : "",
+				    p.mover == kRestore && p.poll_ns ? (", polls paced: " + std::to_string(p.poll_ns) + " ns at least between them").c_str() : "",
 				    p.io_sms, p.blocks, p.compute_sms, p.launches, p.alone_ms, p.rate_alone, p.unit,
 				    p.with_ms, p.slow, p.slow_min, p.slow_max, p.restore_gbps, p.restore_min, p.restore_max,
 				    p.cpu_s_per_gb, p.cpu_cores);
@@ -956,6 +1020,8 @@ int main(int argc, char **argv)
 			const interference_row &p = irows[i];
 			std::fprintf(f, "%s{\"kernel\": ", i ? ", " : "");
 			kv_json_string(f, p.kernel.c_str());
+			std::fprintf(f, ", \"mover\": ");
+			kv_json_string(f, kMoverName[p.mover]);
 			std::fprintf(f, ", \"poll_ns\": %u", p.poll_ns);
 			std::fprintf(f, ", \"io_sms\": %u, \"blocks\": %u, \"compute_sms\": %u, \"io_warps\": %u, \"launches\": %d, \"reps\": %d, "
 				     "\"alone_ms\": %.4f, \"with_restores_ms\": %.4f, \"rate_alone\": %.3f, \"rate_unit\": \"%s\", "

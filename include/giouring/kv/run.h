@@ -177,7 +177,6 @@ GIO_HD int gio_kv_io_run_layer(const struct gio_kv_io_plan *p, uint32_t layer)
 					if (s > 0 && rc == -ETIME) { /* the controller may still write the slot */
 						(void)gio_stage_lose(st, t);
 					} else if (rc == 0 && !p->write) { /* the object out of its slot, then the slot back */
-						(void)gio_stage_fill(st, t);
 						rc = gio__kv_stage_copy(p, layer, &p->reqs[g->first + j], area + gio_stage_offset(st, t),
 									0);
 						(void)gio_stage_release(st, t);

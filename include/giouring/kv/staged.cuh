@@ -133,8 +133,6 @@ GIO_DEV int gio_kv_stage_group_warp(const struct gio_kv_io_plan *p, uint32_t lay
 		while (todo) {
 			j = (uint32_t)__ffs(todo) - 1;
 			todo &= todo - 1;
-			if (lane == j)
-				(void)gio_stage_fill(st, s0 + j);
 			const int c = gio__kv_stage_copy_warp(p, layer, &p->reqs[grp.first + j], area + gio_stage_offset(st, s0 + j), 0);
 			if (lane == j && c)
 				rc = c;
