@@ -82,7 +82,7 @@ const char kDesign[] = "B: lane 0 of each waiting warp probes its queue pair's C
 enum mover { kRestore = 0, kSmBulk = 1, kCopyEngine = 2 };
 const char *const kMoverName[] = {
 	"restores (the I/O kernel, staged path)",
-	"floor: SM bulk copy, the same warps (gio_copy_warp from pinned host memory; no commands, no polling)",
+	"floor: SM bulk copy by the same warps from pinned host memory, no commands, no polling",
 	"floor: copy engine (cudaMemcpyAsync H2D on the I/O partition's stream; no SMs)",
 };
 const char kTarget[] = "CPU-executed software target (mem://host) standing in for the SSD: its executor threads' "
@@ -107,6 +107,8 @@ struct options {
 	bool floor = true;
 	uint32_t poll_ns[kMaxSms] = {0}; // interference rows: gio_kv_plan_params::poll_ns of each
 	int n_poll = 1;
+	uint32_t depths[kMaxSms] = {16, 4, 1}; // floor rows: 16-byte loads in flight a lane of the SM copy
+	int n_depths = 3;
 	double timeout_s = 120;
 	const char *json = nullptr;
 };
@@ -127,6 +129,8 @@ void usage(FILE *f)
 		     "  --window-ms X      length of each compute timing, ms (1000)\n"
 		     "  --no-interference  restore table only (no SM partition, no compute kernels)\n"
 		     "  --no-floor         no bulk-copy floor rows in the interference table\n"
+		     "  --floor-depths L   the SM floor's 16-byte loads in flight a lane, one row each (16,4,1; 16 is\n"
+		     "                     gio_copy_warp(), the staged mover's copy)\n"
 		     "  --poll-ns LIST     interference rows per least pause between completion polls (0: design A's\n"
 		     "                     back-off; e.g. 0,4000)\n"
 		     "  --json FILE        the rows as JSON\n"
@@ -469,16 +473,54 @@ __global__ void hbm_copy_kernel(const uint4 *__restrict__ in, uint4 *__restrict_
 		out[i] = in[i];
 }
 
-// The floor's SM mover: the staged path's warp copy over the same bytes, an object-sized piece a
-// warp at a time, with no command, reservation or poll.
+// The floor's SM mover: a warp copy over the same bytes, an object-sized piece a warp at a time,
+// with no command, reservation or poll. Depth 16 is gio_copy_warp() itself (the staged mover's
+// copy); the others keep D 16-byte loads in flight a lane, to see whether the loads in flight,
+// not the bytes, are what costs the other partition. Pieces are 16-byte multiples.
+template <int D>
+__device__ void depth_copy_warp(uint4 *d, const uint4 *s, uint64_t n)
+{
+	uint64_t k = threadIdx.x & 31u;
+	for (; k + 32 * (D - 1) < n; k += 32 * D) {
+		uint4 v[D];
+#pragma unroll
+		for (int u = 0; u < D; u++)
+			v[u] = s[k + 32 * u];
+#pragma unroll
+		for (int u = 0; u < D; u++)
+			d[k + 32 * u] = v[u];
+	}
+	for (; k < n; k += 32)
+		d[k] = s[k];
+}
+
+template <int D>
 __global__ void sm_bulk_kernel(unsigned char *dst, const unsigned char *src, uint64_t bytes, uint64_t piece)
 {
 	const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
 	const uint64_t n = (bytes + piece - 1) / piece;
 	for (uint64_t i = blockIdx.x * (uint64_t)(blockDim.x / 32) + threadIdx.x / 32; i < n; i += warps) {
 		const uint64_t off = i * piece, len = bytes - off < piece ? bytes - off : piece;
-		gio_copy_warp(dst + off, src + off, len, 0);
+		if (D == 16)
+			gio_copy_warp(dst + off, src + off, len, 0);
+		else
+			depth_copy_warp<D>((uint4 *)(dst + off), (const uint4 *)(src + off), len / 16);
 	}
+}
+
+typedef void (*bulk_kernel_fn)(unsigned char *, const unsigned char *, uint64_t, uint64_t);
+
+bulk_kernel_fn bulk_kernel_of(uint32_t depth)
+{
+	switch (depth) {
+	case 1: return sm_bulk_kernel<1>;
+	case 2: return sm_bulk_kernel<2>;
+	case 4: return sm_bulk_kernel<4>;
+	case 8: return sm_bulk_kernel<8>;
+	case 16: return sm_bulk_kernel<16>;
+	default: kv_die("--floor-depths: 1, 2, 4, 8 or 16, not %u", depth);
+	}
+	return nullptr;
 }
 
 struct compute_kernel {
@@ -553,6 +595,7 @@ struct interference_row {
 	uint64_t batches = 0;                       // restore batches in all windows
 	uint32_t poll_ns = 0;                       // the plan's least pause between completion polls
 	int mover = kRestore;
+	uint32_t depth = 0;                         // kSmBulk: loads in flight a lane
 };
 
 struct interference_ctx {
@@ -563,6 +606,7 @@ struct interference_ctx {
 	uint32_t io_sms, compute_sms, io_warps;
 	cudaEvent_t c0, c1, rs, re;
 	int mover;
+	uint32_t depth; // kSmBulk
 };
 
 // One batch of x's mover on the I/O partition's stream: every layer's restore, or the same bytes
@@ -574,8 +618,8 @@ void launch_batch(interference_ctx &x)
 	if (x.mover == kRestore) {
 		launch_layers(*x.g, x.plan, x.io);
 	} else if (x.mover == kSmBulk) {
-		sm_bulk_kernel<<<x.io_sms, 32 * x.io_warps, 0, x.io>>>((unsigned char *)w->pool_base,
-								       (const unsigned char *)w->store, bytes, x.g->slot_bytes);
+		bulk_kernel_of(x.depth)<<<x.io_sms, 32 * x.io_warps, 0, x.io>>>(
+			(unsigned char *)w->pool_base, (const unsigned char *)w->store, bytes, x.g->slot_bytes);
 		KV_CK(cudaGetLastError());
 	} else {
 		KV_CK(cudaMemcpyAsync(w->pool_base, w->store, bytes, cudaMemcpyHostToDevice, x.io));
@@ -592,6 +636,7 @@ interference_row run_interference(interference_ctx &x, const compute_kernel &k, 
 	row.unit = k.unit;
 	row.reps = o.reps;
 	row.mover = x.mover;
+	row.depth = x.mover == kSmBulk ? x.depth : 0;
 	const kv_workload *w = x.g->w;
 	const uint64_t bytes = kv_total_bytes(w);
 	// As many launches as fill the window (one calibration launch, after a warm one), at most 400:
@@ -684,6 +729,15 @@ interference_row run_interference(interference_ctx &x, const compute_kernel &k, 
 	return row;
 }
 
+// Every floor kernel loaded before anything spins (see main()). True on success.
+bool kv_preload_floors(const options &o)
+{
+	for (int i = 0; i < o.n_depths; i++)
+		if (gio_gpu_preload((const void *)bulk_kernel_of(o.depths[i])))
+			return false;
+	return true;
+}
+
 uint64_t parse_tokens(const char *v)
 {
 	char *end = nullptr;
@@ -750,6 +804,11 @@ int main(int argc, char **argv)
 			if (o.n_poll <= 0)
 				kv_die("--poll-ns %s", v);
 			i++;
+		} else if (a == "--floor-depths" && v) {
+			o.n_depths = kv_parse_u32_list(v, 1, 16, o.depths, kMaxSms);
+			if (o.n_depths <= 0)
+				kv_die("--floor-depths %s: 1 to 16 each", v);
+			i++;
 		} else if (a == "--no-floor") {
 			o.floor = false;
 		} else if (a == "--no-interference") {
@@ -790,7 +849,7 @@ int main(int argc, char **argv)
 	// loading"): the I/O kernel polls completions while the others launch beside it.
 	kv_workload_load_kernels();
 	if (gio_kv_layer_preload() || gio_gpu_preload((const void *)hbm_copy_kernel) ||
-	    gio_gpu_preload((const void *)sm_bulk_kernel))
+	    !kv_preload_floors(o))
 		die_gio("preload");
 	kv_machine m;
 	kv_machine_probe(0, &m);
@@ -923,8 +982,9 @@ int main(int argc, char **argv)
 				irows.back().poll_ns = o.poll_ns[pk];
 			}
 		}
-		for (int m = kSmBulk; o.floor && m <= kCopyEngine; m++) {
-			x.mover = m;
+		for (int i = 0; o.floor && i <= o.n_depths; i++) {
+			x.mover = i < o.n_depths ? kSmBulk : kCopyEngine;
+			x.depth = i < o.n_depths ? o.depths[i] : 0;
 			for (const compute_kernel &k : kernels)
 				irows.push_back(run_interference(x, k, o));
 		}
@@ -978,9 +1038,12 @@ int main(int argc, char **argv)
 			    "CPU cores busy |\n");
 		std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 		for (const interference_row &p : irows)
-			std::printf("| %s | %s%s%s%s | %u (%u) | %u | %d | %.2f (%.1f %s) | %.2f | %+.2f%% [%+.2f, %+.2f] | %.2f [%.2f, %.2f] | "
+			std::printf("| %s | %s%s%s%s%s | %u (%u) | %u | %d | %.2f (%.1f %s) | %.2f | %+.2f%% [%+.2f, %+.2f] | %.2f [%.2f, %.2f] | "
 				    "%.3f | %.2f |\n",
-				    p.kernel.c_str(), kMoverName[p.mover], p.mover == kRestore ? "; " : "",
+				    p.kernel.c_str(), kMoverName[p.mover],
+				    p.mover == kSmBulk ? (", " + std::to_string(p.depth) + " loads in flight a lane" +
+							  (p.depth == 16 ? " (gio_copy_warp)" : "")).c_str() : "",
+				    p.mover == kRestore ? "; " : "",
 				    p.mover == kRestore ? kDesign : "",
 				    p.mover == kRestore && p.poll_ns ? (", polls paced: " + std::to_string(p.poll_ns) + " ns at least between them").c_str() : "",
 				    p.io_sms, p.blocks, p.compute_sms, p.launches, p.alone_ms, p.rate_alone, p.unit,
@@ -1022,7 +1085,7 @@ int main(int argc, char **argv)
 			kv_json_string(f, p.kernel.c_str());
 			std::fprintf(f, ", \"mover\": ");
 			kv_json_string(f, kMoverName[p.mover]);
-			std::fprintf(f, ", \"poll_ns\": %u", p.poll_ns);
+			std::fprintf(f, ", \"depth\": %u, \"poll_ns\": %u", p.depth, p.poll_ns);
 			std::fprintf(f, ", \"io_sms\": %u, \"blocks\": %u, \"compute_sms\": %u, \"io_warps\": %u, \"launches\": %d, \"reps\": %d, "
 				     "\"alone_ms\": %.4f, \"with_restores_ms\": %.4f, \"rate_alone\": %.3f, \"rate_unit\": \"%s\", "
 				     "\"slowdown_pct\": [%.3f, %.3f, %.3f], \"restore_gbps\": [%.3f, %.3f, %.3f], \"batches\": %" PRIu64

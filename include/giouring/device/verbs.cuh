@@ -750,20 +750,21 @@ GIO_DEV int gio_wait_warp_paced(struct gio_qp *qp, uint32_t cid, int active, uin
 		if (probe) {
 			uint32_t h = 0, ready = 0;
 			if (lane == 0) {
-				h = gio_load_acquire_in(GIO_SCOPE_SYS, &qp->cq_head);
-				const uint32_t dw3 = gio_load_relaxed(gio_cqe_dw3(&qp->cq[h & (qp->cq_depth - 1)]));
-				ready = GIO_GET(dw3, CQE_DW3_STATUS) % 2u == (1u ^ ((h >> qp->cq_shift) & 1u));
+				h = gio_load_relaxed(&qp->cq_head);
+				if (h != seen) /* pairs with the reaper's release: its results before the head */
+					h = gio_load_acquire_in(GIO_SCOPE_SYS, &qp->cq_head);
+				else
+					ready = GIO_GET(gio_load_relaxed(gio_cqe_dw3(&qp->cq[h & (qp->cq_depth - 1)])),
+							CQE_DW3_STATUS) % 2u == (1u ^ ((h >> qp->cq_shift) & 1u));
 			}
 			h = __shfl_sync(0xffffffffu, h, 0);
-			if (h != seen) { /* a warp reaped: this warp's results may be in */
+			if (h != seen) { /* a warp reaped: this warp's results may be in (looked at after the pause) */
 				seen = h;
 				look = 1;
 			} else if (__shfl_sync(0xffffffffu, ready, 0) && gio_qp_reap_warp(qp)) {
 				look = 1;
-			}
-			/* At once while the CQ moves, but never past the deadline (checked below). */
-			if (look && !__shfl_sync(0xffffffffu, gio_deadline_passed(deadline), 0))
 				continue;
+			}
 		} else if (gio_qp_reap_warp(qp)) {
 			continue;
 		}
