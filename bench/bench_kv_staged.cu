@@ -9,7 +9,7 @@
 // whose executor threads memcpy each command's data from their backing store into its slot, so
 // that memcpy is part of what is measured (figures MEASURED, not modelled; a real SSD's rate and
 // latency are not in them). Completions: design A of docs/staged.md, each lane polls its CQE in
-// pinned host memory.
+// pinned host memory. The mover keeps gio_kv_plan_params::move_depth loads in flight a lane.
 //
 // Workload: bench/common/workload.cuh (llama3-8b: 32 layers, 8 KV heads, head dim 128, bf16,
 // blocks of 16 tokens; a chunk per block, its object per layer K and V: 2 x 32 KiB runs of the
@@ -75,8 +75,7 @@ namespace {
 
 const int kSkip = 77;
 const int kMaxSms = 8;
-const char kDesign[] = "B: lane 0 of each waiting warp probes its queue pair's CQ head and next CQE in pinned host "
-		       "memory; the lanes read their results only after the head moved";
+const char kDesign[] = "A: each lane polls its CQE in pinned host memory";
 // The interference table's movers: the library's restores, and two floors that move the same
 // bytes from pinned host memory into HBM with no NVMe command and no polling at all.
 enum mover { kRestore = 0, kSmBulk = 1, kCopyEngine = 2 };
@@ -107,8 +106,10 @@ struct options {
 	bool floor = true;
 	uint32_t poll_ns[kMaxSms] = {0}; // interference rows: gio_kv_plan_params::poll_ns of each
 	int n_poll = 1;
-	uint32_t depths[kMaxSms] = {16, 4, 1}; // floor rows: 16-byte loads in flight a lane of the SM copy
-	int n_depths = 3;
+	uint32_t depths[kMaxSms] = {16, 4}; // floor rows: 16-byte loads in flight a lane of the SM copy
+	int n_depths = 2;
+	uint32_t move_depth[kMaxSms] = {0}; // interference rows: gio_kv_plan_params::move_depth of each
+	int n_move = 1;
 	double timeout_s = 120;
 	const char *json = nullptr;
 };
@@ -129,8 +130,8 @@ void usage(FILE *f)
 		     "  --window-ms X      length of each compute timing, ms (1000)\n"
 		     "  --no-interference  restore table only (no SM partition, no compute kernels)\n"
 		     "  --no-floor         no bulk-copy floor rows in the interference table\n"
-		     "  --floor-depths L   the SM floor's 16-byte loads in flight a lane, one row each (16,4,1; 16 is\n"
-		     "                     gio_copy_warp(), the staged mover's copy)\n"
+		     "  --floor-depths L   the SM floor's 16-byte loads in flight a lane, one row each (16,4)\n"
+		     "  --move-depth LIST  interference rows per gio_kv_plan_params::move_depth (0: the default)\n"
 		     "  --poll-ns LIST     interference rows per least pause between completion polls (0: design A's\n"
 		     "                     back-off; e.g. 0,4000)\n"
 		     "  --json FILE        the rows as JSON\n"
@@ -286,7 +287,8 @@ void rig_open(rig &g, const kv_workload *w, const options &o)
 	}
 }
 
-gio_kv_plan *plan_make(rig &g, uint32_t io_ctas, uint32_t io_warps, double timeout_s, uint32_t poll_ns = 0)
+gio_kv_plan *plan_make(rig &g, uint32_t io_ctas, uint32_t io_warps, double timeout_s, uint32_t poll_ns = 0,
+		       uint32_t move_depth = 0)
 {
 	gio_kv_plan_params pp{};
 	pp.engine = GIO_KV_ENGINE_GPU;
@@ -298,6 +300,7 @@ gio_kv_plan *plan_make(rig &g, uint32_t io_ctas, uint32_t io_warps, double timeo
 	pp.devs = g.devs.data();
 	pp.pool = &g.pool;
 	pp.poll_ns = poll_ns;
+	pp.move_depth = move_depth;
 	gio_kv_plan *plan = nullptr;
 	if (gio_kv_plan_create(g.store, &pp, &plan))
 		die_gio("plan");
@@ -473,54 +476,17 @@ __global__ void hbm_copy_kernel(const uint4 *__restrict__ in, uint4 *__restrict_
 		out[i] = in[i];
 }
 
-// The floor's SM mover: a warp copy over the same bytes, an object-sized piece a warp at a time,
-// with no command, reservation or poll. Depth 16 is gio_copy_warp() itself (the staged mover's
-// copy); the others keep D 16-byte loads in flight a lane, to see whether the loads in flight,
-// not the bytes, are what costs the other partition. Pieces are 16-byte multiples.
-template <int D>
-__device__ void depth_copy_warp(uint4 *d, const uint4 *s, uint64_t n)
-{
-	uint64_t k = threadIdx.x & 31u;
-	for (; k + 32 * (D - 1) < n; k += 32 * D) {
-		uint4 v[D];
-#pragma unroll
-		for (int u = 0; u < D; u++)
-			v[u] = s[k + 32 * u];
-#pragma unroll
-		for (int u = 0; u < D; u++)
-			d[k + 32 * u] = v[u];
-	}
-	for (; k < n; k += 32)
-		d[k] = s[k];
-}
-
-template <int D>
-__global__ void sm_bulk_kernel(unsigned char *dst, const unsigned char *src, uint64_t bytes, uint64_t piece)
+// The floor's SM mover: the staged mover's copy (gio_copy_warp_depth()) over the same bytes, an
+// object-sized piece a warp at a time, with no command, reservation or poll.
+__global__ void sm_bulk_kernel(unsigned char *dst, const unsigned char *src, uint64_t bytes, uint64_t piece,
+			       uint32_t depth)
 {
 	const uint64_t warps = (uint64_t)gridDim.x * (blockDim.x / 32);
 	const uint64_t n = (bytes + piece - 1) / piece;
 	for (uint64_t i = blockIdx.x * (uint64_t)(blockDim.x / 32) + threadIdx.x / 32; i < n; i += warps) {
 		const uint64_t off = i * piece, len = bytes - off < piece ? bytes - off : piece;
-		if (D == 16)
-			gio_copy_warp(dst + off, src + off, len, 0);
-		else
-			depth_copy_warp<D>((uint4 *)(dst + off), (const uint4 *)(src + off), len / 16);
+		gio_copy_warp_depth(dst + off, src + off, len, 0, depth);
 	}
-}
-
-typedef void (*bulk_kernel_fn)(unsigned char *, const unsigned char *, uint64_t, uint64_t);
-
-bulk_kernel_fn bulk_kernel_of(uint32_t depth)
-{
-	switch (depth) {
-	case 1: return sm_bulk_kernel<1>;
-	case 2: return sm_bulk_kernel<2>;
-	case 4: return sm_bulk_kernel<4>;
-	case 8: return sm_bulk_kernel<8>;
-	case 16: return sm_bulk_kernel<16>;
-	default: kv_die("--floor-depths: 1, 2, 4, 8 or 16, not %u", depth);
-	}
-	return nullptr;
 }
 
 struct compute_kernel {
@@ -618,8 +584,8 @@ void launch_batch(interference_ctx &x)
 	if (x.mover == kRestore) {
 		launch_layers(*x.g, x.plan, x.io);
 	} else if (x.mover == kSmBulk) {
-		bulk_kernel_of(x.depth)<<<x.io_sms, 32 * x.io_warps, 0, x.io>>>(
-			(unsigned char *)w->pool_base, (const unsigned char *)w->store, bytes, x.g->slot_bytes);
+		sm_bulk_kernel<<<x.io_sms, 32 * x.io_warps, 0, x.io>>>(
+			(unsigned char *)w->pool_base, (const unsigned char *)w->store, bytes, x.g->slot_bytes, x.depth);
 		KV_CK(cudaGetLastError());
 	} else {
 		KV_CK(cudaMemcpyAsync(w->pool_base, w->store, bytes, cudaMemcpyHostToDevice, x.io));
@@ -729,15 +695,6 @@ interference_row run_interference(interference_ctx &x, const compute_kernel &k, 
 	return row;
 }
 
-// Every floor kernel loaded before anything spins (see main()). True on success.
-bool kv_preload_floors(const options &o)
-{
-	for (int i = 0; i < o.n_depths; i++)
-		if (gio_gpu_preload((const void *)bulk_kernel_of(o.depths[i])))
-			return false;
-	return true;
-}
-
 uint64_t parse_tokens(const char *v)
 {
 	char *end = nullptr;
@@ -809,6 +766,11 @@ int main(int argc, char **argv)
 			if (o.n_depths <= 0)
 				kv_die("--floor-depths %s: 1 to 16 each", v);
 			i++;
+		} else if (a == "--move-depth" && v) {
+			o.n_move = kv_parse_u32_list(v, 0, 16, o.move_depth, kMaxSms);
+			if (o.n_move <= 0)
+				kv_die("--move-depth %s: 0 to 16 each", v);
+			i++;
 		} else if (a == "--no-floor") {
 			o.floor = false;
 		} else if (a == "--no-interference") {
@@ -849,7 +811,7 @@ int main(int argc, char **argv)
 	// loading"): the I/O kernel polls completions while the others launch beside it.
 	kv_workload_load_kernels();
 	if (gio_kv_layer_preload() || gio_gpu_preload((const void *)hbm_copy_kernel) ||
-	    !kv_preload_floors(o))
+	    gio_gpu_preload((const void *)sm_bulk_kernel))
 		die_gio("preload");
 	kv_machine m;
 	kv_machine_probe(0, &m);
@@ -928,15 +890,16 @@ int main(int argc, char **argv)
 	std::vector<gio_kv_plan *> plans;
 	for (int i = 0; i < o.n_io_sms; i++)
 		plans.push_back(plan_make(g, o.io_sms[i], o.io_warps, o.timeout_s / 4));
-	std::vector<gio_kv_plan *> iplans; // one per --poll-ns value
+	std::vector<gio_kv_plan *> iplans; // one per --poll-ns and --move-depth value, depth varying first
 	const uint32_t iface_sms = o.interference ? (pinfo.isolated ? pinfo.io_sms : o.part_sms) : 0;
-	for (int k = 0; o.interference && k < o.n_poll; k++) {
+	for (int k = 0; o.interference && k < o.n_poll * o.n_move; k++) {
+		const uint32_t poll = o.poll_ns[k / o.n_move], depth = o.move_depth[k % o.n_move];
 		gio_kv_plan *ip = nullptr;
-		for (int i = 0; o.poll_ns[k] == 0 && i < o.n_io_sms; i++)
+		for (int i = 0; poll == 0 && depth == 0 && i < o.n_io_sms; i++)
 			if (o.io_sms[i] == iface_sms)
 				ip = plans[i];
 		if (!ip) {
-			plans.push_back(plan_make(g, iface_sms, o.io_warps, o.timeout_s / 4, o.poll_ns[k]));
+			plans.push_back(plan_make(g, iface_sms, o.io_warps, o.timeout_s / 4, poll, depth));
 			ip = plans.back();
 		}
 		iplans.push_back(ip);
@@ -975,11 +938,12 @@ int main(int argc, char **argv)
 		x.rs = b0;
 		x.re = b1;
 		x.mover = kRestore;
-		for (int pk = 0; pk < o.n_poll; pk++) {
+		for (size_t pk = 0; pk < iplans.size(); pk++) {
 			x.plan = iplans[pk];
 			for (const compute_kernel &k : kernels) {
 				irows.push_back(run_interference(x, k, o));
-				irows.back().poll_ns = o.poll_ns[pk];
+				irows.back().poll_ns = o.poll_ns[pk / o.n_move];
+				irows.back().depth = o.move_depth[pk % o.n_move] ? o.move_depth[pk % o.n_move] : GIO_KV_MOVE_DEPTH_DEFAULT;
 			}
 		}
 		for (int i = 0; o.floor && i <= o.n_depths; i++) {
@@ -993,7 +957,8 @@ int main(int argc, char **argv)
 	const double gib = kv_total_bytes(&w) / 1073741824.0;
 	std::printf("\nKV restore through the staged path (docs/staged.md), MEASURED: %s, %u targets x %u executor threads, "
 		    "%u queue pairs of depth %u a target, each with a staging ring of %u slots of %" PRIu64
-		    " KiB in pinned GPU-mapped host memory; completions: design %s. Workload: %s, %" PRIu64
+		    " KiB in pinned GPU-mapped host memory; the mover keeps %u loads in flight a lane (the default "
+		    "move_depth); completions: design %s. Workload: %s, %" PRIu64
 		    " tokens (%u blocks x %u layers, %" PRIu64 " KiB objects: K and V apart in a vLLM pool in HBM, "
 		    "restored into shuffled blocks, every byte verified after each repetition). One gio_kv_load_layer() "
 		    "launch per layer on one stream (all SMs available; the I/O kernel has one thread block of %u warps "
@@ -1004,7 +969,7 @@ int main(int argc, char **argv)
 		    "pinned host memory into HBM on its own stream, after each load. CPU: getrusage(RUSAGE_SELF) over "
 		    "each load, every thread of the process (the executors' memcpy included; the waiting thread naps). "
 		    "%d repetitions after %d warm-up: median [min, max].\n\n",
-		    kTarget, o.targets, o.threads, o.qps, o.depth, o.slots, g.slot_bytes >> 10, kDesign, w.geom_name, w.tokens,
+		    kTarget, o.targets, o.threads, o.qps, o.depth, o.slots, g.slot_bytes >> 10, GIO_KV_MOVE_DEPTH_DEFAULT, kDesign, w.geom_name, w.tokens,
 		    w.n_blocks, w.n_layers, 2 * w.obj_bytes >> 10, o.io_warps, o.reps, o.warmup);
 	std::printf("| I/O SMs (plan io_ctas) | blocks launched (groups a layer) | warps a block | GiB | load GB/s | "
 		    "bulk H2D GB/s | load / bulk | SMs per 10 GB/s | CPU s / GB (process) | CPU cores busy | verified |\n");
@@ -1041,8 +1006,7 @@ int main(int argc, char **argv)
 			std::printf("| %s | %s%s%s%s%s | %u (%u) | %u | %d | %.2f (%.1f %s) | %.2f | %+.2f%% [%+.2f, %+.2f] | %.2f [%.2f, %.2f] | "
 				    "%.3f | %.2f |\n",
 				    p.kernel.c_str(), kMoverName[p.mover],
-				    p.mover == kSmBulk ? (", " + std::to_string(p.depth) + " loads in flight a lane" +
-							  (p.depth == 16 ? " (gio_copy_warp)" : "")).c_str() : "",
+				    p.mover != kCopyEngine ? (", " + std::to_string(p.depth) + " loads in flight a lane").c_str() : "",
 				    p.mover == kRestore ? "; " : "",
 				    p.mover == kRestore ? kDesign : "",
 				    p.mover == kRestore && p.poll_ns ? (", polls paced: " + std::to_string(p.poll_ns) + " ns at least between them").c_str() : "",
@@ -1085,7 +1049,7 @@ int main(int argc, char **argv)
 			kv_json_string(f, p.kernel.c_str());
 			std::fprintf(f, ", \"mover\": ");
 			kv_json_string(f, kMoverName[p.mover]);
-			std::fprintf(f, ", \"depth\": %u, \"poll_ns\": %u", p.depth, p.poll_ns);
+			std::fprintf(f, ", \"loads_in_flight\": %u, \"poll_ns\": %u", p.depth, p.poll_ns);
 			std::fprintf(f, ", \"io_sms\": %u, \"blocks\": %u, \"compute_sms\": %u, \"io_warps\": %u, \"launches\": %d, \"reps\": %d, "
 				     "\"alone_ms\": %.4f, \"with_restores_ms\": %.4f, \"rate_alone\": %.3f, \"rate_unit\": \"%s\", "
 				     "\"slowdown_pct\": [%.3f, %.3f, %.3f], \"restore_gbps\": [%.3f, %.3f, %.3f], \"batches\": %" PRIu64

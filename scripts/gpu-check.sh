@@ -26,8 +26,9 @@
 #               staging slots from 4 CPU-executed software targets at 2-16 I/O SMs beside the bulk
 #               H2D copy, then a GEMM and an HBM-bound copy in the compute partition with and
 #               without restores in the I/O partition, completions polled with the default back-off
-#               and paced at 8 us (gio_kv_plan_params::poll_ns), then the floors: the same bytes
-#               moved in bulk by the same warps and by the copy engine. Not in the default: run it alone
+#               and paced at 8 us (gio_kv_plan_params::poll_ns), the mover at 16, 8 and 4 loads in
+#               flight a lane (move_depth), then the floors: the same bytes moved in bulk by the same
+#               warps (16 and 4 in flight) and by the copy engine. Not in the default: run it alone
 #               (GIO_GPU_STAGES=staged), so that its table is among the 8 files the device tool
 #               brings back. Writes kv-staged.md and json/kv-staged.json (in json.tar).
 #     file      bench_gpu_file: the file target's CPU executor fed by GPU warps
@@ -168,7 +169,7 @@ if want layer; then
 fi
 if want staged; then
 	bench staged kv-staged.md timeout 500 "$b/bench_kv_staged" --tokens 64K --targets 4 --io-sms 2,4,8,16 --io-warps 8 \
-		--reps 5 --part-sms 8 --poll-ns 0,8000 --json "$out/json/kv-staged.json"
+		--reps 5 --part-sms 8 --poll-ns 0,8000 --move-depth 16,8,4 --floor-depths 16,4 --json "$out/json/kv-staged.json"
 fi
 if want file; then
 	bench file gpu-file.md timeout 300 "$b/bench_gpu_file" --tokens 16384 --dir /tmp --reps 3 --warmup 1 --threads 1,8 \

@@ -328,6 +328,7 @@ void round_trip(Layout layout, bool prp = false)
 	REQUIRE(gio_kv_plan_view(r.plan, &v) == 0);
 	// A request per command: one per object, or one per run where PRPs cannot chain the runs.
 	CHECK(v.nreqs == n * r.cmds);
+	CHECK(v.move_depth == GIO_KV_MOVE_DEPTH_DEFAULT); // the params left it 0
 	// Round-robin placement: each of the 4 devices holds a quarter; groups alternate devices, and
 	// a device's 10 chunks make one group per queue pair (2 of 5 chunks), not one of 10.
 	std::vector<uint32_t> per_dev(4, 0);
@@ -622,10 +623,10 @@ TEST_CASE("plan: bad input gets -EINVAL naming the problem", "[kv][io_uring]")
 	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
 	CHECK(std::string(gio_last_error()).find("poll_ns above 1 ms") != std::string::npos);
 	pp.poll_ns = 0;
-	pp.reserved0 = 1;
+	pp.move_depth = 17; // more loads in flight than the mover keeps
 	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
-	CHECK(std::string(gio_last_error()).find("reserved0 must be zero") != std::string::npos);
-	pp.reserved0 = 0;
+	CHECK(std::string(gio_last_error()).find("move_depth 17: 1 to 16") != std::string::npos);
+	pp.move_depth = 0;
 	devs[1].lba_shift = 9;
 	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
 	CHECK(std::string(gio_last_error()).find("device 1: lba_shift 9") != std::string::npos);

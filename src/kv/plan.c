@@ -255,9 +255,11 @@ static int check_params(struct gio_kv_store *store, const struct gio_kv_plan_par
 				 p->max_requests, p->blocks);
 	if (p->io_warps > 32)
 		return gio__fail(-EINVAL, "giouring: kv plan: io_warps %u above 32", p->io_warps);
-	if (p->poll_ns > 1000000u || p->reserved0)
-		return gio__fail(-EINVAL, "giouring: kv plan: %s", p->reserved0 ? "reserved0 must be zero"
-									   : "poll_ns above 1 ms (the GPU's __nanosleep sleeps at most about 1 ms)");
+	if (p->poll_ns > 1000000u)
+		return gio__fail(-EINVAL, "giouring: kv plan: poll_ns above 1 ms (the GPU's __nanosleep sleeps at most about 1 ms)");
+	if (p->move_depth > 16u)
+		return gio__fail(-EINVAL, "giouring: kv plan: move_depth %u: 1 to 16 loads in flight a lane (0: the default, %u)",
+				 p->move_depth, GIO_KV_MOVE_DEPTH_DEFAULT);
 	if (p->scope != GIO_SCOPE_GPU && p->scope != GIO_SCOPE_SYS)
 		return gio__fail(-EINVAL, "giouring: kv plan: scope %u unknown", p->scope);
 	if (!p->devs)
@@ -716,6 +718,7 @@ int gio_kv_plan_view(const struct gio_kv_plan *pl, struct gio_kv_io_plan *v)
 	v->write = pl->batch == BATCH_SAVE;
 	v->scope = pl->p.engine == GIO_KV_ENGINE_GPU ? pl->p.scope : GIO_SCOPE_SYS;
 	v->poll_ns = pl->p.poll_ns;
+	v->move_depth = pl->p.move_depth ? pl->p.move_depth : GIO_KV_MOVE_DEPTH_DEFAULT;
 	if (pl->stage_rings) { /* the GPU engine's copies, in GPU memory */
 		v->pool = im->pool;
 		v->runs = im->runs;

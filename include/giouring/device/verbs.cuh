@@ -730,44 +730,15 @@ GIO_DEV int gio_wait_warp_paced(struct gio_qp *qp, uint32_t cid, int active, uin
 {
 	if (qp->flags & GIO_QP_OWNED)
 		return gio__wait_owned_warp(qp, cid, active, deadline, status);
-	/* Where the queues may be in host memory (system scope), lane 0 probes for the warp: the CQ
-	 * head (the reapers' release, after their results) and the phase of the next CQE, one read
-	 * across PCIe a poll; the lanes read their slots only after the head moved, and the warp
-	 * reaps only when an entry is there. Otherwise every poll is 32 slot reads and 32 CQE reads,
-	 * which is what costs kernels elsewhere on the GPU (docs/staged.md, design B). */
-	const int probe = GIO__QSC(qp) == GIO_SCOPE_SYS;
-	const unsigned lane = threadIdx.x & 31u;
-	uint32_t spins = 0, seen = 0;
-	int rc = active ? -EAGAIN : 0, look = 1;
-	if (probe)
-		seen = __shfl_sync(0xffffffffu, lane == 0 ? gio_load_acquire_in(GIO_SCOPE_SYS, &qp->cq_head) : 0u, 0);
+	uint32_t spins = 0;
+	int rc = active ? -EAGAIN : 0;
 	for (;;) {
-		if (look && rc == -EAGAIN)
+		if (rc == -EAGAIN)
 			rc = gio_qp_try_result(qp, cid, status, (uint32_t *)0);
 		if (!__any_sync(0xffffffffu, rc == -EAGAIN))
 			return rc;
-		look = !probe;
-		if (probe) {
-			uint32_t h = 0, ready = 0;
-			if (lane == 0) {
-				h = gio_load_relaxed(&qp->cq_head);
-				if (h != seen) /* pairs with the reaper's release: its results before the head */
-					h = gio_load_acquire_in(GIO_SCOPE_SYS, &qp->cq_head);
-				else
-					ready = GIO_GET(gio_load_relaxed(gio_cqe_dw3(&qp->cq[h & (qp->cq_depth - 1)])),
-							CQE_DW3_STATUS) % 2u == (1u ^ ((h >> qp->cq_shift) & 1u));
-			}
-			h = __shfl_sync(0xffffffffu, h, 0);
-			if (h != seen) { /* a warp reaped: this warp's results may be in (looked at after the pause) */
-				seen = h;
-				look = 1;
-			} else if (__shfl_sync(0xffffffffu, ready, 0) && gio_qp_reap_warp(qp)) {
-				look = 1;
-				continue;
-			}
-		} else if (gio_qp_reap_warp(qp)) {
+		if (gio_qp_reap_warp(qp))
 			continue;
-		}
 		/* Not on the fast path: entries are published by their producers; this is for a stall. */
 		if (spins >= 16 && __shfl_sync(0xffffffffu, gio__qp_unpublished(qp), 0))
 			gio__qp_publish_warp(qp, 0, 0);

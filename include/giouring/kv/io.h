@@ -121,6 +121,8 @@ struct gio_kv_io_plan {
 	const struct gio_kv_runs *runs;       /**< The pool's runs (gio_kv_pool_runs()). */
 	uint32_t poll_ns;                     /**< GPU engine: the least pause between a warp's completion polls
 					           (gio_kv_plan_params::poll_ns; 0: the default back-off). */
+	uint32_t move_depth;                  /**< GPU engine, staged devices: loads in flight a lane while
+					           moving (gio_kv_plan_params::move_depth), 1 to 16. */
 };
 
 /* Request i's Read or Write for `layer` without its data pointer: the checks and the encoding

@@ -89,8 +89,16 @@ struct gio_kv_plan_params {
 				    (0: a back-off from 32 ns to 1 us). Where the completion queues are in
 				    host memory (pinned queue pairs, the staged path) each poll reads across
 				    PCIe: longer pauses read less, at the cost of completion latency. */
-	uint32_t reserved0;    /**< Zero. */
+	uint32_t move_depth;   /**< GPU engine, staged devices: the 16-byte loads each lane keeps in flight
+				    while its warp moves an object between its slot and the pool, 1 to 16
+				    (0: GIO_KV_MOVE_DEPTH_DEFAULT). Deeper moves an object faster from fewer
+				    warps; every load in flight across PCIe also costs kernels in the other
+				    SM partition (docs/staged.md, "Measured": 16 cost a GEMM 4.6-5.0%, 4 cost
+				    it 0.7-0.9%, at the same bulk rate). */
 };
+
+/** gio_kv_plan_params::move_depth where it is 0. */
+#define GIO_KV_MOVE_DEPTH_DEFAULT 4u
 
 /**
  * @brief Makes a plan for a store.

@@ -14,7 +14,8 @@
  *
  * Memory ordering (docs/staged.md, "Memory ordering"): a load's slot is read only after its
  * lane's system-scope acquire of the completion and a __syncwarp() (which orders the lanes), with
- * loads that bypass the L1 cache (`ld.global.cv`), so no line of the slot's previous lap is read;
+ * loads that bypass the L1 cache (`ld.global.cv`, gio_kv_io_plan::move_depth of them in flight a
+ * lane), so no line of the slot's previous lap is read;
  * a save's stores into the slot come before every lane's system-scope fence, the __syncwarp()
  * and the doorbell's release; a slot's release store (gio_stage_release()) comes after the last
  * read or write of it by any lane (__syncwarp() first).
@@ -50,9 +51,9 @@ GIO_DEV int gio__kv_stage_copy_warp(const struct gio_kv_io_plan *p, uint32_t lay
 		for (k = 0; k < n; k++) {
 			uint8_t *home = (uint8_t *)(uintptr_t)mv[k].dst;
 			if (to_slot)
-				gio_copy_warp(slot + mv[k].src_off, home, mv[k].len, 0);
+				gio_copy_warp_depth(slot + mv[k].src_off, home, mv[k].len, 0, p->move_depth);
 			else
-				gio_copy_warp(home, slot + mv[k].src_off, mv[k].len, 1);
+				gio_copy_warp_depth(home, slot + mv[k].src_off, mv[k].len, 1, p->move_depth);
 		}
 		first += (uint32_t)n;
 	} while (n == 8);
