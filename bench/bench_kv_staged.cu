@@ -584,7 +584,12 @@ void launch_batch(interference_ctx &x)
 	if (x.mover == kRestore) {
 		launch_layers(*x.g, x.plan, x.io);
 	} else if (x.mover == kSmBulk) {
-		sm_bulk_kernel<<<x.io_sms, 32 * x.io_warps, 0, x.io>>>(
+		// The same warps as the I/O kernel's launch, in more blocks where the kernel's registers
+		// hold fewer warps a block (as gio_kv_plan_launch_fit() does for the I/O kernel).
+		struct cudaFuncAttributes fa;
+		KV_CK(cudaFuncGetAttributes(&fa, sm_bulk_kernel));
+		const uint32_t warps = x.io_sms * x.io_warps, per = std::min(x.io_warps, (uint32_t)fa.maxThreadsPerBlock / 32);
+		sm_bulk_kernel<<<(warps + per - 1) / per, 32 * per, 0, x.io>>>(
 			(unsigned char *)w->pool_base, (const unsigned char *)w->store, bytes, x.g->slot_bytes, x.depth);
 		KV_CK(cudaGetLastError());
 	} else {

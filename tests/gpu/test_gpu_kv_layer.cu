@@ -134,7 +134,8 @@ struct Rig {
 };
 
 // pad: elements after each block's part where K and V are apart (runs that start inside pages).
-bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s, uint32_t io_warps, bool staged)
+bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s, uint32_t io_warps, bool staged,
+	   uint32_t move_depth)
 {
 	const uint64_t pool_bytes = (uint64_t)kLayers * kBlocks * (kObject + 2 * pad * kElem);
 	r.pool_bytes = pool_bytes;
@@ -266,6 +267,7 @@ bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s, uint32
 	pp.io_warps = io_warps;
 	pp.devs = devs.data();
 	pp.pool = staged ? &p : nullptr;
+	pp.move_depth = move_depth;
 	rc = gio_kv_plan_create(r.store, &pp, &r.plan);
 	EXPECT(rc == 0, "plan: %s", gio_last_error());
 	r.ok = rc == 0;
@@ -297,17 +299,20 @@ void teardown(Rig &r)
 }
 
 // sms: the loads' SM budget (gio_kv_layer_launch()); 0: the plan's blocks.
-void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint32_t sms = 0, bool staged = false)
+// move_depth: the staged mover's loads in flight a lane (gio_kv_plan_params::move_depth; 0: the default).
+void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint32_t sms = 0, bool staged = false,
+	 uint32_t move_depth = 0)
 {
-	std::printf("== K and V %s%s, %s %s, %u warps a block%s\n", kv_apart ? "apart (two runs)" : "together (one run)",
+	std::printf("== K and V %s%s, %s %s, %u warps a block%s, move_depth %u\n", kv_apart ? "apart (two runs)" : "together (one run)",
 		    pad ? " starting inside pages" : "", prp ? pad ? "PRP (a target without SGLs), a command per run" : "PRP (a target without SGLs)" : "SGL",
-		    staged ? "staged through 32 slots per queue pair" : "table", io_warps, sms ? ", loads on one SM (an SM budget)" : "");
+		    staged ? "staged through 32 slots per queue pair" : "table", io_warps, sms ? ", loads on one SM (an SM budget)" : "",
+		    move_depth);
 	cudaStream_t io, compute, other;
 	CK(cudaStreamCreateWithFlags(&io, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
 	Rig r;
-	if (!setup(r, kv_apart, prp, pad, io, io_warps, staged)) {
+	if (!setup(r, kv_apart, prp, pad, io, io_warps, staged, move_depth)) {
 		std::printf("   setup failed\n");
 		return;
 	}
@@ -514,8 +519,8 @@ int main()
 	run(false, false, 0, 8, 1); // every load layer's I/O kernel in one block: its warps take every group
 	// Staged: the same checks through staging slots (no P2P table, the pool unknown to the targets).
 	run(false, false, 0, 8, 0, true);
-	run(true, false, 0, 8, 0, true);
-	run(true, true, 256, 8, 0, true); // PRP staging table, a command per run
+	run(true, false, 0, 8, 0, true, 16); // the mover at its deepest
+	run(true, true, 256, 8, 0, true, 1); // PRP staging table, a command per run; one load in flight a lane
 	std::printf(failures ? "FAILED: %d\n" : "PASSED\n", failures);
 	return failures ? 1 : 0;
 }
