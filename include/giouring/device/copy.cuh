@@ -23,9 +23,9 @@
  * @param depth  loads in flight a lane, 1 to 16 (clamped): a warp moves about depth x 512 bytes
  *               per round trip of its source. Where the source is host memory across PCIe, deeper
  *               moves more from fewer warps, and every load in flight also costs kernels on the
- *               other SMs: on the H200, 8 SMs of 8 warps moved 42-45 GB/s from pinned host memory
- *               at depth 16 and at depth 4, and slowed a GEMM in the other partition 4.6-5.0% at
- *               16 and 0.7-0.9% at 4 (docs/staged.md, "Measured").
+ *               other SMs: on the H200, 8 SMs of 8 warps moved 42-51 GB/s from pinned host memory
+ *               at depth 16 and at depth 4, and slowed a GEMM in the other partition 4.4-5.0% at
+ *               16 and 0.6-0.9% at 4 (docs/staged.md, "The mover's loads in flight").
  *
  * All 32 lanes of the warp with the same arguments. No ordering of its own: the caller orders the
  * copy against what produced the source and what consumes the destination.

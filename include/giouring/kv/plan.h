@@ -93,8 +93,9 @@ struct gio_kv_plan_params {
 				    while its warp moves an object between its slot and the pool, 1 to 16
 				    (0: GIO_KV_MOVE_DEPTH_DEFAULT). Deeper moves an object faster from fewer
 				    warps; every load in flight across PCIe also costs kernels in the other
-				    SM partition (docs/staged.md, "Measured": 16 cost a GEMM 4.6-5.0%, 4 cost
-				    it 0.7-0.9%, at the same bulk rate). */
+				    SM partition (docs/staged.md, "The mover's loads in flight": moving the
+				    same bytes at the same rate, 16 cost a GEMM 4.4-5.0%, 4 cost it
+				    0.6-0.9%; restores at 4 ran at 37 GB/s against 45 at 16). */
 };
 
 /** gio_kv_plan_params::move_depth where it is 0. */
