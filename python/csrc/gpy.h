@@ -185,7 +185,7 @@ GPY_EXPORT uint32_t gpy_plan_batch_keys(const struct gpy_plan *p);
 GPY_EXPORT int gpy_plan_stats(const struct gpy_plan *p, uint64_t *out, uint32_t n);
 /** Per device of the store, GPY_PLAN_DEV_STATS numbers (gio_kv_plan_info(): path, objects, bytes,
  *  staged objects, staged bytes, failed, timed out) into @p out, room for @p ndev devices; returns
- *  the store's devices or -errno. */
+ *  the store's devices or -errno. @p out NULL and @p ndev 0: the count alone. */
 GPY_EXPORT int gpy_plan_devices(const struct gpy_plan *p, uint64_t *out, uint32_t ndev);
 /** The plan's engine (GIO_KV_ENGINE_*) and layers. */
 GPY_EXPORT uint32_t gpy_plan_engine(const struct gpy_plan *p);

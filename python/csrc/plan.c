@@ -287,10 +287,12 @@ int gpy_plan_devices(const struct gpy_plan *p, uint64_t *out, uint32_t ndev)
 	uint32_t d;
 	int rc;
 	gpy_clear_error();
-	if (!p || !out)
-		return gpy_fail(-EINVAL, "no plan");
+	if (!p || (!out && ndev))
+		return gpy_fail(-EINVAL, p ? "no room for the devices' numbers" : "no plan");
 	if ((rc = gio_kv_plan_info(p->plan, &st)) != 0)
 		return gpy_lib(rc, "the plan's statistics");
+	if (!out) /* the count alone: the caller sizes its room from it */
+		return (int)st.devices;
 	if (ndev < st.devices)
 		return gpy_fail(-EINVAL, "room for %u devices, the store has %u", ndev, st.devices);
 	for (d = 0; d < st.devices; d++) {

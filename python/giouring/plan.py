@@ -16,7 +16,6 @@ from .errors import GiouringError
 PLAN_STATS = ("loads", "saves", "requests", "layers", "failed", "stream_timeouts")
 DEVICE_STATS = ("path", "objects", "bytes", "staged_objects", "staged_bytes", "failed", "timed_out")
 _PATHS = {1: "p2p", 2: "staged"}
-_MAX_DEVICES = 16  # GIO_KV_STORE_MAX_DEVICES
 
 _KEY_MASK = (1 << 64) - 1
 
@@ -191,8 +190,10 @@ class Plan:
         "staged": through staging slots), ``objects`` and ``bytes`` (layer objects, or runs where a
         device takes a command per run, that completed), the ``staged_`` share of them, ``failed``
         requests and staged ones that ``timed_out`` (gio_kv_plan_info())."""
-        out = (ctypes.c_uint64 * (len(DEVICE_STATS) * _MAX_DEVICES))()
-        n = _lib.lib.gpy_plan_devices(self.handle, out, _MAX_DEVICES)
+        n = _lib.lib.gpy_plan_devices(self.handle, None, 0)  # the store's devices
+        _lib.check(n)
+        out = (ctypes.c_uint64 * (len(DEVICE_STATS) * max(n, 1)))()
+        n = _lib.lib.gpy_plan_devices(self.handle, out, n)
         _lib.check(n)
         rows = []
         for d in range(n):
