@@ -627,6 +627,10 @@ TEST_CASE("plan: bad input gets -EINVAL naming the problem", "[kv][io_uring]")
 	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
 	CHECK(std::string(gio_last_error()).find("move_depth 17: 1 to 16") != std::string::npos);
 	pp.move_depth = 0;
+	pp.move_budget = GIO_KV_MOVE_BUDGET_MAX + 1;
+	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("move_budget 65537 above 65536") != std::string::npos);
+	pp.move_budget = 0;
 	devs[1].lba_shift = 9;
 	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
 	CHECK(std::string(gio_last_error()).find("device 1: lba_shift 9") != std::string::npos);
