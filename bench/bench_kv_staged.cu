@@ -110,8 +110,6 @@ struct options {
 	int n_depths = 2;
 	uint32_t move_depth[kMaxSms] = {0}; // interference rows: gio_kv_plan_params::move_depth of each
 	int n_move = 1;
-	uint32_t move_budget[kMaxSms] = {0}; // and gio_kv_plan_params::move_budget of each
-	int n_budget = 1;
 	double timeout_s = 120;
 	const char *json = nullptr;
 };
@@ -134,8 +132,6 @@ void usage(FILE *f)
 		     "  --no-floor         no bulk-copy floor rows in the interference table\n"
 		     "  --floor-depths L   the SM floor's 16-byte loads in flight a lane, one row each (16,4)\n"
 		     "  --move-depth LIST  interference rows per gio_kv_plan_params::move_depth (0: the default)\n"
-		     "  --move-budget LIST and per gio_kv_plan_params::move_budget (0: none; else the moving warps'\n"
-		     "                     shared loads in flight a lane, up to 16 a warp)\n"
 		     "  --poll-ns LIST     interference rows per least pause between completion polls (0: design A's\n"
 		     "                     back-off; e.g. 0,4000)\n"
 		     "  --json FILE        the rows as JSON\n"
@@ -292,7 +288,7 @@ void rig_open(rig &g, const kv_workload *w, const options &o)
 }
 
 gio_kv_plan *plan_make(rig &g, uint32_t io_ctas, uint32_t io_warps, double timeout_s, uint32_t poll_ns = 0,
-		       uint32_t move_depth = 0, uint32_t move_budget = 0)
+		       uint32_t move_depth = 0)
 {
 	gio_kv_plan_params pp{};
 	pp.engine = GIO_KV_ENGINE_GPU;
@@ -305,7 +301,6 @@ gio_kv_plan *plan_make(rig &g, uint32_t io_ctas, uint32_t io_warps, double timeo
 	pp.pool = &g.pool;
 	pp.poll_ns = poll_ns;
 	pp.move_depth = move_depth;
-	pp.move_budget = move_budget;
 	gio_kv_plan *plan = nullptr;
 	if (gio_kv_plan_create(g.store, &pp, &plan))
 		die_gio("plan");
@@ -567,7 +562,6 @@ struct interference_row {
 	uint32_t poll_ns = 0;                       // the plan's least pause between completion polls
 	int mover = kRestore;
 	uint32_t depth = 0;                         // kSmBulk: loads in flight a lane
-	uint32_t budget = 0;                        // kRestore: the plan's move_budget
 };
 
 struct interference_ctx {
@@ -777,11 +771,6 @@ int main(int argc, char **argv)
 			if (o.n_depths <= 0)
 				kv_die("--floor-depths %s: 1 to 16 each", v);
 			i++;
-		} else if (a == "--move-budget" && v) {
-			o.n_budget = kv_parse_u32_list(v, 0, GIO_KV_MOVE_BUDGET_MAX, o.move_budget, kMaxSms);
-			if (o.n_budget <= 0)
-				kv_die("--move-budget %s: 0 to %u each", v, GIO_KV_MOVE_BUDGET_MAX);
-			i++;
 		} else if (a == "--move-depth" && v) {
 			o.n_move = kv_parse_u32_list(v, 0, 16, o.move_depth, kMaxSms);
 			if (o.n_move <= 0)
@@ -906,23 +895,16 @@ int main(int argc, char **argv)
 	std::vector<gio_kv_plan *> plans;
 	for (int i = 0; i < o.n_io_sms; i++)
 		plans.push_back(plan_make(g, o.io_sms[i], o.io_warps, o.timeout_s / 4));
-	// One plan per --poll-ns, --move-depth and --move-budget value (budget varying first, then
-	// depth), in iface_poll/depth/budget's order.
-	std::vector<gio_kv_plan *> iplans;
-	std::vector<uint32_t> iface_poll, iface_depth, iface_budget;
+	std::vector<gio_kv_plan *> iplans; // one per --poll-ns and --move-depth value, depth varying first
 	const uint32_t iface_sms = o.interference ? (pinfo.isolated ? pinfo.io_sms : o.part_sms) : 0;
-	for (int k = 0; o.interference && k < o.n_poll * o.n_move * o.n_budget; k++) {
-		const uint32_t poll = o.poll_ns[k / (o.n_move * o.n_budget)], depth = o.move_depth[k / o.n_budget % o.n_move],
-			       budget = o.move_budget[k % o.n_budget];
-		iface_poll.push_back(poll);
-		iface_depth.push_back(depth ? depth : GIO_KV_MOVE_DEPTH_DEFAULT);
-		iface_budget.push_back(budget);
+	for (int k = 0; o.interference && k < o.n_poll * o.n_move; k++) {
+		const uint32_t poll = o.poll_ns[k / o.n_move], depth = o.move_depth[k % o.n_move];
 		gio_kv_plan *ip = nullptr;
-		for (int i = 0; poll == 0 && depth == 0 && budget == 0 && i < o.n_io_sms; i++)
+		for (int i = 0; poll == 0 && depth == 0 && i < o.n_io_sms; i++)
 			if (o.io_sms[i] == iface_sms)
 				ip = plans[i];
 		if (!ip) {
-			plans.push_back(plan_make(g, iface_sms, o.io_warps, o.timeout_s / 4, poll, depth, budget));
+			plans.push_back(plan_make(g, iface_sms, o.io_warps, o.timeout_s / 4, poll, depth));
 			ip = plans.back();
 		}
 		iplans.push_back(ip);
@@ -965,9 +947,8 @@ int main(int argc, char **argv)
 			x.plan = iplans[pk];
 			for (const compute_kernel &k : kernels) {
 				irows.push_back(run_interference(x, k, o));
-				irows.back().poll_ns = iface_poll[pk];
-				irows.back().depth = iface_depth[pk];
-				irows.back().budget = iface_budget[pk];
+				irows.back().poll_ns = o.poll_ns[pk / o.n_move];
+				irows.back().depth = o.move_depth[pk % o.n_move] ? o.move_depth[pk % o.n_move] : GIO_KV_MOVE_DEPTH_DEFAULT;
 			}
 		}
 		for (int i = 0; o.floor && i <= o.n_depths; i++) {
@@ -1030,9 +1011,7 @@ int main(int argc, char **argv)
 			std::printf("| %s | %s%s%s%s%s | %u (%u) | %u | %d | %.2f (%.1f %s) | %.2f | %+.2f%% [%+.2f, %+.2f] | %.2f [%.2f, %.2f] | "
 				    "%.3f | %.2f |\n",
 				    p.kernel.c_str(), kMoverName[p.mover],
-				    p.mover == kCopyEngine ? ""
-				    : p.budget ? (", up to 16 loads in flight a lane from a shared budget of " + std::to_string(p.budget)).c_str()
-						: (", " + std::to_string(p.depth) + " loads in flight a lane").c_str(),
+				    p.mover != kCopyEngine ? (", " + std::to_string(p.depth) + " loads in flight a lane").c_str() : "",
 				    p.mover == kRestore ? "; " : "",
 				    p.mover == kRestore ? kDesign : "",
 				    p.mover == kRestore && p.poll_ns ? (", polls paced: " + std::to_string(p.poll_ns) + " ns at least between them").c_str() : "",
@@ -1075,7 +1054,7 @@ int main(int argc, char **argv)
 			kv_json_string(f, p.kernel.c_str());
 			std::fprintf(f, ", \"mover\": ");
 			kv_json_string(f, kMoverName[p.mover]);
-			std::fprintf(f, ", \"loads_in_flight\": %u, \"move_budget\": %u, \"poll_ns\": %u", p.depth, p.budget, p.poll_ns);
+			std::fprintf(f, ", \"loads_in_flight\": %u, \"poll_ns\": %u", p.depth, p.poll_ns);
 			std::fprintf(f, ", \"io_sms\": %u, \"blocks\": %u, \"compute_sms\": %u, \"io_warps\": %u, \"launches\": %d, \"reps\": %d, "
 				     "\"alone_ms\": %.4f, \"with_restores_ms\": %.4f, \"rate_alone\": %.3f, \"rate_unit\": \"%s\", "
 				     "\"slowdown_pct\": [%.3f, %.3f, %.3f], \"restore_gbps\": [%.3f, %.3f, %.3f], \"batches\": %" PRIu64

@@ -43,7 +43,6 @@ struct image {
 	uint32_t *words;                /* their slot words */
 	struct gio_kv_pool *pool;
 	struct gio_kv_runs *runs;
-	uint32_t *tokens;               /* the moving warps' shared loads in flight (move_budget) */
 };
 
 struct gio_kv_plan {
@@ -140,8 +139,6 @@ static size_t image_layout(const struct gio_kv_plan *pl, char *base, struct imag
 		o = align16(o + sizeof(struct gio_kv_pool));
 		im->runs = (struct gio_kv_runs *)(base ? base + o : NULL);
 		o = align16(o + sizeof(struct gio_kv_runs));
-		im->tokens = (uint32_t *)(base ? base + o : NULL);
-		o = align16(o + sizeof(uint32_t));
 	}
 	return o;
 }
@@ -180,14 +177,13 @@ static int stage_upload(struct gio_kv_plan *pl, const struct gio_kv_io_dev *devs
 	}
 	*pl->img.pool = pl->pool;
 	*pl->img.runs = pl->runs;
-	*pl->img.tokens = pl->p.move_budget; /* every token free: no warp moves yet */
 	if (!rt || !rt->memcpy_async)
 		return gio__fail(-ENODEV, "giouring: kv plan: no CUDA runtime with cudaMemcpyAsync");
 	e = rt->memcpy_async(pl->dimg.stages, pl->img.stages, (size_t)((char *)(pl->img.words + w) - (char *)pl->img.stages),
 			     GIO__CUDA_MEMCPY_DEFAULT, pl->hbm.stream);
 	if (!e)
 		e = rt->memcpy_async(pl->dimg.pool, pl->img.pool,
-				     (size_t)((char *)(pl->img.tokens + 1) - (char *)pl->img.pool), GIO__CUDA_MEMCPY_DEFAULT,
+				     (size_t)((char *)(pl->img.runs + 1) - (char *)pl->img.pool), GIO__CUDA_MEMCPY_DEFAULT,
 				     pl->hbm.stream);
 	if (!e)
 		e = gio__cuda_stream_wait(rt, pl->hbm.stream, 10000000000ull);
@@ -264,8 +260,6 @@ static int check_params(struct gio_kv_store *store, const struct gio_kv_plan_par
 	if (p->move_depth > 16u)
 		return gio__fail(-EINVAL, "giouring: kv plan: move_depth %u: 1 to 16 loads in flight a lane (0: the default, %u)",
 				 p->move_depth, GIO_KV_MOVE_DEPTH_DEFAULT);
-	if (p->move_budget > GIO_KV_MOVE_BUDGET_MAX)
-		return gio__fail(-EINVAL, "giouring: kv plan: move_budget %u above %u", p->move_budget, GIO_KV_MOVE_BUDGET_MAX);
 	if (p->scope != GIO_SCOPE_GPU && p->scope != GIO_SCOPE_SYS)
 		return gio__fail(-EINVAL, "giouring: kv plan: scope %u unknown", p->scope);
 	if (!p->devs)
@@ -702,8 +696,11 @@ int gio_kv_plan_save(struct gio_kv_plan *pl, const struct gio_kv_u128 *keys, con
 int gio_kv_plan_view(const struct gio_kv_plan *pl, struct gio_kv_io_plan *v)
 {
 	const struct image *im;
-	if (!pl || !v || pl->batch == BATCH_NONE)
-		return -EINVAL;
+	if (!pl || !v)
+		return gio__fail(-EINVAL, "giouring: gio_kv_plan_view: NULL %s", pl ? "view" : "plan");
+	if (pl->batch == BATCH_NONE)
+		return gio__fail(-EINVAL, "giouring: gio_kv_plan_view: no batch open (gio_kv_plan_load() or "
+				 "gio_kv_plan_save() first; gio_kv_plan_finish() ends it)");
 	im = pl->p.engine == GIO_KV_ENGINE_GPU ? &pl->dimg : &pl->img;
 	memset(v, 0, sizeof(*v));
 	v->devs = im->devs;
@@ -728,7 +725,6 @@ int gio_kv_plan_view(const struct gio_kv_plan *pl, struct gio_kv_io_plan *v)
 	if (pl->stage_rings) { /* the GPU engine's copies, in GPU memory */
 		v->pool = im->pool;
 		v->runs = im->runs;
-		v->move_tokens = pl->p.move_budget ? im->tokens : NULL;
 	} else if (pl->has_pool) {
 		v->pool = &pl->pool;
 		v->runs = &pl->runs;

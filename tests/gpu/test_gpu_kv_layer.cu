@@ -135,7 +135,7 @@ struct Rig {
 
 // pad: elements after each block's part where K and V are apart (runs that start inside pages).
 bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s, uint32_t io_warps, bool staged,
-	   uint32_t move_depth, uint32_t move_budget)
+	   uint32_t move_depth)
 {
 	const uint64_t pool_bytes = (uint64_t)kLayers * kBlocks * (kObject + 2 * pad * kElem);
 	r.pool_bytes = pool_bytes;
@@ -268,7 +268,6 @@ bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s, uint32
 	pp.devs = devs.data();
 	pp.pool = staged ? &p : nullptr;
 	pp.move_depth = move_depth;
-	pp.move_budget = move_budget;
 	rc = gio_kv_plan_create(r.store, &pp, &r.plan);
 	EXPECT(rc == 0, "plan: %s", gio_last_error());
 	r.ok = rc == 0;
@@ -300,21 +299,20 @@ void teardown(Rig &r)
 }
 
 // sms: the loads' SM budget (gio_kv_layer_launch()); 0: the plan's blocks.
-// move_depth: the staged mover's loads in flight a lane (gio_kv_plan_params::move_depth; 0: the default);
-// move_budget: the moving warps' shared budget of them (0: none).
+// move_depth: the staged mover's loads in flight a lane (gio_kv_plan_params::move_depth; 0: the default).
 void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint32_t sms = 0, bool staged = false,
-	 uint32_t move_depth = 0, uint32_t move_budget = 0)
+	 uint32_t move_depth = 0)
 {
-	std::printf("== K and V %s%s, %s %s, %u warps a block%s, move_depth %u, move_budget %u\n", kv_apart ? "apart (two runs)" : "together (one run)",
+	std::printf("== K and V %s%s, %s %s, %u warps a block%s, move_depth %u\n", kv_apart ? "apart (two runs)" : "together (one run)",
 		    pad ? " starting inside pages" : "", prp ? pad ? "PRP (a target without SGLs), a command per run" : "PRP (a target without SGLs)" : "SGL",
 		    staged ? "staged through 32 slots per queue pair" : "table", io_warps, sms ? ", loads on one SM (an SM budget)" : "",
-		    move_depth, move_budget);
+		    move_depth);
 	cudaStream_t io, compute, other;
 	CK(cudaStreamCreateWithFlags(&io, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
 	Rig r;
-	if (!setup(r, kv_apart, prp, pad, io, io_warps, staged, move_depth, move_budget)) {
+	if (!setup(r, kv_apart, prp, pad, io, io_warps, staged, move_depth)) {
 		std::printf("   setup failed\n");
 		return;
 	}
@@ -476,17 +474,6 @@ void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint3
 			       ps.dev[2].timed_out >= lost && ps.dev[0].staged_objects == ps.dev[0].objects && ps.dev[0].objects > 0,
 		       "plan statistics: device 2 path %u, %" PRIu64 " timed out; device 0 %" PRIu64 " of %" PRIu64 " staged",
 		       ps.dev[2].path, ps.dev[2].timed_out, ps.dev[0].staged_objects, ps.dev[0].objects);
-		// Every load in flight a moving warp took from the shared budget went back, the failed
-		// batches' too.
-		gio_kv_io_plan pv;
-		EXPECT(gio_kv_plan_view(r.plan, &pv) == 0, "plan view: %s", gio_last_error());
-		EXPECT((pv.move_tokens != nullptr) == (move_budget != 0), "move_tokens %p with move_budget %u",
-		       (void *)pv.move_tokens, move_budget);
-		if (pv.move_tokens) {
-			uint32_t tokens = 0;
-			CK(cudaMemcpy(&tokens, pv.move_tokens, sizeof(tokens), cudaMemcpyDeviceToHost));
-			EXPECT(tokens == move_budget, "the move budget after the batches: %u of %u", tokens, move_budget);
-		}
 		// The plan's LOST slot goes back to the area's own rings when the plan is destroyed.
 		EXPECT(gio_kv_plan_destroy(r.plan) == 0, "plan destroy: %s", gio_last_error());
 		r.plan = nullptr;
@@ -532,7 +519,6 @@ int main()
 	run(false, false, 0, 8, 1); // every load layer's I/O kernel in one block: its warps take every group
 	// Staged: the same checks through staging slots (no P2P table, the pool unknown to the targets).
 	run(false, false, 0, 8, 0, true);
-	run(false, false, 0, 8, 0, true, 0, 20); // 32 warps share 20 loads in flight: most wait for the budget
 	run(true, false, 0, 8, 0, true, 16); // the mover at its deepest
 	run(true, true, 256, 8, 0, true, 1); // PRP staging table, a command per run; one load in flight a lane
 	std::printf(failures ? "FAILED: %d\n" : "PASSED\n", failures);

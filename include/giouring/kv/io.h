@@ -123,9 +123,6 @@ struct gio_kv_io_plan {
 					           (gio_kv_plan_params::poll_ns; 0: the default back-off). */
 	uint32_t move_depth;                  /**< GPU engine, staged devices: loads in flight a lane while
 					           moving (gio_kv_plan_params::move_depth), 1 to 16. */
-	uint32_t *move_tokens;                /**< GPU engine, staged devices: the loads in flight that the
-					           moving warps share (gio_kv_plan_params::move_budget), in
-					           GPU memory; NULL: each warp moves at move_depth. */
 };
 
 /* Request i's Read or Write for `layer` without its data pointer: the checks and the encoding

@@ -96,16 +96,7 @@ struct gio_kv_plan_params {
 				    SM partition (docs/staged.md, "The mover's loads in flight": moving the
 				    same bytes at the same rate, 16 cost a GEMM 4.4-5.0%, 4 cost it
 				    0.6-0.9%; restores at 4 ran at 37 GB/s against 45 at 16). */
-	uint32_t move_budget;  /**< GPU engine, staged devices: 0 (every moving warp keeps move_depth loads
-				    in flight a lane), or the loads in flight a lane that all the plan's
-				    moving warps share, up to GIO_KV_MOVE_BUDGET_MAX: a warp takes up to 16
-				    of them (at least 1, waiting up to its group's deadline, then moving
-				    one at a time) for each object it moves, so that the total stays under
-				    the budget while few warps move and those few move deep. */
 };
-
-/** gio_kv_plan_params::move_budget's largest value. */
-#define GIO_KV_MOVE_BUDGET_MAX 65536u
 
 /** gio_kv_plan_params::move_depth where it is 0. */
 #define GIO_KV_MOVE_DEPTH_DEFAULT 4u

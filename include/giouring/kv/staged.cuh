@@ -33,75 +33,31 @@
 
 /** @cond internal */
 
-/* The loads in flight a lane for the warp's next object (every lane the same): move_depth, or,
- * with a shared budget (gio_kv_plan_params::move_budget), up to 16 taken from it by lane 0 (at
- * least 1; once the deadline has passed, 1 without taking any, so a move always goes on).
- * *taken: what gio__kv_move_give() puts back. The budget only paces the moves: relaxed atomics. */
-GIO_DEV uint32_t gio__kv_move_take(const struct gio_kv_io_plan *p, uint64_t deadline, uint32_t *taken)
-{
-	uint32_t got = 0;
-	if (!p->move_tokens) {
-		*taken = 0;
-		return p->move_depth;
-	}
-	if ((threadIdx.x & 31u) == 0) {
-		uint32_t spins = 0;
-		for (;;) {
-			const uint32_t cur = gio_load_relaxed(p->move_tokens);
-			if (cur) {
-				const uint32_t want = cur < 16u ? cur : 16u;
-				if (atomicCAS(p->move_tokens, cur, cur - want) == cur) {
-					got = want;
-					break;
-				}
-				continue;
-			}
-			if (gio_deadline_passed(deadline))
-				break;
-			gio_backoff(&spins);
-		}
-	}
-	got = __shfl_sync(0xffffffffu, got, 0);
-	*taken = got;
-	return got ? got : 1u;
-}
-
-/* Puts back what gio__kv_move_take() took, once every lane's loads of the object are done. */
-GIO_DEV void gio__kv_move_give(const struct gio_kv_io_plan *p, uint32_t taken)
-{
-	__syncwarp();
-	if (taken && (threadIdx.x & 31u) == 0)
-		atomicAdd(p->move_tokens, taken);
-}
-
 /* Copies request r's command between its slot and the pool with the whole warp (every lane
- * passes the same r and slot): to the slot for a save, from it for a load; the loads in flight
- * from gio__kv_move_take() (deadline: the group's). 0, or -EINVAL (a pool or request the plan
- * cannot place), the same on every lane. */
+ * passes the same r and slot): to the slot for a save, from it for a load. 0, or -EINVAL (a pool
+ * or request the plan cannot place), the same on every lane. */
 GIO_DEV int gio__kv_stage_copy_warp(const struct gio_kv_io_plan *p, uint32_t layer, const struct gio_kv_io_req *r,
-				    uint8_t *slot, int to_slot, uint64_t deadline)
+				    uint8_t *slot, int to_slot)
 {
 	struct gio_kv_stage_move mv[8];
-	uint32_t first = 0, taken = 0, depth;
+	uint32_t first = 0;
 	int n, k;
 	if (!p->pool || !p->runs)
 		return -EINVAL;
-	depth = gio__kv_move_take(p, deadline, &taken);
 	do {
 		n = gio_kv_stage_moves_at(p->pool, p->runs, layer, r->block, r->part, p->devs[r->dev].cmds, first, mv, 8);
 		if (n < 0)
-			break;
+			return n;
 		for (k = 0; k < n; k++) {
 			uint8_t *home = (uint8_t *)(uintptr_t)mv[k].dst;
 			if (to_slot)
-				gio_copy_warp_depth(slot + mv[k].src_off, home, mv[k].len, 0, depth);
+				gio_copy_warp_depth(slot + mv[k].src_off, home, mv[k].len, 0, p->move_depth);
 			else
-				gio_copy_warp_depth(home, slot + mv[k].src_off, mv[k].len, 1, depth);
+				gio_copy_warp_depth(home, slot + mv[k].src_off, mv[k].len, 1, p->move_depth);
 		}
 		first += (uint32_t)n;
 	} while (n == 8);
-	gio__kv_move_give(p, taken);
-	return n < 0 ? n : first ? 0 : -EINVAL;
+	return first ? 0 : -EINVAL;
 }
 
 /** @endcond */
@@ -151,8 +107,7 @@ GIO_DEV int gio_kv_stage_group_warp(const struct gio_kv_io_plan *p, uint32_t lay
 		while (todo) {
 			j = (uint32_t)__ffs(todo) - 1;
 			todo &= todo - 1;
-			const int c = gio__kv_stage_copy_warp(p, layer, &p->reqs[grp.first + j], area + gio_stage_offset(st, s0 + j), 1,
-							      deadline);
+			const int c = gio__kv_stage_copy_warp(p, layer, &p->reqs[grp.first + j], area + gio_stage_offset(st, s0 + j), 1);
 			if (lane == j)
 				bad = c;
 		}
@@ -179,8 +134,7 @@ GIO_DEV int gio_kv_stage_group_warp(const struct gio_kv_io_plan *p, uint32_t lay
 		while (todo) {
 			j = (uint32_t)__ffs(todo) - 1;
 			todo &= todo - 1;
-			const int c = gio__kv_stage_copy_warp(p, layer, &p->reqs[grp.first + j], area + gio_stage_offset(st, s0 + j), 0,
-							      deadline);
+			const int c = gio__kv_stage_copy_warp(p, layer, &p->reqs[grp.first + j], area + gio_stage_offset(st, s0 + j), 0);
 			if (lane == j && c)
 				rc = c;
 		}
