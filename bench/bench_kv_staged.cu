@@ -575,6 +575,18 @@ struct interference_ctx {
 	uint32_t depth; // kSmBulk
 };
 
+// The SM floor's launch: the same warps as the I/O kernel's, in more blocks where the kernel's
+// registers hold fewer warps a block (as gio_kv_plan_launch_fit() does for the I/O kernel).
+// Returns the blocks; *per: warps a block.
+uint32_t sm_bulk_blocks(const interference_ctx &x, uint32_t *per)
+{
+	struct cudaFuncAttributes fa;
+	KV_CK(cudaFuncGetAttributes(&fa, sm_bulk_kernel));
+	const uint32_t warps = x.io_sms * x.io_warps;
+	*per = std::min(x.io_warps, (uint32_t)fa.maxThreadsPerBlock / 32);
+	return (warps + *per - 1) / *per;
+}
+
 // One batch of x's mover on the I/O partition's stream: every layer's restore, or the same bytes
 // in bulk.
 void launch_batch(interference_ctx &x)
@@ -584,12 +596,9 @@ void launch_batch(interference_ctx &x)
 	if (x.mover == kRestore) {
 		launch_layers(*x.g, x.plan, x.io);
 	} else if (x.mover == kSmBulk) {
-		// The same warps as the I/O kernel's launch, in more blocks where the kernel's registers
-		// hold fewer warps a block (as gio_kv_plan_launch_fit() does for the I/O kernel).
-		struct cudaFuncAttributes fa;
-		KV_CK(cudaFuncGetAttributes(&fa, sm_bulk_kernel));
-		const uint32_t warps = x.io_sms * x.io_warps, per = std::min(x.io_warps, (uint32_t)fa.maxThreadsPerBlock / 32);
-		sm_bulk_kernel<<<(warps + per - 1) / per, 32 * per, 0, x.io>>>(
+		uint32_t per;
+		const uint32_t blocks = sm_bulk_blocks(x, &per);
+		sm_bulk_kernel<<<blocks, 32 * per, 0, x.io>>>(
 			(unsigned char *)w->pool_base, (const unsigned char *)w->store, bytes, x.g->slot_bytes, x.depth);
 		KV_CK(cudaGetLastError());
 	} else {
@@ -608,6 +617,7 @@ interference_row run_interference(interference_ctx &x, const compute_kernel &k, 
 	row.reps = o.reps;
 	row.mover = x.mover;
 	row.depth = x.mover == kSmBulk ? x.depth : 0;
+	uint32_t per = 0; // the SM floor's warps a block (sm_bulk_blocks())
 	const kv_workload *w = x.g->w;
 	const uint64_t bytes = kv_total_bytes(w);
 	// As many launches as fill the window (one calibration launch, after a warm one), at most 400:
@@ -631,7 +641,7 @@ interference_row run_interference(interference_ctx &x, const compute_kernel &k, 
 			// after batch until the compute timing is done (the last batch ends after it).
 			kv_poison_pool(w, x.r);
 			row.blocks = x.mover == kRestore ? blocks_launched(x.io_sms, x.io_warps, plan_batch(*x.g, x.plan))
-						       : x.mover == kSmBulk ? x.io_sms : 0;
+						       : x.mover == kSmBulk ? sm_bulk_blocks(x, &per) : 0;
 			const double a0 = rusage_s(), t0 = kv_now_s();
 			KV_CK(cudaEventRecord(x.rs, x.io));
 			launch_batch(x);
