@@ -168,9 +168,10 @@ int gpy_table_build(struct gpy_store *s, struct gpy_dev *d, const struct gio_kv_
 		    int (*lists_bus_of)(struct gpy_store *s, struct gpy_dev *d, uint64_t *addr));
 
 /* ---- plans (plan.c) ---- */
+/** poll_ns, move_depth: gio_kv_plan_params' (GPU engine; 0: the library's defaults). */
 GPY_EXPORT int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests, uint32_t queues,
 			       uint32_t queue_depth, uint32_t io_ctas, uint32_t io_warps, uint64_t timeout_ns,
-			       struct gpy_plan **out);
+			       uint32_t poll_ns, uint32_t move_depth, struct gpy_plan **out);
 GPY_EXPORT int gpy_plan_destroy(struct gpy_plan *p);
 /** keys: n pairs (hi, lo). Returns the hits. */
 GPY_EXPORT int gpy_plan_load(struct gpy_plan *p, const uint64_t *keys, const uint32_t *blocks, uint32_t n,
@@ -192,8 +193,9 @@ GPY_EXPORT uint32_t gpy_plan_engine(const struct gpy_plan *p);
 /** The live plan whose handle is @p handle, or NULL (a destroyed or made-up handle): the torch
  *  ops get plans as integers. */
 struct gpy_plan *gpy_plan_lookup(int64_t handle);
-/** Checks that @p ptrs are the pool's tensors (their data pointers, in the pool's order). */
-int gpy_plan_check_pool(const struct gpy_plan *p, const uint64_t *ptrs, uint32_t n);
+/** Checks that @p ptrs (tensors' data pointers, in the pool's order) are the pool's tensors:
+ *  all of them, or those holding layer @p layer (its one, its parts, or the pool's one tensor). */
+int gpy_plan_check_pool(const struct gpy_plan *p, uint32_t layer, const uint64_t *ptrs, uint32_t n);
 /** Runs (CPU engine) or launches on @p stream (GPU engine) layer @p layer of the open batch. */
 int gpy_plan_layer(struct gpy_plan *p, uint32_t layer, int write, void *stream);
 /** Waits for layer @p layer: the host (CPU engine), or @p stream (GPU engine), up to @p timeout_ns. */

@@ -6,10 +6,12 @@
 //   giouring::save_layer(int plan, int layer, Tensor(a!)[] pool) -> ()
 //   giouring::wait_layer(int plan, int layer, int timeout_ns, Tensor(a!)[] pool) -> ()
 //
-// `plan` is the integer handle of a live plan (plan.c checks it); `pool` is the pool's tensors,
-// checked against the plan's. The I/O is asynchronous, so every op is declared to write the pool:
-// the compiler then never moves a read or a write of the pool across one of them (a save's
-// source must not change before its layer is on the devices either). Fake implementations are in
+// `plan` is the integer handle of a live plan (plan.c checks it); `pool` is the tensors holding
+// the op's layer (KVPool.layer_tensors[layer]: giouring/plan.py passes those) or all the pool's
+// tensors, checked against the plan's. The I/O is asynchronous, so every op is declared to write
+// the tensors it is given: the compiler then never moves a read or a write of them across one of
+// the ops (a save's source must not change before its layer is on the devices either). Each
+// tensor of the list costs dispatch time on every call, hence the layer's only. Fake implementations are in
 // giouring/ops.py. GPU engine: the layer kernel, or the stream wait, goes on PyTorch's current
 // stream of the pool's device (set it with torch.cuda.stream()); CPU engine: the plan's thread
 // runs the layer, and wait_layer waits on the host.
@@ -35,26 +37,29 @@ using torch::stable::Tensor;
 	throw std::runtime_error("giouring: [errno " + std::to_string(-rc) + "] " + gpy_last_error());
 }
 
-struct gpy_plan *plan_of(int64_t handle, const std::vector<Tensor> &pool)
+uint32_t layer_of(int64_t layer)
+{
+	if (layer < 0 || layer > UINT32_MAX)
+		raise(gpy_fail(-EINVAL, "layer %lld out of range", (long long)layer));
+	return (uint32_t)layer;
+}
+
+// The live plan of `handle`, after checking that `pool` holds `layer` (giouring/plan.py passes
+// the layer's tensors; all of the pool's are taken as well).
+struct gpy_plan *plan_of(int64_t handle, uint32_t layer, const std::vector<Tensor> &pool)
 {
 	gpy_clear_error();
 	struct gpy_plan *p = gpy_plan_lookup(handle);
 	if (!p)
 		raise(gpy_fail(-EINVAL, "no live plan has handle %lld (destroyed?)", (long long)handle));
 	std::vector<uint64_t> ptrs;
+	ptrs.reserve(pool.size());
 	for (const Tensor &t : pool)
 		ptrs.push_back((uint64_t)(uintptr_t)t.data_ptr());
-	const int rc = gpy_plan_check_pool(p, ptrs.data(), (uint32_t)ptrs.size());
+	const int rc = gpy_plan_check_pool(p, layer, ptrs.data(), (uint32_t)ptrs.size());
 	if (rc)
 		raise(rc);
 	return p;
-}
-
-uint32_t layer_of(int64_t layer)
-{
-	if (layer < 0 || layer > UINT32_MAX)
-		raise(gpy_fail(-EINVAL, "layer %lld out of range", (long long)layer));
-	return (uint32_t)layer;
 }
 
 // The stream a GPU-engine op enqueues on: PyTorch's current stream of the pool's device. At 2.11
@@ -77,8 +82,9 @@ void *stream_of(const struct gpy_plan *p, const std::vector<Tensor> &pool)
 
 void layer_op(int64_t handle, int64_t layer, const std::vector<Tensor> &pool, int write)
 {
-	struct gpy_plan *p = plan_of(handle, pool);
-	const int rc = gpy_plan_layer(p, layer_of(layer), write, stream_of(p, pool));
+	const uint32_t l = layer_of(layer);
+	struct gpy_plan *p = plan_of(handle, l, pool);
+	const int rc = gpy_plan_layer(p, l, write, stream_of(p, pool));
 	if (rc)
 		raise(rc);
 }
@@ -95,10 +101,11 @@ void save_layer(int64_t plan, int64_t layer, std::vector<Tensor> pool)
 
 void wait_layer(int64_t plan, int64_t layer, int64_t timeout_ns, std::vector<Tensor> pool)
 {
-	struct gpy_plan *p = plan_of(plan, pool);
+	const uint32_t l = layer_of(layer);
+	struct gpy_plan *p = plan_of(plan, l, pool);
 	if (timeout_ns < 0)
 		raise(gpy_fail(-EINVAL, "a negative timeout"));
-	const int rc = gpy_plan_wait(p, layer_of(layer), stream_of(p, pool), (uint64_t)timeout_ns);
+	const int rc = gpy_plan_wait(p, l, stream_of(p, pool), (uint64_t)timeout_ns);
 	if (rc)
 		raise(rc);
 }

@@ -73,7 +73,8 @@ static int plan_free(struct gpy_plan *p)
 }
 
 int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests, uint32_t queues,
-		    uint32_t queue_depth, uint32_t io_ctas, uint32_t io_warps, uint64_t timeout_ns, struct gpy_plan **out)
+		    uint32_t queue_depth, uint32_t io_ctas, uint32_t io_warps, uint64_t timeout_ns, uint32_t poll_ns,
+		    uint32_t move_depth, struct gpy_plan **out)
 {
 	struct gio_kv_plan_params pp;
 	struct gpy_plan *p;
@@ -129,6 +130,8 @@ int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests,
 	pp.io_ctas = io_ctas;
 	pp.io_warps = io_warps;
 	pp.timeout_ns = p->timeout_ns;
+	pp.poll_ns = poll_ns;
+	pp.move_depth = move_depth;
 	pp.devs = p->devs;
 	if ((rc = gio_kv_plan_create(s->store, &pp, &p->plan)) != 0) {
 		rc = gpy_lib(rc, "creating the plan");
@@ -309,18 +312,29 @@ int gpy_plan_devices(const struct gpy_plan *p, uint64_t *out, uint32_t ndev)
 	return (int)st.devices;
 }
 
-int gpy_plan_check_pool(const struct gpy_plan *p, const uint64_t *ptrs, uint32_t n)
+int gpy_plan_check_pool(const struct gpy_plan *p, uint32_t layer, const uint64_t *ptrs, uint32_t n)
 {
 	const struct gio_kv_pool *pool = &p->s->pool;
-	const uint32_t want = pool->base_mode == GIO_KV_BASE_ONE	 ? 1u
-			      : pool->base_mode == GIO_KV_BASE_LAYER ? pool->extent[GIO_KV_LAYER]
-								     : pool->extent[GIO_KV_LAYER] * pool->extent[GIO_KV_PART];
-	uint32_t i;
-	if (n != want)
-		return gpy_fail(-EINVAL, "the op was given %u pool tensors; the plan's pool has %u", n, want);
+	const uint32_t layers = pool->extent[GIO_KV_LAYER];
+	/* Tensors per layer, and in all. */
+	const uint32_t per = pool->base_mode == GIO_KV_BASE_LAYER_PART ? pool->extent[GIO_KV_PART] : 1u;
+	const uint32_t all = pool->base_mode == GIO_KV_BASE_ONE ? 1u : layers * per;
+	uint32_t i, first = 0;
+	if (n != all && n != per)
+		return gpy_fail(-EINVAL, "the op was given %u pool tensors: the plan's pool has %u, %u per layer", n, all,
+				per);
+	if (n != all || pool->base_mode == GIO_KV_BASE_ONE) {
+		/* A layer's tensors (the one tensor of a BASE_ONE pool holds every layer). */
+		if (layer >= layers)
+			return gpy_fail(-EINVAL, "layer %u beyond the pool's %u layers", layer, layers);
+		if (pool->base_mode != GIO_KV_BASE_ONE)
+			first = layer * per;
+	}
 	for (i = 0; i < n; i++)
-		if (ptrs[i] != (pool->base_mode == GIO_KV_BASE_ONE ? pool->base : pool->bases[i]))
-			return gpy_fail(-EINVAL, "pool tensor %u is not the one the store registered", i);
+		if (ptrs[i] != (pool->base_mode == GIO_KV_BASE_ONE ? pool->base : pool->bases[first + i]))
+			return n == all ? gpy_fail(-EINVAL, "pool tensor %u is not the one the store registered", i)
+					: gpy_fail(-EINVAL, "pool tensor %u of layer %u is not the one the store registered", i,
+						   layer);
 	return 0;
 }
 

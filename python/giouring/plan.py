@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import errno
 from typing import NamedTuple, Sequence
@@ -120,11 +119,20 @@ class Plan:
         _lib.check(_lib.lib.gpy_plan_save(self.handle, k, b, n, rc))
         return [rc[i] for i in range(n)]
 
-    def _op(self, op, *args, stream=None):
-        ctx = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+    def _op(self, op, layer, *args, stream=None):
+        pool = self.store.pool
+        if not isinstance(layer, int) or isinstance(layer, bool):
+            raise TypeError(f"a layer is an int, not {type(layer).__name__}")
+        if not 0 <= layer < pool.layers:
+            raise GiouringError(errno.EINVAL, f"layer {layer} beyond the pool's {pool.layers} layers" if layer >= 0
+                                else f"layer {layer} out of range")
         try:
-            with ctx:
-                op(self.handle, *args, self.store.pool.tensors)
+            # The layer's tensors only: each tensor of an op's list costs dispatch time.
+            if stream is None:
+                op(self.handle, layer, *args, pool.layer_tensors[layer])
+            else:
+                with torch.cuda.stream(stream):
+                    op(self.handle, layer, *args, pool.layer_tensors[layer])
         except RuntimeError as e:
             err = _lib.op_error(e)
             if err is None:

@@ -103,7 +103,13 @@ class KVPool:
             extent[2] = parts
 
         self.tensors = flat
-        """The pool's tensors in the order the ops take them (per layer, and part)."""
+        """The pool's tensors, per layer and part: what the ops take for any layer."""
+        per = {BASE_ONE: None, BASE_LAYER: 1, BASE_LAYER_PART: parts}[mode]
+        self.layer_tensors = [flat] * extent[0] if per is None else [flat[i:i + per] for i in range(0, len(flat), per)]
+        """Per layer, the tensors holding it (its own one, its parts, or the pool's one tensor):
+        what the ops take for that layer. Fewer tensors make each op cheaper to dispatch (every
+        tensor of an op's list costs host time), and tell a compiler that a layer's op touches
+        that layer only."""
         self.dims = dims
         self.base_mode = mode
         self.extent = tuple(extent)

@@ -7,6 +7,7 @@ import errno
 from typing import Sequence
 
 from . import _lib
+from .errors import GiouringError
 from .plan import Plan, keys_array
 from .pool import KVPool
 
@@ -87,7 +88,8 @@ class Store:
         return bool(_lib.lib.gpy_store_gpu_targets(self._handle()))
 
     def plan(self, max_requests: int, *, engine: str | None = None, queues: int = 2, queue_depth: int = 64,
-             io_ctas: int = 0, io_warps: int = 0, timeout: float | None = None) -> Plan:
+             io_ctas: int = 0, io_warps: int = 0, timeout: float | None = None, poll_ns: int = 0,
+             move_depth: int = 0) -> Plan:
         """Makes a plan: batches of up to ``max_requests`` keys, then one call per layer.
 
         Args:
@@ -99,6 +101,15 @@ class Store:
             io_ctas, io_warps: GPU engine: thread blocks of the I/O kernel and warps in each
                 (0: the library's defaults, 8 and 8).
             timeout: deadline of each command group, seconds (None: the store's).
+            poll_ns: GPU engine: the least pause, in nanoseconds, between a warp's polls of its
+                completions (0: a back-off from 32 ns to 1 us; at most 1 ms). Where completion
+                queues are in host memory each poll reads across PCIe: longer pauses read less,
+                at the cost of completion latency.
+            move_depth: GPU engine, staged devices: 16-byte loads in flight per lane while an
+                object moves between its staging slot and the pool, 1 to 16 (0: the library's
+                default, 4). Deeper moves faster and costs kernels in the other SM partition more
+                (docs/staged.md). This package opens no staged device yet: the value is checked
+                and kept.
 
         With GPU-executed targets, make every plan before the first batch: the targets'
         executors start with it.
@@ -107,9 +118,13 @@ class Store:
             engine = "gpu" if self.gpu_targets else "cpu"
         if engine not in ENGINES:
             raise ValueError(f"engine: 'cpu' or 'gpu', not {engine!r}")
+        for name, v in (("poll_ns", poll_ns), ("move_depth", move_depth)):
+            if not isinstance(v, int) or not 0 <= v < 1 << 32:
+                raise GiouringError(errno.EINVAL, f"{name} {v!r}: an int from 0")
         h = ctypes.c_void_p()
         _lib.check(_lib.lib.gpy_plan_create(self._handle(), ENGINES[engine], max_requests, queues, queue_depth,
-                                            io_ctas, io_warps, int((timeout or 0) * 1e9), ctypes.byref(h)))
+                                            io_ctas, io_warps, int((timeout or 0) * 1e9), poll_ns, move_depth,
+                                            ctypes.byref(h)))
         p = Plan(self, h.value, engine)
         self._plans.append(p)
         return p

@@ -103,6 +103,42 @@ def test_tensors_other_than_the_plans_pool_are_refused(uris):
         plan.load([1], [0])
         with pytest.raises(RuntimeError, match=r"giouring: \[errno 22\] pool tensor 0 is not the one"):
             torch.ops.giouring.load_layer(plan.handle, 0, other)
-        with pytest.raises(RuntimeError, match=f"given 2 pool tensors; the plan's pool has {LAYERS}"):
+        with pytest.raises(RuntimeError, match=f"given 2 pool tensors: the plan's pool has {LAYERS}, 1 per layer"):
             torch.ops.giouring.load_layer(plan.handle, 0, kv[:2])
         plan.finish()
+
+
+def test_an_op_takes_its_layers_tensors_and_refuses_another_layers(uris):
+    # What Plan passes (KVPool.layer_tensors): the layer's tensors alone, which the op checks
+    # against that layer; the whole pool's list is taken as well.
+    kv, pool = vllm_pool()
+    assert [len(ts) for ts in pool.layer_tensors] == [1] * LAYERS
+    assert all(ts[0] is kv[l] for l, ts in enumerate(pool.layer_tensors))
+    with giouring.Store.create(uris[:2], pool) as store:
+        plan = store.plan(max_requests=4, poll_ns=5000, move_depth=16)  # GPU-engine settings: kept
+        fill(kv, 0, 7)
+        plan.save([7], [0])
+        for layer in range(LAYERS):
+            torch.ops.giouring.save_layer(plan.handle, layer, pool.layer_tensors[layer])
+        plan.finish()
+        assert plan.load([7], [3]) == [True]
+        with pytest.raises(RuntimeError, match=r"\[errno 22\] pool tensor 0 of layer 1 is not the one the store"):
+            torch.ops.giouring.load_layer(plan.handle, 1, pool.layer_tensors[0])
+        with pytest.raises(RuntimeError, match=f"layer {LAYERS} beyond the pool's {LAYERS} layers"):
+            torch.ops.giouring.load_layer(plan.handle, LAYERS, pool.layer_tensors[0])
+        for layer in range(LAYERS):
+            torch.ops.giouring.load_layer(plan.handle, layer, pool.layer_tensors[layer])
+        for layer in range(LAYERS):
+            torch.ops.giouring.wait_layer(plan.handle, layer, 10**10, pool.layer_tensors[layer])
+        plan.finish()
+        assert holds(kv, 3, 7)
+
+
+def test_layer_tensors_of_each_pool_form():
+    one = torch.zeros(LAYERS, 2, 4, 16, 2, 64, dtype=torch.bfloat16)
+    p1 = giouring.KVPool(one, dims=("layer", "part", "block", "token", "head", "channel"))
+    assert len(p1.layer_tensors) == LAYERS and all(ts == [one] for ts in p1.layer_tensors)
+    parts = [(torch.zeros(4, 16, 2, 64), torch.zeros(4, 16, 2, 64)) for _ in range(LAYERS)]
+    p2 = giouring.KVPool(parts, dims=("block", "token", "head", "channel"))
+    assert [len(ts) for ts in p2.layer_tensors] == [2] * LAYERS
+    assert all(ts[0] is k and ts[1] is v for ts, (k, v) in zip(p2.layer_tensors, parts))

@@ -143,6 +143,11 @@ def test_bad_input_raises_with_errno_and_the_library_message(uris, tmp_path):
         assert [r.rc for r in e.results] == [-errno.ECANCELED]
         assert store.stats()["valid"] == 0
         expect(errno.EOPNOTSUPP, lambda: store.plan(max_requests=4, engine="gpu"), "GPU engine")
+        expect(errno.EINVAL, lambda: store.plan(max_requests=4, move_depth=17), "move_depth 17")
+        expect(errno.EINVAL, lambda: store.plan(max_requests=4, poll_ns=2_000_000), "poll_ns above 1 ms")
+        expect(errno.EINVAL, lambda: store.plan(max_requests=4, poll_ns=-1), "poll_ns -1")
+        expect(errno.EINVAL, lambda: store.plan(max_requests=4, move_depth=1 << 32), "move_depth")
+        expect(errno.EINVAL, lambda: plan.wait_layer(-1), "layer -1 out of range")
     # A store of one layout refuses a pool of another.
     t = torch.zeros(LAYERS, BLOCKS, 2, 2, 16, 64, dtype=torch.bfloat16)
     heads_first = giouring.KVPool(t, dims=("layer", "block", "part", "head", "token", "channel"))
