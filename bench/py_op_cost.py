@@ -9,6 +9,9 @@ I/O: CPU engine (file:// targets), the host's check of a done layer; GPU engine 
 `mem://hbm` targets), the launch of the stream wait's kernel on the current stream. Rows:
 
   Plan.wait_layer              the package's call (the layer's tensors, KVPool.layer_tensors)
+  ... stream= another          (GPU) the same on a stream other than the current one: the
+                               torch.cuda.stream() context around the op, as an engine's
+                               compute stream has it
   op, the layer's tensors      torch.ops.giouring.wait_layer with the same list
   op, every pool tensor        the same op given the whole pool's list (what Plan passed before)
 
@@ -53,13 +56,14 @@ def main():
     kv = [torch.zeros(2, 64, 16, 8, 128, dtype=torch.bfloat16, device=dev) for _ in range(a.layers)]
     pool = giouring.KVPool(kv, dims=("part", "block", "token", "head", "channel"))
     tmp = tempfile.mkdtemp(dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-    uri = "mem://hbm?size=256M" if a.gpu else f"file://{tmp}/dev0.img?size=256M"
+    uri = "mem://hbm?sms=2&size=256M" if a.gpu else f"file://{tmp}/dev0.img?size=256M"
     gpu = torch.cuda.get_device_name() if a.gpu else "none"
     print(f"machine: {platform.node()}, {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}, torch {torch.__version__}, GPU {gpu}")
     print(f"py_op_cost: wait_layer on a finished layer, {a.layers}-layer pool (a tensor per layer), "
           f"{'GPU engine, ' + uri if a.gpu else 'CPU engine, file:// target'}; {a.reps} x {a.calls} calls\n")
     rows = []
+    side = torch.cuda.Stream() if a.gpu else None  # made before the executors start
     with giouring.Store.create([uri], pool) as store:
         plan = store.plan(max_requests=4)
         plan.save([1], [0])
@@ -72,14 +76,19 @@ def main():
         for layer in range(a.layers):
             plan.wait_layer(layer)
         if a.gpu:
-            torch.cuda.synchronize()
+            # The stream, never the device: the targets' executors are persistent kernels.
+            torch.cuda.current_stream().synchronize()
         h, op, layer = plan.handle, torch.ops.giouring.wait_layer.default, a.layers // 2
         mine, every = pool.layer_tensors[layer], pool.tensors
         rows.append(("Plan.wait_layer", timed(lambda: plan.wait_layer(layer), a.calls, a.reps)))
+        if a.gpu:
+            rows.append(("Plan.wait_layer, stream= another", timed(lambda: plan.wait_layer(layer, stream=side), a.calls,
+                                                                  a.reps)))
         rows.append(("op, the layer's tensors", timed(lambda: op(h, layer, 10**10, mine), a.calls, a.reps)))
         rows.append(("op, every pool tensor", timed(lambda: op(h, layer, 10**10, every), a.calls, a.reps)))
         if a.gpu:
-            torch.cuda.synchronize()
+            torch.cuda.current_stream().synchronize()
+            side.synchronize()
         plan.finish()
     print("| call | tensors passed | us per call: min | median | max |")
     print("| --- | --- | --- | --- | --- |")

@@ -10,6 +10,7 @@
 # OUTDIR/site (pip --target), never into the system's Python.
 #   OUTDIR/pytest.log     the build's and the suite's output (also on stdout)
 #   OUTDIR/junit.xml      the suite's results
+#   OUTDIR/py-op-cost.md  bench/py_op_cost.py --gpu: the host time of a per-layer call, GPU engine
 #   OUTDIR/env.txt        python, torch, CUDA, GPU
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -49,5 +50,10 @@ fi
     "$py" -m pytest -p no:cacheprovider -ra -v -o faulthandler_timeout=60 --junitxml="$out/junit.xml" tests/python
 } 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
+if ((rc == 0 && !build_only)); then
+  # What one per-layer call costs the host on the GPU engine (the launch on the current stream).
+  PYTHONPATH="$out/site${PYTHONPATH:+:$PYTHONPATH}" timeout -k 10 120 \
+    "$py" bench/py_op_cost.py --gpu --layers 32 >"$out/py-op-cost.md" 2>&1 || echo "gpu-python: py_op_cost failed (see $out/py-op-cost.md)"
+fi
 echo "gpu-python: exit $rc; log in $log"
 exit "$rc"
