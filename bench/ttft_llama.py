@@ -28,7 +28,9 @@ taken (wall clock, from a synchronized GPU to the token id on the host):
     I/O kernels sharing every SM with compute);
   - giouring-sched: the slack-aware scheduler (giouring.Scheduler) on an I/O partition of
     --io-sms SMs (green contexts): each layer's slot loads the next layer first and issues
-    deferred saves only into the slack measured for that layer (the hbm run's layer times).
+    deferred saves only into the slack measured for that layer (the hbm run's layer times),
+    its bandwidths corrected online from its loads' and saves' measured times
+    (--sched-calibrate: the weight of each; 0 plans with the modelled figures as given).
 
 The stand-in drives' executors are persistent kernels holding 2 SMs each (8 in all) during every
 system's run, so every system computes on the same SMs. Figures are labelled: TTFT, bubble and
@@ -90,6 +92,8 @@ def args_parse():
     ap.add_argument("--drive-mixed-gbps", type=float, default=3.0,
                     help="MODELLED GB/s per drive reading and writing at once (both together)")
     ap.add_argument("--exec-sms", type=int, default=2, help="executor SMs of each stand-in drive")
+    ap.add_argument("--sched-calibrate", type=float, default=0.125,
+                    help="giouring-sched: weight of each measured transfer in its bandwidth correction (0: none)")
     ap.add_argument("--cpu-max", default="32K",
                     help="cpu-per-object runs (and its file store is filled) only for contexts up to this")
     ap.add_argument("--shm", default="/dev/shm", help="where the CPU baseline's file targets live")
@@ -427,7 +431,7 @@ class Bench:
         log(f"FAILED T={T} h={h} {system}: {type(e).__name__}: {e}")
         if system == "giouring-sched":  # save layers it still holds would keep their batch open
             self.sched.close()
-            self.make_sched()
+            self.make_sched(calibrate=0.0)  # no new CUDA events beside the executors; it is not used again
         for p in (getattr(self, "gpu_load", None), getattr(self, "gpu_save", None), getattr(self, "cpu_load", None)):
             try:
                 if p is not None:
@@ -490,13 +494,14 @@ class Bench:
             self.cpu_load = self.cpu_store.plan(max_requests=maxreq)
             self.cpu_fill = self.cpu_store.plan(max_requests=maxreq)
 
-    def make_sched(self):
+    def make_sched(self, calibrate=None):
         import giouring
 
         a = self.args
+        calibrate = a.sched_calibrate if calibrate is None else calibrate
         self.sched = giouring.Scheduler(self.gpu_store, read_gbps=a.drive_read_gbps, write_gbps=a.drive_write_gbps,
                                         mixed_gbps=a.drive_mixed_gbps, sm_min=1, sm_max=a.io_sms,
-                                        max_items=4 * self.L, max_bytes=1 << 40)
+                                        max_items=4 * self.L, max_bytes=1 << 40, calibrate=calibrate)
 
     def close(self):
         self.sched.close()  # first: it may hold save layers of the stores' plans
@@ -664,6 +669,7 @@ class Bench:
         if isinstance(h, GiouringHooks) and h.decisions:
             extra["predicted_bubble_ms"] = sum(d.bubble for d in h.decisions) * 1e3
             extra["saves_in_prefill"] = sum(d.saves for d in h.decisions)
+            extra["sched_rates"] = self.sched.rates()  # the bandwidth correction after this run
         if system not in ("hbm", "hbm-part", "offload"):
             extra["prefix_bitwise"] = self.prefix_equal(ref, ctx.C)
         del cache

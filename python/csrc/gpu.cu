@@ -234,6 +234,75 @@ int gpy_gpu_sched_launch(void *arg, struct gio_kv_plan *plan, uint32_t layer, in
 	return gio_kv_layer_launch(plan, layer, write, (cudaStream_t)arg, sm);
 }
 
+/* Stream timers: pairs of timing events, made when the scheduler is (before any batch starts the
+ * executors), recorded around its launches and read back only once complete, so that no call
+ * here waits behind a persistent kernel. */
+struct gpy_timers {
+	int device;
+	uint32_t n;
+	cudaEvent_t ev[1]; /* 2 n: begin and end of timer i at 2 i and 2 i + 1 */
+};
+
+int gpy_gpu_timers_create(int device, uint32_t n, void **out)
+{
+	DeviceScope scope(device);
+	if (scope.err != cudaSuccess)
+		return cuda_fail(scope.err, "selecting the pool's device");
+	struct gpy_timers *t = (struct gpy_timers *)calloc(1, sizeof(*t) + 2 * n * sizeof(cudaEvent_t));
+	if (!t)
+		return gpy_fail(-ENOMEM, "no memory");
+	t->device = device;
+	for (uint32_t i = 0; i < 2 * n; i++) {
+		const cudaError_t e = cudaEventCreate(&t->ev[i]);
+		if (e != cudaSuccess) {
+			t->n = i / 2; /* the pairs made whole, then the odd one */
+			if (i % 2)
+				cudaEventDestroy(t->ev[i - 1]);
+			gpy_gpu_timers_destroy(t);
+			return cuda_fail(e, "creating the scheduler's timing events");
+		}
+	}
+	t->n = n;
+	*out = t;
+	return 0;
+}
+
+void gpy_gpu_timers_destroy(void *timers)
+{
+	struct gpy_timers *t = (struct gpy_timers *)timers;
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < 2 * t->n; i++)
+		cudaEventDestroy(t->ev[i]); /* returns at once; a pending event's resources go when it completes */
+	free(t);
+}
+
+int gpy_gpu_timer_mark(void *timers, uint32_t i, int end, void *stream)
+{
+	struct gpy_timers *t = (struct gpy_timers *)timers;
+	if (!t || i >= t->n)
+		return gpy_fail(-EINVAL, "timer %u of %u", i, t ? t->n : 0);
+	const cudaError_t e = cudaEventRecord(t->ev[2 * i + (end ? 1 : 0)], (cudaStream_t)stream);
+	return e == cudaSuccess ? 0 : cuda_fail(e, "recording a scheduler's timing event");
+}
+
+int gpy_gpu_timer_read(void *timers, uint32_t i, uint64_t *ns)
+{
+	struct gpy_timers *t = (struct gpy_timers *)timers;
+	float ms = 0.f;
+	if (!t || i >= t->n || !ns)
+		return gpy_fail(-EINVAL, "timer %u of %u", i, t ? t->n : 0);
+	cudaError_t e = cudaEventQuery(t->ev[2 * i + 1]);
+	if (e == cudaErrorNotReady)
+		return -EAGAIN; /* not the stream's turn yet: asked again at a later slot */
+	if (e == cudaSuccess)
+		e = cudaEventElapsedTime(&ms, t->ev[2 * i], t->ev[2 * i + 1]);
+	if (e != cudaSuccess)
+		return cuda_fail(e, "reading a scheduler's timing events");
+	*ns = (uint64_t)((double)ms * 1e6);
+	return 0;
+}
+
 int gpy_partition_create(int device, uint32_t io_sms, int fallback, void **out)
 {
 	gpy_clear_error();

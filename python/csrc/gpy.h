@@ -233,10 +233,15 @@ int gpy_gpu_wait(struct gpy_plan *p, uint32_t layer, void *stream, uint64_t time
 struct gpy_sched;
 /** A scheduler over the store's devices: @p gbps holds (read, write, mixed) GB/s per device in the
  *  store's order; its backlog holds at most @p max_items save layers and @p max_bytes (above
- *  @p soft_bytes a defer answers 1: pressure); @p timeout_ns bounds the CPU engine's load wait. */
+ *  @p soft_bytes a defer answers 1: pressure); @p timeout_ns bounds the CPU engine's load wait;
+ *  @p calibrate, in (0, 1], the weight with which each measured transfer corrects the bandwidths
+ *  (GPU engine: its layers timed on the stream), 0 for none. */
 GPY_EXPORT int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, uint32_t sm_min,
 				uint32_t sm_max, uint32_t max_items, uint64_t max_bytes, uint64_t soft_bytes,
-				uint64_t timeout_ns, struct gpy_sched **out);
+				uint64_t timeout_ns, double calibrate, struct gpy_sched **out);
+/** The bandwidth calibration (@p calibrate of gpy_sched_create(), giouring/sched/rate.h): read
+ *  factor, write factor, reads observed, writes observed (4 numbers). */
+GPY_EXPORT int gpy_sched_rates(const struct gpy_sched *x, double *out, uint32_t n);
 GPY_EXPORT int gpy_sched_destroy(struct gpy_sched *x);
 /** Queues save layer @p layer of @p p (a save batch open): 0, 1 (queued, backlog above its soft
  *  mark), -EAGAIN (full: nothing queued), -E2BIG (never fits). */
@@ -253,6 +258,14 @@ GPY_EXPORT void gpy_sched_idle(struct gpy_sched *x);
 GPY_EXPORT int gpy_sched_stats(const struct gpy_sched *x, uint64_t *out, uint32_t n);
 /** The scheduler's launcher for the GPU engine (gio_sched_launch_fn; @p arg is the stream). */
 int gpy_gpu_sched_launch(void *arg, struct gio_kv_plan *plan, uint32_t layer, int write, uint32_t sm);
+/** @p n stream timers on @p device (pairs of timing events): made before the executors start. */
+int gpy_gpu_timers_create(int device, uint32_t n, void **out);
+void gpy_gpu_timers_destroy(void *timers);
+/** Records timer @p i's begin (@p end 0) or end mark on @p stream. */
+int gpy_gpu_timer_mark(void *timers, uint32_t i, int end, void *stream);
+/** Timer @p i's time between its marks: 0 with @p ns set, -EAGAIN while its end mark is pending
+ *  (never waits), or the CUDA error. */
+int gpy_gpu_timer_read(void *timers, uint32_t i, uint64_t *ns);
 
 /* ---- SM partitions (gpu.cu; giouring/host/partition.h) ---- */
 /** Splits device @p device into @p io_sms I/O SMs and the rest; with @p fallback, ordinary

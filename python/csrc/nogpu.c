@@ -125,3 +125,33 @@ int gpy_partition_destroy(void *part)
 	(void)part;
 	return 0;
 }
+
+int gpy_gpu_timers_create(int device, uint32_t n, void **out)
+{
+	(void)device;
+	(void)n;
+	(void)out;
+	return no_cuda();
+}
+
+void gpy_gpu_timers_destroy(void *timers)
+{
+	(void)timers;
+}
+
+int gpy_gpu_timer_mark(void *timers, uint32_t i, int end, void *stream)
+{
+	(void)timers;
+	(void)i;
+	(void)end;
+	(void)stream;
+	return no_cuda();
+}
+
+int gpy_gpu_timer_read(void *timers, uint32_t i, uint64_t *ns)
+{
+	(void)timers;
+	(void)i;
+	(void)ns;
+	return no_cuda();
+}

@@ -10,8 +10,12 @@
 #include <string.h>
 
 #include <giouring/sched/issue.h>
+#include <giouring/sched/rate.h>
 
 #include "gpy.h"
+
+/* Launches timed at once, at most (a slot's load and saves; read back at later slots). */
+#define GPY_SCHED_TIMERS 64u
 
 struct gpy_sched {
 	struct gpy_store *s;
@@ -24,14 +28,25 @@ struct gpy_sched {
 	uint32_t queued[GPY_SCHED_SAVES]; /* items of each index in the backlog, as the plan counts them */
 	struct gio_sched_decision prev; /* the last slot's, carried into the next (gio_sched_carry()) */
 	uint64_t timeout_ns;
+	/* Bandwidth calibration (giouring/sched/rate.h): `cfg` is `base` as corrected by `rate`. */
+	struct gio_sched_config base; /* the bandwidths as given */
+	struct gio_sched_rate rate;
+	int calibrate;
+	void *timers; /* GPU engine: stream timers around each launch */
+	uint64_t modelled_ns[GPY_SCHED_TIMERS]; /* per timer: its launch's modelled time at `base` */
+	uint8_t write[GPY_SCHED_TIMERS];       /* per timer: GIO_SCHED_READ or GIO_SCHED_WRITE */
+	uint32_t t_head, t_tail;               /* timers read back, and started (free-running) */
+	void *stream;                          /* the slot's stream, for the timed launcher */
+	int timer_rc;                          /* a timer's first failure in a slot */
 };
 
 int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, uint32_t sm_min, uint32_t sm_max,
-		     uint32_t max_items, uint64_t max_bytes, uint64_t soft_bytes, uint64_t timeout_ns,
+		     uint32_t max_items, uint64_t max_bytes, uint64_t soft_bytes, uint64_t timeout_ns, double calibrate,
 		     struct gpy_sched **out)
 {
 	struct gpy_sched *x;
 	uint32_t d, why = 0, idx = 0;
+	int rc;
 	gpy_clear_error();
 	if (!s || !gbps || !out)
 		return gpy_fail(-EINVAL, "scheduler: NULL argument");
@@ -40,6 +55,11 @@ int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, ui
 		return gpy_fail(-EINVAL, "scheduler: bandwidths for %u devices, the store has %u", ndevs, s->ndevs);
 	if (max_items == 0 || max_bytes == 0)
 		return gpy_fail(-EINVAL, "scheduler: the backlog needs room for at least one item and one byte");
+	if (!(calibrate >= 0.0 && calibrate <= 1.0))
+		return gpy_fail(-EINVAL, "scheduler: calibrate %g: a weight in (0, 1], or 0 for none", calibrate);
+	if (calibrate > 0.0 && !s->gpu_targets)
+		return gpy_fail(-EOPNOTSUPP, "scheduler: calibrate measures the GPU engine's transfers on its stream; "
+					     "this store's targets take the CPU engine");
 	if (!(x = calloc(1, sizeof(*x))))
 		return gpy_fail(-ENOMEM, "no memory");
 	x->s = s;
@@ -57,15 +77,77 @@ int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, ui
 		free(x);
 		return gpy_fail(-EINVAL, "scheduler: %s (device %u)", gio_sched_reason_name(why), idx);
 	}
+	x->base = x->cfg;
+	(void)gio_sched_rate_init(&x->rate, calibrate > 0.0 ? calibrate : GIO_SCHED_ALPHA_DEFAULT);
+	x->calibrate = calibrate > 0.0;
+	if (x->calibrate && (rc = gpy_gpu_timers_create(s->device, GPY_SCHED_TIMERS, &x->timers)) != 0) {
+		free(x);
+		return rc; /* its message names the CUDA error */
+	}
 	x->ring = calloc(max_items, sizeof(*x->ring));
 	x->writes = calloc(max_items, sizeof(*x->writes));
 	if (!x->ring || !x->writes || gio_sched_backlog_init(&x->bl, x->ring, max_items, max_bytes, soft_bytes)) {
+		gpy_gpu_timers_destroy(x->timers);
 		free(x->ring);
 		free(x->writes);
 		free(x);
 		return gpy_fail(-ENOMEM, "no memory");
 	}
 	*out = x;
+	return 0;
+}
+
+/* Reads back the timers whose launches ended, in launch order, into the rates: a timer still
+ * pending stops the pass (the next slot asks again); nothing here waits. */
+static int rates_update(struct gpy_sched *x)
+{
+	while (x->t_head != x->t_tail) {
+		const uint32_t i = x->t_head % GPY_SCHED_TIMERS;
+		uint64_t ns = 0;
+		const int rc = gpy_gpu_timer_read(x->timers, i, &ns);
+		if (rc == -EAGAIN)
+			return 0;
+		if (rc)
+			return rc;
+		/* A launch of no bytes, or one faster than the clock's resolution, teaches nothing. */
+		if (x->modelled_ns[i] && ns)
+			(void)gio_sched_rate_observe(&x->rate, x->write[i], x->modelled_ns[i], ns);
+		x->t_head++;
+	}
+	return 0;
+}
+
+/* The GPU engine's launcher with each launch between a timer's marks (gio_sched_launch_fn; arg:
+ * the scheduler, its slot's stream in x->stream). A timer that fails leaves the launch alone and
+ * fails the slot after it (x->timer_rc); with every timer pending, the launch goes untimed. */
+static int timed_launch(void *arg, struct gio_kv_plan *plan, uint32_t layer, int write, uint32_t sm)
+{
+	struct gpy_sched *x = arg;
+	uint64_t bytes[GIO_SCHED_DEVS_MAX];
+	const int timed = x->t_tail - x->t_head < GPY_SCHED_TIMERS && !x->timer_rc &&
+			  gio_kv_plan_layer_bytes(plan, bytes, GIO_SCHED_DEVS_MAX) == 0;
+	const uint32_t i = x->t_tail % GPY_SCHED_TIMERS;
+	int rc;
+	if (timed && (x->timer_rc = gpy_gpu_timer_mark(x->timers, i, 0, x->stream)) != 0)
+		return gpy_gpu_sched_launch(x->stream, plan, layer, write, sm);
+	rc = gpy_gpu_sched_launch(x->stream, plan, layer, write, sm);
+	if (!timed || rc)
+		return rc; /* a begin mark without its end is simply reused */
+	if ((x->timer_rc = gpy_gpu_timer_mark(x->timers, i, 1, x->stream)) != 0)
+		return 0;
+	x->modelled_ns[i] = gio_sched_rate_model_ns(&x->base, bytes, write ? GIO_SCHED_WRITE : GIO_SCHED_READ);
+	x->write[i] = (uint8_t)(write ? GIO_SCHED_WRITE : GIO_SCHED_READ);
+	x->t_tail++;
+	return 0;
+}
+
+int gpy_sched_rates(const struct gpy_sched *x, double *out, uint32_t n)
+{
+	uint32_t i;
+	if (!x || !out)
+		return gpy_fail(-EINVAL, "scheduler: NULL argument");
+	for (i = 0; i < n && i < 4; i++) /* the factors, then the observation counts */
+		out[i] = i < 2 ? x->rate.factor[i] : (double)x->rate.observed[i - 2];
 	return 0;
 }
 
@@ -91,6 +173,7 @@ int gpy_sched_destroy(struct gpy_sched *x)
 	if (!x)
 		return 0;
 	settle(x, 1); /* the layers never issued: their plans' finish reports them as not run */
+	gpy_gpu_timers_destroy(x->timers);
 	free(x->ring);
 	free(x->writes);
 	free(x);
@@ -184,14 +267,22 @@ int gpy_sched_slot(struct gpy_sched *x, struct gpy_plan *load, uint32_t layer, u
 	if (load && (rc = gio_kv_plan_layer_bytes(load->plan, slot.read_bytes, GIO_SCHED_DEVS_MAX)) != 0)
 		return gpy_lib(rc, "scheduler: the load layer's bytes");
 	gio_sched_carry(&x->prev, &slot);
+	if (x->calibrate) {
+		/* The transfers measured since the last slot correct the bandwidths this one plans with. */
+		if ((rc = rates_update(x)) != 0)
+			return rc; /* its message names the CUDA error */
+		(void)gio_sched_rate_apply(&x->rate, &x->base, &x->cfg);
+	}
 	memset(&is, 0, sizeof(is));
 	is.cfg = &x->cfg;
 	is.backlog = &x->bl;
 	is.saves = x->save_plans;
 	is.nsaves = GPY_SCHED_SAVES;
-	is.launch = x->s->gpu_targets ? gpy_gpu_sched_launch : NULL;
-	is.launch_arg = stream;
+	is.launch = !x->s->gpu_targets ? NULL : x->calibrate ? timed_launch : gpy_gpu_sched_launch;
+	is.launch_arg = x->calibrate ? (void *)x : stream;
 	is.timeout_ns = x->timeout_ns;
+	x->stream = stream;
+	x->timer_rc = 0;
 	memset(&dec, 0, sizeof(dec));
 	rc = gio_sched_issue(&is, &slot, load ? load->plan : NULL, layer, x->writes, x->bl.cap, &dec);
 	settle(x, 0); /* what was issued left the backlog, also when a later item failed */
@@ -210,7 +301,9 @@ int gpy_sched_slot(struct gpy_sched *x, struct gpy_plan *load, uint32_t layer, u
 	out[5] = dec.write_bytes;
 	out[6] = dec.nwrites;
 	out[7] = dec.sm;
-	return 0;
+	/* The layers went; a timer around them did not: said, not hidden (its message names the
+	 * CUDA error), after the slot's bookkeeping. */
+	return x->timer_rc;
 }
 
 void gpy_sched_idle(struct gpy_sched *x)

@@ -3,7 +3,8 @@
 Per slot (a layer's compute window in prefill, or a decode step) the scheduler issues the next
 layer's load first, then the deferred save layers that still end within the slot's slack, and
 never a save beside a read (docs/scheduler.md argues the rules). Bandwidths are the devices' (a
-model: the scheduler never measures them).
+model), corrected online from the transfers' measured times where the scheduler is asked to
+(``calibrate``, GPU engine).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from . import _lib
 from .errors import GiouringError
 
 _lib._sig("gpy_sched_create", ctypes.c_int, _lib.vp, _lib.P(ctypes.c_double), _lib.u32, _lib.u32, _lib.u32, _lib.u32,
-          _lib.u64, _lib.u64, _lib.u64, _lib.P(_lib.vp))
+          _lib.u64, _lib.u64, _lib.u64, ctypes.c_double, _lib.P(_lib.vp))
+_lib._sig("gpy_sched_rates", ctypes.c_int, _lib.vp, _lib.P(ctypes.c_double), _lib.u32)
 _lib._sig("gpy_sched_destroy", ctypes.c_int, _lib.vp)
 _lib._sig("gpy_sched_defer", ctypes.c_int, _lib.vp, _lib.vp, _lib.u32)
 _lib._sig("gpy_sched_pending", _lib.u32, _lib.vp, _lib.vp)
@@ -67,10 +69,18 @@ class Scheduler:
         max_items, max_bytes: the backlog's bound (save layers, bytes); ``soft_bytes``: above it a
             :meth:`defer` answers ``"pressure"`` (evict or recompute before it fills).
         timeout: CPU engine: how long a slot waits for its load layer before it queues saves.
+        calibrate: GPU engine: the weight, in (0, 1], with which each measured transfer corrects
+            the bandwidths (0: none, the model as given). Every load and save layer a slot
+            launches is timed on its stream (a pair of CUDA events, read back at a later slot,
+            never waited for); each direction keeps a factor, measured over modelled time, that
+            divides its bandwidths (giouring/sched/rate.h). Where transfers run slower than the
+            figures given, an uncorrected scheduler sees slack that is not there and puts saves
+            into it, and each such save delays the next load. :meth:`rates` shows the factors.
     """
 
     def __init__(self, store, read_gbps, write_gbps, mixed_gbps=None, sm_min: int = 1, sm_max: int = 8,
-                 max_items: int = 1024, max_bytes: int = 1 << 34, soft_bytes: int = 0, timeout: float = 10.0):
+                 max_items: int = 1024, max_bytes: int = 1 << 34, soft_bytes: int = 0, timeout: float = 10.0,
+                 calibrate: float = 0.0):
         n = store.stats()["devices"]
 
         def per_dev(v, what):
@@ -84,7 +94,7 @@ class Scheduler:
         gbps = (ctypes.c_double * (3 * n))(*[x for d in range(n) for x in (r[d], w[d], m[d])])
         h = ctypes.c_void_p()
         _lib.check(_lib.lib.gpy_sched_create(store._handle(), gbps, n, sm_min, sm_max, max_items, max_bytes,
-                                             soft_bytes, int(timeout * 1e9), ctypes.byref(h)))
+                                             soft_bytes, int(timeout * 1e9), float(calibrate), ctypes.byref(h)))
         self.store = store
         self._h = h.value
 
@@ -129,6 +139,15 @@ class Scheduler:
                                            layer, PHASES[phase], int(max(slack, 0.0) * 1e9), sm, s, out, 8))
         ns = [out[i] / 1e9 for i in range(4)]
         return Decision(*ns, out[4], out[5], out[6], out[7])
+
+    def rates(self) -> dict:
+        """The bandwidth calibration: ``read_factor`` and ``write_factor`` (measured over modelled
+        transfer time; 1.0 until observed, above 1 where the devices run slower than the figures
+        given) and how many transfers of each were observed."""
+        out = (ctypes.c_double * 4)()
+        _lib.check(_lib.lib.gpy_sched_rates(self._handle(), out, 4))
+        return {"read_factor": out[0], "write_factor": out[1], "read_observed": int(out[2]),
+                "write_observed": int(out[3])}
 
     def drain(self, stream: torch.cuda.Stream | None = None) -> int:
         """Issues every deferred save (decode-phase slots without reads until the backlog is

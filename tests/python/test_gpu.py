@@ -171,3 +171,33 @@ def test_cpu_engine_restores_into_a_pool_in_gpu_memory(tmp_path):
         for layer in range(2):
             for c in range(8):
                 assert torch.equal(kv[layer][:, 8 + c], chunk(c, layer))
+
+
+def test_a_calibrating_scheduler_learns_that_loads_run_slower_than_configured():
+    # Bandwidths given 1000x what the executors deliver: every timed load teaches the read factor
+    # (clamped to 2x a step), and the slots' modelled reads grow with it.
+    kv = [torch.zeros(2, BLOCKS, TOKENS, HEADS, DIM, dtype=torch.bfloat16, device="cuda") for _ in range(LAYERS)]
+    pool = giouring.KVPool(kv, dims=DIMS)
+    with giouring.Store.create([f"mem://hbm?sms=2&size={POOL_MIB + 64}M"], pool) as store:
+        plan = store.plan(max_requests=BLOCKS)
+        sched = giouring.Scheduler(store, read_gbps=1e5, write_gbps=1e5, calibrate=0.5)
+        io = torch.cuda.Stream()
+        assert sched.rates() == {"read_factor": 1.0, "write_factor": 1.0, "read_observed": 0, "write_observed": 0}
+        torch.cuda.synchronize()
+        assert plan.save(list(range(BLOCKS)), range(BLOCKS)) == [0] * BLOCKS  # the executors start
+        for layer in range(LAYERS):
+            plan.save_layer(layer, stream=io)
+        io.synchronize()
+        plan.finish()
+        ends = []
+        for rep in range(3):
+            assert plan.load(list(range(BLOCKS)), range(BLOCKS)) == [True] * BLOCKS
+            for layer in range(LAYERS):
+                ends.append(sched.slot(plan, layer, slack=0.0, stream=io).read_end)
+            io.synchronize()  # the stream, never the device: the executors run
+            assert all(r.rc == 0 for r in plan.finish())
+        r = sched.rates()
+        assert r["read_observed"] >= 2 * LAYERS  # the last slot's timer is read at a later slot
+        assert r["read_factor"] > 4.0 and r["write_observed"] == 0
+        assert ends[-1] > 4 * ends[0]
+        sched.close()

@@ -147,6 +147,21 @@ def test_bad_input_is_refused_by_name(uris):
             plan.finish()
 
 
+def test_calibration_is_the_gpu_engines_and_its_weight_is_checked(uris):
+    _, pool = vllm_pool()
+    with giouring.Store.create(uris, pool) as store:
+        for bad in (-0.1, 1.5, float("nan")):
+            with pytest.raises(giouring.GiouringError) as e:
+                open_sched(store, calibrate=bad)
+            assert e.value.errno == errno.EINVAL and "calibrate" in e.value.strerror
+        with pytest.raises(giouring.GiouringError) as e:
+            open_sched(store, calibrate=0.25)
+        assert e.value.errno == errno.EOPNOTSUPP and "GPU engine" in e.value.strerror
+        sched = open_sched(store)  # no calibration: the model as given
+        assert sched.rates() == {"read_factor": 1.0, "write_factor": 1.0, "read_observed": 0, "write_observed": 0}
+        sched.close()
+
+
 def test_a_partition_needs_the_gpu_build_or_a_gpu():
     if giouring.has_gpu():
         pytest.skip("this build has the GPU half: test_gpu.py covers the partition")

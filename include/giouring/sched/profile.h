@@ -344,6 +344,18 @@ GIO_HD int gio_sched_profile_lookup(const struct gio_sched_profile *t, uint32_t 
 	return 0;
 }
 
+/* One step of a correction factor towards an observed ratio q (measured / modelled): q clamped
+ * to within GIO_SCHED_PROFILE_CLAMP of f, then f moved by alpha towards it. Shared by the slack
+ * profile's per-layer factors and the bandwidth rates (giouring/sched/rate.h). */
+GIO_HD double gio__sched_factor_step(double f, double q, double alpha)
+{
+	if (q > f * GIO_SCHED_PROFILE_CLAMP)
+		q = f * GIO_SCHED_PROFILE_CLAMP;
+	else if (q < f / GIO_SCHED_PROFILE_CLAMP)
+		q = f / GIO_SCHED_PROFILE_CLAMP;
+	return f + alpha * (q - f);
+}
+
 /**
  * @brief Takes one measured layer time into the layer's correction: factor moves by alpha
  *        towards measured / interpolated (that ratio clamped to within GIO_SCHED_PROFILE_CLAMP of
@@ -364,7 +376,7 @@ GIO_HD int gio_sched_profile_lookup(const struct gio_sched_profile *t, uint32_t 
 GIO_HD int gio_sched_profile_observe(struct gio_sched_profile *t, uint32_t input, uint32_t prefix, uint32_t layer,
 				     uint64_t measured_ns, uint32_t *reason)
 {
-	double base, q, f;
+	double base;
 	if (!t)
 		return gio__sched_profile_fail(reason, GIO_SCHED_PROFILE_R_NULL);
 	if (layer >= t->layers || layer >= GIO_SCHED_LAYERS_MAX)
@@ -377,13 +389,7 @@ GIO_HD int gio_sched_profile_observe(struct gio_sched_profile *t, uint32_t input
 			*reason = GIO_SCHED_PROFILE_R_BASE_ZERO;
 		return -ERANGE;
 	}
-	f = t->factor[layer];
-	q = (double)measured_ns / base;
-	if (q > f * GIO_SCHED_PROFILE_CLAMP)
-		q = f * GIO_SCHED_PROFILE_CLAMP;
-	else if (q < f / GIO_SCHED_PROFILE_CLAMP)
-		q = f / GIO_SCHED_PROFILE_CLAMP;
-	t->factor[layer] = f + t->alpha * (q - f);
+	t->factor[layer] = gio__sched_factor_step(t->factor[layer], (double)measured_ns / base, t->alpha);
 	t->observed[layer]++;
 	if (reason)
 		*reason = GIO_SCHED_PROFILE_R_OK;
