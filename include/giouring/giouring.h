@@ -14,7 +14,8 @@
  *    per-layer load and save of planned batches (io.h, plan.h; the GPU engine's kernel is
  *    `giouring/kv/layer.cuh`, CUDA only);
  * 6. `giouring/sched/`: the slack-aware I/O scheduler's decisions (sched.h) and slack profile
- *    (profile.h), pure (`GIO_HD`), and the profiler and its file (profiler.h, host library).
+ *    (profile.h) and bandwidth correction (rate.h), pure (`GIO_HD`), and the profiler and its file
+ *    (profiler.h, host library).
  *
  * Not included here: the device verbs (`giouring/device/verbs.cuh`, CUDA only) and the software
  * NVMe target (`giouring/target/`), which an engine needs only to emulate a controller.
@@ -64,6 +65,7 @@
 #include "sched/profile.h"
 #include "sched/profiler.h"
 #include "sched/issue.h"
+#include "sched/rate.h"
 #include "sched/sched.h"
 
 #endif /* GIOURING_GIOURING_H */
