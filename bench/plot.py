@@ -178,7 +178,8 @@ def sched(doc, out):
     fig.savefig(out, dpi=120)
 
 
-TTFT_STYLE = {"hbm": ("black", "o"), "hbm-part": ("grey", "o"), "giouring-sched": ("tab:green", "s"), "giouring-naive": ("tab:olive", "^"),
+TTFT_STYLE = {"hbm": ("black", "o"), "hbm-part": ("grey", "o"), "giouring-sched": ("tab:green", "s"),
+              "giouring-sched-static": ("tab:cyan", "s"), "giouring-naive": ("tab:olive", "^"),
               "offload": ("tab:blue", "D"), "cpu-per-object": ("tab:red", "v")}
 
 

@@ -30,7 +30,9 @@ taken (wall clock, from a synchronized GPU to the token id on the host):
     --io-sms SMs (green contexts): each layer's slot loads the next layer first and issues
     deferred saves only into the slack measured for that layer (the hbm run's layer times),
     its bandwidths corrected online from its loads' and saves' measured times
-    (--sched-calibrate: the weight of each; 0 plans with the modelled figures as given).
+    (--sched-calibrate: the weight of each; 0 plans with the modelled figures as given);
+  - giouring-sched-static (not in the default systems): the same scheduler planning with the
+    drives' figures as given, never corrected: the baseline the correction is measured against.
 
 The stand-in drives' executors are persistent kernels holding 2 SMs each (8 in all) during every
 system's run, so every system computes on the same SMs. Figures are labelled: TTFT, bubble and
@@ -164,6 +166,10 @@ def make_model(tiny: bool, device, layers: int = 0):
 # ---------------------------------------------------------------- the pool cache
 
 
+# The systems that go through a giouring.Scheduler on the SM partition: corrected, and as given.
+SCHED_SYSTEMS = ("giouring-sched", "giouring-sched-static")
+
+
 class Hooks:
     """What a system does around each layer: the base does nothing (the hbm run)."""
 
@@ -284,7 +290,8 @@ class LayerEvents(Hooks):
 
 
 class GiouringHooks(LayerEvents):
-    def __init__(self, bench, layers, sched: bool):
+    def __init__(self, bench, layers, sched):
+        """sched: the giouring.Scheduler the layers go through (on the partition), or None (naive)."""
         self.b = bench
         self.sched = sched
         self.comp = bench.part.compute_stream if sched else torch.cuda.current_stream()
@@ -310,7 +317,7 @@ class GiouringHooks(LayerEvents):
                 raise RuntimeError(f"save planning: {rc}")
         self.io.wait_stream(self.comp)
         if self.sched:
-            d = b.sched.slot(self.load, 0, slack=0.0, stream=self.io, sm=b.args.io_sms)
+            d = self.sched.slot(self.load, 0, slack=0.0, stream=self.io, sm=b.args.io_sms)
             self.decisions.append(d)
         else:
             self.load.load_layer(0, stream=self.io)
@@ -322,7 +329,7 @@ class GiouringHooks(LayerEvents):
         nxt = l + 1 < self.layers
         if self.sched:
             slack = self.b.profile[l] if self.b.profile else 0.0
-            d = self.b.sched.slot(self.load if nxt else None, l + 1 if nxt else 0, slack=slack, stream=self.io,
+            d = self.sched.slot(self.load if nxt else None, l + 1 if nxt else 0, slack=slack, stream=self.io,
                                   sm=self.b.args.io_sms)
             self.decisions.append(d)
         elif nxt:
@@ -339,7 +346,7 @@ class GiouringHooks(LayerEvents):
         if not self.saving:
             return
         if self.sched:
-            self.b.sched.defer(self.save, l)  # its slot's stream waits for this layer's start
+            self.sched.defer(self.save, l)  # its slot's stream waits for this layer's start
         else:
             self.write_ev[l].record(self.comp)
             self.save_stream.wait_event(self.write_ev[l])
@@ -349,10 +356,10 @@ class GiouringHooks(LayerEvents):
         """After the first token: the saves still deferred, then both batches' results."""
         saved = 0
         if self.sched and self.saving:
-            saved = self.b.sched.drain(stream=self.io)
+            saved = self.sched.drain(stream=self.io)
         self.b.sync()
         if self.sched:
-            self.b.sched.idle()
+            self.sched.idle()
         res = self.load.finish(timeout=60)
         bad = [r for r in res if r.rc]
         if self.saving:
@@ -429,9 +436,10 @@ class Bench:
         self.broken.add(system)
         self.results.append(dict(T=T, hit=h, system=system, error=f"{type(e).__name__}: {e}"))
         log(f"FAILED T={T} h={h} {system}: {type(e).__name__}: {e}")
-        if system == "giouring-sched":  # save layers it still holds would keep their batch open
-            self.sched.close()
-            self.make_sched(calibrate=0.0)  # no new CUDA events beside the executors; it is not used again
+        if system in SCHED_SYSTEMS:  # save layers it still holds would keep their batch open
+            self.scheds[system].close()
+            # No new CUDA events beside the executors (calibrate 0); the system is not run again.
+            self.scheds[system] = self.make_sched(calibrate=0.0)
         for p in (getattr(self, "gpu_load", None), getattr(self, "gpu_save", None), getattr(self, "cpu_load", None)):
             try:
                 if p is not None:
@@ -481,7 +489,8 @@ class Bench:
         maxreq = self.blocks
         self.gpu_load = self.gpu_store.plan(max_requests=maxreq)
         self.gpu_save = self.gpu_store.plan(max_requests=maxreq)
-        self.make_sched()
+        # The schedulers: CUDA events of a calibrating one are made here, before the executors start.
+        self.scheds = {"giouring-sched": self.make_sched(), "giouring-sched-static": self.make_sched(calibrate=0.0)}
         self.cpu_store = None
         self.cpu_max = parse_tokens(a.cpu_max)
         cpu_T = max([T for T in self.contexts if T <= self.cpu_max], default=0)
@@ -499,12 +508,13 @@ class Bench:
 
         a = self.args
         calibrate = a.sched_calibrate if calibrate is None else calibrate
-        self.sched = giouring.Scheduler(self.gpu_store, read_gbps=a.drive_read_gbps, write_gbps=a.drive_write_gbps,
+        return giouring.Scheduler(self.gpu_store, read_gbps=a.drive_read_gbps, write_gbps=a.drive_write_gbps,
                                         mixed_gbps=a.drive_mixed_gbps, sm_min=1, sm_max=a.io_sms,
                                         max_items=4 * self.L, max_bytes=1 << 40, calibrate=calibrate)
 
     def close(self):
-        self.sched.close()  # first: it may hold save layers of the stores' plans
+        for sched in self.scheds.values():
+            sched.close()  # first: they may hold save layers of the stores' plans
         for s in (self.gpu_store, self.cpu_store):
             if s is not None:
                 s.close()
@@ -635,7 +645,7 @@ class Bench:
             cache = PoolCache(self.pool, ctx.C, h)
         elif system.startswith("giouring"):
             self.poison(ctx.C)
-            h = GiouringHooks(self, self.L, system == "giouring-sched")
+            h = GiouringHooks(self, self.L, self.scheds.get(system))
             cache = PoolCache(self.pool, ctx.C, h)
         elif system == "cpu-per-object":
             self.poison(ctx.C)
@@ -669,7 +679,7 @@ class Bench:
         if isinstance(h, GiouringHooks) and h.decisions:
             extra["predicted_bubble_ms"] = sum(d.bubble for d in h.decisions) * 1e3
             extra["saves_in_prefill"] = sum(d.saves for d in h.decisions)
-            extra["sched_rates"] = self.sched.rates()  # the bandwidth correction after this run
+            extra["sched_rates"] = h.sched.rates()  # the bandwidth correction after this run
         if system not in ("hbm", "hbm-part", "offload"):
             extra["prefix_bitwise"] = self.prefix_equal(ref, ctx.C)
         del cache
@@ -724,7 +734,7 @@ class Bench:
         a = self.args
         systems = [s for s in a.systems.split(",") if s]
         slow = {float(x) for x in a.slow_hits.split(",") if x}
-        io_systems = [s for s in systems if s in ("giouring-sched", "giouring-naive", "cpu-per-object", "offload")]
+        io_systems = [s for s in systems if s in (*SCHED_SYSTEMS, "giouring-naive", "cpu-per-object", "offload")]
         self.setup_io()
         self.bulk = self.bulk_h2d_gbps()
         log(f"bulk H2D (measured, pinned, 4 GiB): {', '.join(f'{x:.1f}' for x in self.bulk)} GB/s; {self.memory()}")
@@ -864,7 +874,7 @@ def analyse(bench, results):
             f.append((h, load - layer))
         limit = crossing(f)
         part = {r["hit"]: r for r in by.get((T, "hbm-part"), [])}
-        for system in ("hbm-part", "giouring-sched", "giouring-naive", "offload", "cpu-per-object"):
+        for system in ("hbm-part", *SCHED_SYSTEMS, "giouring-naive", "offload", "cpu-per-object"):
             pts, waits = [], []
             for r in by.get((T, system), []):
                 if r["hit"] not in hbm:
@@ -877,7 +887,7 @@ def analyse(bench, results):
                 # The bubble proper: the compute stream waiting for its layer's KV (event-timed).
                 r["wait_s"] = sum(r.get("bubble_layer_ms") or []) / 1e3
                 r["wait_frac"] = r["wait_s"] / t
-                if system == "giouring-sched" and r["hit"] in part:  # the rest, against its own SMs
+                if system in SCHED_SYSTEMS and r["hit"] in part:  # the rest, against its own SMs
                     r["over_part_s"] = t - median(part[r["hit"]]["ttft_s"])
                 pts.append((r["hit"], r["bubble_frac"] - 0.05))
                 waits.append((r["hit"], r["wait_frac"] - 0.05))
@@ -894,7 +904,8 @@ def analyse(bench, results):
 
 
 # Which tier holds each system's prefix KV (the price its holding is charged at).
-TIER = {"giouring-sched": "ssd", "giouring-naive": "ssd", "cpu-per-object": "ssd", "offload": "dram"}
+TIER = {"giouring-sched": "ssd", "giouring-sched-static": "ssd", "giouring-naive": "ssd", "cpu-per-object": "ssd",
+        "offload": "dram"}
 
 
 def cost_rows(a, T, rec, hbm, by, token_bytes):

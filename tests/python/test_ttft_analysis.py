@@ -74,6 +74,8 @@ def test_the_bubble_is_the_gpus_wait_and_the_partition_is_charged_apart():
                       bubble_layer_ms=[0.0] * L),
                  dict(T=T, hit=h, C=C, system="giouring-sched", ttft_s=[sched], layer_ms=[sched * 250] * L,
                       bubble_layer_ms=[wait * 250] * L),
+                 dict(T=T, hit=h, C=C, system="giouring-sched-static", ttft_s=[sched * 1.1], layer_ms=[sched * 275] * L,
+                      bubble_layer_ms=[wait * 500] * L),
                  dict(T=T, hit=h, C=C, system="offload", ttft_s=[base * 1.5], layer_ms=[base * 375] * L)]
     b = argparse.Namespace(contexts=[T], bulk=[50.0], args=args(), kv_token_bytes=4096, L=L)
     an = m.analyse(b, rows)
@@ -88,6 +90,11 @@ def test_the_bubble_is_the_gpus_wait_and_the_partition_is_charged_apart():
     assert c["giouring-sched"]["crossover_wait"] == pytest.approx(0.9 + 0.09 * -w0 / (w1 - w0))
     assert c["giouring-sched"]["crossover"] == 0.5  # TTFT over hbm: above 5% from the first point (0.012 / 0.212)
     assert c["offload"]["waits_timed"] is False and c["offload"]["crossover"] == 0.5
+    # The uncorrected scheduler is a system of its own, charged against the same partition.
+    st = {r["hit"]: r for r in rows if r["system"] == "giouring-sched-static"}
+    assert st[0.9]["over_part_s"] == pytest.approx(0.112 * 1.1 - 0.106)
+    assert c["giouring-sched-static"]["crossover_wait"] < c["giouring-sched"]["crossover_wait"]
+    assert any(r["system"] == "giouring-sched-static" for r in an["cost"])
 
 
 def test_plot_draws_ttft_bubbles_and_crossovers(tmp_path):
