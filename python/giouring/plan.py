@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import operator
 from typing import NamedTuple, Sequence
 
 import torch
@@ -121,8 +122,9 @@ class Plan:
 
     def _op(self, op, layer, *args, stream=None):
         pool = self.store.pool
-        if not isinstance(layer, int) or isinstance(layer, bool):
-            raise TypeError(f"a layer is an int, not {type(layer).__name__}")
+        if isinstance(layer, bool):
+            raise TypeError("a layer is an int, not bool")
+        layer = operator.index(layer)  # an int, numpy's and torch's integers included; else TypeError
         if not 0 <= layer < pool.layers:
             raise GiouringError(errno.EINVAL, f"layer {layer} beyond the pool's {pool.layers} layers" if layer >= 0
                                 else f"layer {layer} out of range")

@@ -148,6 +148,10 @@ def test_bad_input_raises_with_errno_and_the_library_message(uris, tmp_path):
         expect(errno.EINVAL, lambda: store.plan(max_requests=4, poll_ns=-1), "poll_ns -1")
         expect(errno.EINVAL, lambda: store.plan(max_requests=4, move_depth=1 << 32), "move_depth")
         expect(errno.EINVAL, lambda: plan.wait_layer(-1), "layer -1 out of range")
+        with pytest.raises(TypeError):
+            plan.wait_layer(0.5)
+        # An integer tensor is an index: past the type check, the library answers (the batch ended).
+        expect(errno.EINVAL, lambda: plan.wait_layer(torch.tensor(0)), "no batch open")
     # A store of one layout refuses a pool of another.
     t = torch.zeros(LAYERS, BLOCKS, 2, 2, 16, 64, dtype=torch.bfloat16)
     heads_first = giouring.KVPool(t, dims=("layer", "block", "part", "head", "token", "channel"))
