@@ -680,6 +680,10 @@ class Bench:
             extra["predicted_bubble_ms"] = sum(d.bubble for d in h.decisions) * 1e3
             extra["saves_in_prefill"] = sum(d.saves for d in h.decisions)
             extra["sched_rates"] = h.sched.rates()  # the bandwidth correction after this run
+        if isinstance(h, GiouringHooks):
+            # The stall of each layer's stream wait for its I/O, by the GPU's clock inside the wait
+            # (the events around it also count a host behind its GPU: the host-bound rows).
+            extra["io_wait_layer_ms"] = [x * 1e3 for x in self.gpu_load.wait_times()]
         if system not in ("hbm", "hbm-part", "offload"):
             extra["prefix_bitwise"] = self.prefix_equal(ref, ctx.C)
         del cache
@@ -875,7 +879,7 @@ def analyse(bench, results):
         limit = crossing(f)
         part = {r["hit"]: r for r in by.get((T, "hbm-part"), [])}
         for system in ("hbm-part", *SCHED_SYSTEMS, "giouring-naive", "offload", "cpu-per-object"):
-            pts, waits = [], []
+            pts, waits, stalls = [], [], []
             for r in by.get((T, system), []):
                 if r["hit"] not in hbm:
                     continue
@@ -887,6 +891,11 @@ def analyse(bench, results):
                 # The bubble proper: the compute stream waiting for its layer's KV (event-timed).
                 r["wait_s"] = sum(r.get("bubble_layer_ms") or []) / 1e3
                 r["wait_frac"] = r["wait_s"] / t
+                # The I/O stall proper: the GPU clock inside each wait (giouring systems).
+                if r.get("io_wait_layer_ms") is not None:
+                    r["io_wait_s"] = sum(r["io_wait_layer_ms"]) / 1e3
+                    r["io_wait_frac"] = r["io_wait_s"] / t
+                    stalls.append((r["hit"], r["io_wait_frac"] - 0.05))
                 if system in SCHED_SYSTEMS and r["hit"] in part:  # the rest, against its own SMs
                     r["over_part_s"] = t - median(part[r["hit"]]["ttft_s"])
                 pts.append((r["hit"], r["bubble_frac"] - 0.05))
@@ -895,8 +904,11 @@ def analyse(bench, results):
                 continue
             pts.sort()
             waits.sort()
+            stalls.sort()
             out["crossover"].append(dict(T=T, system=system, crossover=crossing(pts, first_positive=True),
-                                         crossover_wait=crossing(waits, first_positive=True), limit=limit,
+                                         crossover_wait=crossing(waits, first_positive=True),
+                                         crossover_io_wait=crossing(stalls, first_positive=True) if stalls else None,
+                                         limit=limit,
                                          waits_timed=system != "offload"))
         out["rows"].append(dict(T=T, recompute_s=rec, limit=limit, bulk_gbps=bulk))
         out["cost"] += cost_rows(bench.args, T, rec, hbm, by, bench.kv_token_bytes * bench.L)
@@ -992,15 +1004,15 @@ def main():
 
 def report(b, an):
     log("\n| T | hit | system | TTFT ms (median, spread) | over hbm, ms | over hbm, % TTFT | GPU waits (bubble), ms | "
-        "bubble % TTFT | restored prefix bitwise | logits = hbm |")
-    log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        "bubble % TTFT | I/O stall (GPU clock), ms | I/O stall % TTFT | restored prefix bitwise | logits = hbm |")
+    log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in b.results:
         if "error" in r:
             what = "SKIPPED" if r["error"].startswith("skipped") else "FAILED"
-            log(f"| {r['T'] // 1024}K | {r['hit']:.3f} | {r['system']} | {what}: {r['error'][:160]} | | | | | | |")
+            log(f"| {r['T'] // 1024}K | {r['hit']:.3f} | {r['system']} | {what}: {r['error'][:160]} | | | | | | | | |")
             continue
         if r["system"] == "recompute":
-            log(f"| {r['T'] // 1024}K | - | recompute | {fmt_s(r['ttft_s'])} | - | - | - | - | - | - |")
+            log(f"| {r['T'] // 1024}K | - | recompute | {fmt_s(r['ttft_s'])} | - | - | - | - | - | - | - | - |")
             continue
         bub = r.get("bubble_s")
         bub_ms = "-" if bub is None else f"{bub * 1e3:.1f}"
@@ -1008,18 +1020,25 @@ def report(b, an):
         w = r.get("wait_s") if any(r.get("bubble_layer_ms") or []) else None
         w_ms = "-" if w is None else f"{w * 1e3:.1f}"
         w_pc = "-" if w is None else f"{100 * r['wait_frac']:.1f}"
+        io = r.get("io_wait_s")
+        io_ms = "-" if io is None else f"{io * 1e3:.1f}"
+        io_pc = "-" if io is None else f"{100 * r['io_wait_frac']:.1f}"
         log(f"| {r['T'] // 1024}K | {r['hit']:.3f} | {r['system']} | {fmt_s(r['ttft_s'])} | {bub_ms} | {bub_pc} | "
-            f"{w_ms} | {w_pc} | {r.get('prefix_bitwise', '-')} | {r.get('logits_bitwise_vs_hbm', '-')} |")
-    log("\n| T | system | crossover: bubble (GPU waits) > 5% of TTFT | crossover: TTFT over hbm > 5% | "
-        "physical limit (bulk H2D = layer compute) |")
-    log("| --- | --- | --- | --- | --- |")
+            f"{w_ms} | {w_pc} | {io_ms} | {io_pc} | {r.get('prefix_bitwise', '-')} | {r.get('logits_bitwise_vs_hbm', '-')} |")
+    log("\n| T | system | crossover: bubble (GPU waits) > 5% of TTFT | crossover: I/O stall (GPU clock) > 5% | "
+        "crossover: TTFT over hbm > 5% | physical limit (bulk H2D = layer compute) |")
+    log("| --- | --- | --- | --- | --- | --- |")
     for c in an["crossover"]:
         f = lambda x: "-" if x is None else f"{100 * x:.2f}%"  # noqa: E731
         cw = f(c.get("crossover_wait")) if c.get("waits_timed", True) else "not timed"
-        log(f"| {c['T'] // 1024}K | {c['system']} | {cw} | {f(c['crossover'])} | "
+        ci = f(c.get("crossover_io_wait")) if c.get("crossover_io_wait") is not None or c["system"].startswith(
+            "giouring") else "not timed"
+        log(f"| {c['T'] // 1024}K | {c['system']} | {cw} | {ci} | {f(c['crossover'])} | "
             f"{f(c['limit'])} |")
     log("(-: not reached up to the grid's highest hit rate; offload's waits happen inside transformers' cache and are "
-        "not timed: its bubble shows only in TTFT over hbm)")
+        "not timed: its bubble shows only in TTFT over hbm. The GPU waits are events around each wait on the compute "
+        "stream: they also count a host behind its GPU (eager Python at small prefixes); the I/O stall is the GPU's "
+        "clock inside the giouring waits: the stream waiting for the I/O alone)")
     log("\n| T | hit | system | tokens/s (measured) | GPU $ per 1M tokens | holding $ per 1M tokens and hour | "
         "SSD GB written per 1M tokens | drive writes per day |")
     log("| --- | --- | --- | --- | --- | --- | --- | --- |")

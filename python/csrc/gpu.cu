@@ -192,15 +192,20 @@ int gpy_gpu_plan_init(struct gpy_plan *p)
 		p->devs[d].nqps = n;
 		p->devs[d].table = x->table_dev;
 	}
-	void **grown = (void **)realloc(s->pinned, (s->npinned + 1) * sizeof(void *));
+	void **grown = (void **)realloc(s->pinned, (s->npinned + 2) * sizeof(void *)); // the flags and the times
 	if (!grown)
 		return gpy_fail(-ENOMEM, "no memory");
 	s->pinned = grown;
-	const cudaError_t e = cudaHostAlloc((void **)&p->timed_out, p->layers * sizeof(int), cudaHostAllocMapped);
+	cudaError_t e = cudaHostAlloc((void **)&p->timed_out, p->layers * sizeof(int), cudaHostAllocMapped);
 	if (e != cudaSuccess)
 		return cuda_fail(e, "allocating the stream waits' flags");
 	memset(p->timed_out, 0, p->layers * sizeof(int));
 	s->pinned[s->npinned++] = p->timed_out; // freed at the store's close, after the executors
+	e = cudaHostAlloc((void **)&p->waited, p->layers * sizeof(uint64_t), cudaHostAllocMapped);
+	if (e != cudaSuccess)
+		return cuda_fail(e, "allocating the stream waits' times");
+	memset(p->waited, 0, p->layers * sizeof(uint64_t));
+	s->pinned[s->npinned++] = p->waited;
 	return 0;
 }
 
@@ -226,7 +231,8 @@ int gpy_gpu_wait(struct gpy_plan *p, uint32_t layer, void *stream, uint64_t time
 		return cuda_fail(scope.err, "selecting the pool's device");
 	if (layer >= p->layers)
 		return gpy_fail(-EINVAL, "layer %u beyond the plan's %u", layer, p->layers);
-	return gio_kv_wait_layer_on(p->plan, layer, (cudaStream_t)stream, timeout_ns, &p->timed_out[layer]);
+	return gio_kv_wait_layer_timed_on(p->plan, layer, (cudaStream_t)stream, timeout_ns, &p->timed_out[layer],
+					  &p->waited[layer]);
 }
 
 int gpy_gpu_sched_launch(void *arg, struct gio_kv_plan *plan, uint32_t layer, int write, uint32_t sm)

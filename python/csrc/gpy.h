@@ -104,6 +104,8 @@ struct gpy_plan {
 	struct gio_kv_io_dev devs[GIO_KV_STORE_MAX_DEVICES];
 	int *timed_out;                  /* GPU engine: per layer, set by a stream wait that timed out
 					    (mapped pinned memory) */
+	uint64_t *waited;                /* GPU engine: per layer, ns the last stream wait stalled for its
+					    I/O (gio_kv_wait_layer_timed_on(); mapped pinned memory) */
 	int batch_open, batch_write;
 	uint32_t batch_n;                /* keys of the open batch */
 	uint32_t sched_queued;           /* save layers of the open batch a scheduler still holds
@@ -184,6 +186,10 @@ GPY_EXPORT int gpy_plan_finish(struct gpy_plan *p, int32_t *rc, uint16_t *status
 			       uint64_t timeout_ns);
 GPY_EXPORT uint32_t gpy_plan_batch_keys(const struct gpy_plan *p);
 GPY_EXPORT int gpy_plan_stats(const struct gpy_plan *p, uint64_t *out, uint32_t n);
+/** GPU engine: per layer, the nanoseconds its last stream wait stalled for the layer's I/O in
+ *  the open or last batch (0: not waited for); read after the waiting stream passed the wait.
+ *  Returns the layers, or -EOPNOTSUPP (CPU engine: its waits are the host's). */
+GPY_EXPORT int gpy_plan_wait_times(const struct gpy_plan *p, uint64_t *out, uint32_t n);
 /** Per device of the store, GPY_PLAN_DEV_STATS numbers (gio_kv_plan_info(): path, objects, bytes,
  *  staged objects, staged bytes, failed, timed out) into @p out, room for @p ndev devices; returns
  *  the store's devices or -errno. @p out NULL and @p ndev 0: the count alone. */

@@ -210,6 +210,8 @@ static int plan_batch(struct gpy_plan *p, const uint64_t *keys, const uint32_t *
 	p->batch_open = 1;
 	p->batch_write = write;
 	p->batch_n = n;
+	if (p->waited) /* this batch's stream waits (the last batch's ended with its finish and streams) */
+		memset(p->waited, 0, p->layers * sizeof(uint64_t));
 	p->stats[write ? GPY_PLAN_SAVES : GPY_PLAN_LOADS]++;
 	p->stats[GPY_PLAN_REQUESTS] += (uint64_t)rc;
 	return rc;
@@ -273,6 +275,20 @@ int gpy_plan_finish(struct gpy_plan *p, int32_t *rcs, uint16_t *status, uint16_t
 				rc = gpy_fail(-ETIME, "a stream's wait for layer %u timed out: the stream ran on without its data", l);
 		}
 	return rc;
+}
+
+int gpy_plan_wait_times(const struct gpy_plan *p, uint64_t *out, uint32_t n)
+{
+	uint32_t l;
+	gpy_clear_error();
+	if (!p || (n && !out))
+		return gpy_fail(-EINVAL, "NULL argument");
+	if (!p->waited)
+		return gpy_fail(-EOPNOTSUPP, "wait times are the GPU engine's (its stream waits); a CPU-engine plan's "
+					     "waits are the host's");
+	for (l = 0; l < n && l < p->layers; l++)
+		out[l] = *(volatile uint64_t *)&p->waited[l]; /* written by the device */
+	return (int)p->layers;
 }
 
 int gpy_plan_stats(const struct gpy_plan *p, uint64_t *out, uint32_t n)

@@ -194,6 +194,21 @@ class Plan:
         _lib.check(_lib.lib.gpy_plan_stats(self.handle, out, len(PLAN_STATS)))
         return dict(zip(PLAN_STATS, out))
 
+    def wait_times(self) -> list[float]:
+        """GPU engine: per layer, how long its last :meth:`wait_layer` in this batch (or the last
+        one) stalled its stream for the layer's I/O, in seconds: from when the wait started running
+        on the stream until the layer had finished, by the GPU's clock; 0.0 for a layer not waited
+        for. Time the stream sat empty before the wait (a host behind its GPU) is not in it, where
+        events recorded around the wait count both. Read it after that stream passed its waits.
+
+        Raises:
+            GiouringError: ``EOPNOTSUPP`` for a CPU-engine plan (its waits are the host's).
+        """
+        n = self.store.pool.layers
+        out = (ctypes.c_uint64 * n)()
+        _lib.check(_lib.lib.gpy_plan_wait_times(self.handle, out, n))
+        return [out[i] / 1e9 for i in range(n)]
+
     def device_stats(self) -> list[dict]:
         """Per device of the store, in the store's order, what the finished batches moved and the
         path the data took: ``path`` ("p2p": the target moved it to and from the pool itself;

@@ -106,6 +106,11 @@ def test_gpu_engine_restores_layer_by_layer_while_compute_waits_on_the_device(ba
             plan.load_layer(layer, stream=io)  # one launch a layer, every target in it
         compute.synchronize()
         io.synchronize()
+        # The compute stream's waits were enqueued before the loads were launched: the first
+        # stalled for its layer's I/O (later ones may find theirs done), and the GPU clock says
+        # how long.
+        waited = plan.wait_times()
+        assert len(waited) == LAYERS and waited[0] > 0.0 and all(0.0 <= w < 30.0 for w in waited), waited
         results = plan.finish()
         assert all(r.rc == 0 for r in results)
         assert mism.tolist() == [0] * LAYERS

@@ -150,6 +150,7 @@ def test_bad_input_raises_with_errno_and_the_library_message(uris, tmp_path):
         expect(errno.EINVAL, lambda: plan.wait_layer(-1), "layer -1 out of range")
         with pytest.raises(TypeError):
             plan.wait_layer(0.5)
+        expect(errno.EOPNOTSUPP, lambda: plan.wait_times(), "GPU engine")
         # An integer tensor is an index: past the type check, the library answers (the batch ended).
         expect(errno.EINVAL, lambda: plan.wait_layer(torch.tensor(0)), "no batch open")
     # A store of one layout refuses a pool of another.

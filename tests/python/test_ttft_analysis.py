@@ -73,7 +73,7 @@ def test_the_bubble_is_the_gpus_wait_and_the_partition_is_charged_apart():
                  dict(T=T, hit=h, C=C, system="hbm-part", ttft_s=[part], layer_ms=[part * 250] * L,
                       bubble_layer_ms=[0.0] * L),
                  dict(T=T, hit=h, C=C, system="giouring-sched", ttft_s=[sched], layer_ms=[sched * 250] * L,
-                      bubble_layer_ms=[wait * 250] * L),
+                      bubble_layer_ms=[wait * 250] * L, io_wait_layer_ms=[wait * 125] * L),
                  dict(T=T, hit=h, C=C, system="giouring-sched-static", ttft_s=[sched * 1.1], layer_ms=[sched * 275] * L,
                       bubble_layer_ms=[wait * 500] * L),
                  dict(T=T, hit=h, C=C, system="offload", ttft_s=[base * 1.5], layer_ms=[base * 375] * L)]
@@ -83,12 +83,16 @@ def test_the_bubble_is_the_gpus_wait_and_the_partition_is_charged_apart():
     assert s[0.9]["bubble_s"] == pytest.approx(0.012) and s[0.9]["bubble_frac"] == pytest.approx(0.012 / 0.112)
     assert s[0.9]["wait_s"] == pytest.approx(0.004) and s[0.9]["wait_frac"] == pytest.approx(0.004 / 0.112)
     assert s[0.9]["over_part_s"] == pytest.approx(0.006)
+    # The I/O stall by the GPU's clock inside the waits: half the event-timed waits here.
+    assert s[0.9]["io_wait_s"] == pytest.approx(0.002) and s[0.9]["io_wait_frac"] == pytest.approx(0.002 / 0.112)
     c = {x["system"]: x for x in an["crossover"]}
     assert "hbm-part" not in c  # a reference, not a system with a crossover
     # waits: 0.5% -> 3.6% -> 7.5% of TTFT: 5% is passed between 0.9 and 0.99, interpolated
     w0, w1 = 0.004 / 0.112 - 0.05, 0.0045 / 0.060 - 0.05
     assert c["giouring-sched"]["crossover_wait"] == pytest.approx(0.9 + 0.09 * -w0 / (w1 - w0))
     assert c["giouring-sched"]["crossover"] == 0.5  # TTFT over hbm: above 5% from the first point (0.012 / 0.212)
+    assert c["giouring-sched"]["crossover_io_wait"] is None  # 3.75% at most: never above 5%
+    assert c["offload"]["crossover_io_wait"] is None and "io_wait_s" not in rows[-1]
     assert c["offload"]["waits_timed"] is False and c["offload"]["crossover"] == 0.5
     # The uncorrected scheduler is a system of its own, charged against the same partition.
     st = {r["hit"]: r for r in rows if r["system"] == "giouring-sched-static"}

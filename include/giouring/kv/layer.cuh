@@ -12,6 +12,7 @@
  * | gio_kv_layer_warp() | device, a whole warp | the kernel's body, for engines that fuse it into their own kernel |
  * | gio_kv_wait_layer() | device, one thread | waits for a layer of a batch (a compute kernel's first step) |
  * | gio_kv_wait_layer_on() | host | enqueues that wait on another stream (stream order for frameworks) |
+ * | gio_kv_wait_layer_timed_on() | host | the same, and how long the stream stalled for the I/O |
  * | gio_kv_table_build(), gio_kv_table_build_prp() | host | the P2P table of a pool (SGL or PRP form), a thread per object, on a stream |
  *
  * Persistent kernels (docs/design.md, "Persistent kernels and lazy loading"): call
@@ -129,10 +130,16 @@ GIO_DEV int gio_kv_wait_layer(const struct gio_kv_io_plan *p, uint32_t layer, ui
 
 /** @cond internal */
 template <int Unused = 0>
-__global__ void gio__kv_wait_kernel(struct gio_kv_io_plan p, uint32_t layer, uint64_t timeout_ns, int *timed_out)
+__global__ void gio__kv_wait_kernel(struct gio_kv_io_plan p, uint32_t layer, uint64_t timeout_ns, int *timed_out,
+				    uint64_t *waited_ns)
 {
-	if (threadIdx.x == 0 && gio_kv_io_layer_wait(&p, layer, gio_deadline_in(timeout_ns)) != 0 && timed_out)
-		*timed_out = 1;
+	if (threadIdx.x == 0) {
+		const uint64_t t0 = gio_now_ns();
+		if (gio_kv_io_layer_wait(&p, layer, gio_deadline_in(timeout_ns)) != 0 && timed_out)
+			*timed_out = 1;
+		if (waited_ns)
+			*waited_ns = gio_now_ns() - t0;
+	}
 }
 
 static inline int gio__kv_launch_rc(cudaError_t e, const char *what)
@@ -213,6 +220,32 @@ static inline int gio_kv_save_layer(struct gio_kv_plan *plan, uint32_t layer, cu
 }
 
 /**
+ * @brief gio_kv_wait_layer_on(), which also says how long the stream waited for the I/O.
+ * @param plan        the plan, with a batch open (GPU engine).
+ * @param layer       the layer.
+ * @param stream      the stream that must wait (the compute stream).
+ * @param timeout_ns  the wait's deadline from when it starts on the device.
+ * @param timed_out   set to 1 on the device when the deadline passed (device or mapped memory), or NULL.
+ * @param waited_ns   receives, on the device, the nanoseconds from when the wait started running on
+ *                    the stream until the layer had finished (or the deadline), by %globaltimer
+ *                    (device or mapped memory), or NULL. That is the stream's stall for the I/O alone:
+ *                    time the stream sat empty before the wait (a host behind its GPU) is not in it,
+ *                    where events recorded around the wait count both.
+ * @return as gio_kv_wait_layer_on().
+ *
+ * Any host thread. Read @p waited_ns after the stream has passed the wait.
+ */
+static inline int gio_kv_wait_layer_timed_on(const struct gio_kv_plan *plan, uint32_t layer, cudaStream_t stream,
+					     uint64_t timeout_ns, int *timed_out, uint64_t *waited_ns)
+{
+	struct gio_kv_io_plan v;
+	if (gio_kv_plan_view(plan, &v) || layer >= v.layers || !v.layer_done_host)
+		return -EINVAL;
+	gio__kv_wait_kernel<<<1, 32, 0, stream>>>(v, layer, timeout_ns, timed_out, waited_ns);
+	return gio__kv_launch_rc(cudaGetLastError(), "gio_kv_wait_layer_on");
+}
+
+/**
  * @brief Makes @p stream wait for layer @p layer of the batch: a one-thread kernel that polls
  * the layer's word (stream order for frameworks that cannot wait inside their kernels).
  * @param plan        the plan, with a batch open (GPU engine).
@@ -227,11 +260,7 @@ static inline int gio_kv_save_layer(struct gio_kv_plan *plan, uint32_t layer, cu
 static inline int gio_kv_wait_layer_on(const struct gio_kv_plan *plan, uint32_t layer, cudaStream_t stream,
 				       uint64_t timeout_ns, int *timed_out)
 {
-	struct gio_kv_io_plan v;
-	if (gio_kv_plan_view(plan, &v) || layer >= v.layers || !v.layer_done_host)
-		return -EINVAL;
-	gio__kv_wait_kernel<<<1, 32, 0, stream>>>(v, layer, timeout_ns, timed_out);
-	return gio__kv_launch_rc(cudaGetLastError(), "gio_kv_wait_layer_on");
+	return gio_kv_wait_layer_timed_on(plan, layer, stream, timeout_ns, timed_out, NULL);
 }
 
 /** @cond internal */
