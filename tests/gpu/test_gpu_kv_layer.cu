@@ -76,6 +76,7 @@ __global__ void fill_pool(Layout lay, uint32_t layer)
 struct Check {
 	unsigned long long wrong, poisoned_wrong;
 	int timed_out, gated_ok;
+	uint64_t waited_ns; // gio_kv_wait_layer_timed_on()'s stall of its stream
 };
 
 // The compute kernel of a layer: waits on the device for the layer, then checks every object
@@ -367,8 +368,8 @@ void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint3
 	// Compute kernels queued first: they wait on the device, not on the stream.
 	for (uint32_t l = 0; l < kLayers; l++)
 		consume<<<8, 256, 0, compute>>>(v, r.lay, l, d_chunk_of_block, chk);
-	EXPECT(gio_kv_wait_layer_on(r.plan, kLayers - 1, other, 30 * kSecond, nullptr) == 0, "wait_layer_on: %s",
-	       gio_last_error());
+	EXPECT(gio_kv_wait_layer_timed_on(r.plan, kLayers - 1, other, 30 * kSecond, nullptr, &chk->waited_ns) == 0,
+	       "wait_layer_timed_on: %s", gio_last_error());
 	gated<<<1, 1, 0, other>>>(v, kLayers - 1, chk);
 	call_ns = 0;
 	for (uint32_t l = 0; l < kLayers; l++) {
@@ -389,6 +390,9 @@ void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint3
 	       "compute kernels: %llu wrong words, %llu changed in misses' blocks, timed out %d", chk->wrong,
 	       chk->poisoned_wrong, chk->timed_out);
 	EXPECT(chk->gated_ok == 1, "the stream gated by gio_kv_wait_layer_on ran before its layer finished");
+	// Enqueued before any load was launched: the wait stalled its stream until the last layer.
+	EXPECT(chk->waited_ns > 0 && chk->waited_ns < 60 * kSecond, "the wait says it stalled %llu ns",
+	       (unsigned long long)chk->waited_ns);
 	std::printf("   load: %d hits of %u keys into shuffled blocks, every byte checked by the compute kernels: %s; host "
 		    "time per gio_kv_load_layer() %.1f us (mean of %u)\n",
 		    n, kBlocks, chk->wrong == 0 && chk->poisoned_wrong == 0 ? "match" : "MISMATCH", call_ns / kLayers / 1e3,
