@@ -9,7 +9,7 @@
  * not there and fills it with deferred writes; on one stream each such write then delays the
  * next slot's reads, and the delays add up layer after layer. Seen on the H200 with modelled
  * drives (bench/ttft_llama.py, 32K tokens, 98% of them restored): 56 GB/s configured gave a
- * modelled read of 2.35 ms a layer against 2.45 ms of compute, the scheduler put 26 of the 32
+ * modelled read of 2.35 ms a layer against 2.42-2.45 ms of compute, the scheduler put 26 of the 32
  * save layers into the prefill, and the compute stream's wait per layer grew from 0.12 to
  * 0.43 ms over the prefill (bench/results/2026-12-04-ttft-grid-h200.json).
  *
