@@ -242,7 +242,7 @@ static inline int gio_kv_wait_layer_timed_on(const struct gio_kv_plan *plan, uin
 	if (gio_kv_plan_view(plan, &v) || layer >= v.layers || !v.layer_done_host)
 		return -EINVAL;
 	gio__kv_wait_kernel<<<1, 32, 0, stream>>>(v, layer, timeout_ns, timed_out, waited_ns);
-	return gio__kv_launch_rc(cudaGetLastError(), "gio_kv_wait_layer_on");
+	return gio__kv_launch_rc(cudaGetLastError(), waited_ns ? "gio_kv_wait_layer_timed_on" : "gio_kv_wait_layer_on");
 }
 
 /**
