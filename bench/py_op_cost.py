@@ -14,6 +14,8 @@ I/O: CPU engine (file:// targets), the host's check of a done layer; GPU engine 
                                compute stream has it
   op, the layer's tensors      torch.ops.giouring.wait_layer with the same list
   op, every pool tensor        the same op given the whole pool's list (what Plan passed before)
+  Plan.load_layer              a layer's load call (CPU engine: queued to the plan's thread; GPU
+                               engine: the I/O kernel's launch), a batch of one key per layers calls
 
 Each row: microseconds per call, `--reps` repetitions of `--calls` calls, min / median / max.
 It is a program, not a test: run it in the venv of scripts/python-test.sh, e.g.
@@ -90,10 +92,28 @@ def main():
             torch.cuda.current_stream().synchronize()
             side.synchronize()
         plan.finish()
+        # Plan.load_layer: each layer runs once a batch, so a batch of one key per 'layers' calls;
+        # only the calls are timed (the CPU engine queues the layer to its thread; the GPU engine
+        # launches the I/O kernel on the current stream).
+        per = []
+        for _ in range(a.reps):
+            ns, n = 0, 0
+            while n < a.calls:
+                assert plan.load([1], [1]) == [True]
+                t = time.perf_counter_ns()
+                for layer in range(a.layers):
+                    plan.load_layer(layer)
+                ns += time.perf_counter_ns() - t
+                n += a.layers
+                if a.gpu:
+                    torch.cuda.current_stream().synchronize()
+                plan.finish()
+            per.append(ns / n / 1e3)
+        rows.append(("Plan.load_layer (a batch of one key per layers calls)", per))
     print("| call | tensors passed | us per call: min | median | max |")
     print("| --- | --- | --- | --- | --- |")
     for name, per in rows:
-        n = len(every) if "every" in name else len(mine)
+        n = len(every) if name == "op, every pool tensor" else len(mine)
         print(f"| {name} | {n} | {min(per):.2f} | {statistics.median(per):.2f} | {max(per):.2f} |")
     return 0
 
