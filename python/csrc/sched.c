@@ -37,6 +37,7 @@ struct gpy_sched {
 	uint8_t write[GPY_SCHED_TIMERS];       /* per timer: GIO_SCHED_READ or GIO_SCHED_WRITE */
 	uint32_t t_head, t_tail;               /* timers read back, and started (free-running) */
 	void *stream;                          /* the slot's stream, for the timed launcher */
+	const uint64_t *read_bytes;            /* the slot's reads per device (its load's bytes) */
 	int timer_rc;                          /* a timer's first failure in a slot */
 };
 
@@ -123,9 +124,11 @@ static int rates_update(struct gpy_sched *x)
 static int timed_launch(void *arg, struct gio_kv_plan *plan, uint32_t layer, int write, uint32_t sm)
 {
 	struct gpy_sched *x = arg;
-	uint64_t bytes[GIO_SCHED_DEVS_MAX];
+	uint64_t saved[GIO_SCHED_DEVS_MAX];
+	/* A load's bytes are the slot's, counted once already; a save's, its plan's batch layer. */
+	const uint64_t *bytes = write ? saved : x->read_bytes;
 	const int timed = x->t_tail - x->t_head < GPY_SCHED_TIMERS && !x->timer_rc &&
-			  gio_kv_plan_layer_bytes(plan, bytes, GIO_SCHED_DEVS_MAX) == 0;
+			  (!write || gio_kv_plan_layer_bytes(plan, saved, GIO_SCHED_DEVS_MAX) == 0);
 	const uint32_t i = x->t_tail % GPY_SCHED_TIMERS;
 	int rc;
 	if (timed && (x->timer_rc = gpy_gpu_timer_mark(x->timers, i, 0, x->stream)) != 0)
@@ -282,6 +285,7 @@ int gpy_sched_slot(struct gpy_sched *x, struct gpy_plan *load, uint32_t layer, u
 	is.launch_arg = x->calibrate ? (void *)x : stream;
 	is.timeout_ns = x->timeout_ns;
 	x->stream = stream;
+	x->read_bytes = slot.read_bytes;
 	x->timer_rc = 0;
 	memset(&dec, 0, sizeof(dec));
 	rc = gio_sched_issue(&is, &slot, load ? load->plan : NULL, layer, x->writes, x->bl.cap, &dec);

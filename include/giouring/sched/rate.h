@@ -125,10 +125,11 @@ GIO_HD int gio_sched_rate_observe(struct gio_sched_rate *r, uint32_t write, uint
 GIO_HD int gio_sched_rate_apply(const struct gio_sched_rate *r, const struct gio_sched_config *base,
 				struct gio_sched_config *out)
 {
-	const double fm = r && r->factor[0] > r->factor[1] ? r->factor[0] : r ? r->factor[1] : 1.0;
+	double fm;
 	uint32_t d;
 	if (!r || !base || !out)
 		return -EINVAL;
+	fm = r->factor[0] > r->factor[1] ? r->factor[0] : r->factor[1];
 	if (out != base)
 		*out = *base;
 	for (d = 0; d < out->ndevs && d < GIO_SCHED_DEVS_MAX; d++) {
