@@ -94,6 +94,8 @@ def args_parse():
     ap.add_argument("--drive-mixed-gbps", type=float, default=3.0,
                     help="MODELLED GB/s per drive reading and writing at once (both together)")
     ap.add_argument("--exec-sms", type=int, default=2, help="executor SMs of each stand-in drive")
+    ap.add_argument("--drive-params", default="",
+                    help="more URI parameters of every stand-in drive, e.g. queues=4 (gio_gpu_target's URI)")
     ap.add_argument("--sched-calibrate", type=float, default=0.125,
                     help="giouring-sched: weight of each measured transfer in its bandwidth correction (0: none)")
     ap.add_argument("--cpu-max", default="32K",
@@ -483,7 +485,8 @@ class Bench:
         per_drive = (per_drive + (1 << 20) - 1) >> 20 << 20
         model = (f"&model_read_gbps={a.drive_read_gbps}&model_write_gbps={a.drive_write_gbps}"
                  f"&model_mixed_gbps={a.drive_mixed_gbps}")
-        uris = [f"mem://host?exec=gpu&size={per_drive >> 20}M&sms={a.exec_sms}{model}" for _ in range(a.drives)]
+        extra = f"&{a.drive_params.lstrip('&')}" if a.drive_params else ""
+        uris = [f"mem://host?exec=gpu&size={per_drive >> 20}M&sms={a.exec_sms}{model}{extra}" for _ in range(a.drives)]
         self.uris = uris
         self.gpu_store = giouring.Store.create(uris, self.kvpool)
         maxreq = self.blocks
@@ -547,19 +550,23 @@ class Bench:
         del src, dst
         return out[1:]
 
-    def prefill_reference(self, T, ids):
-        """The full prefill: its time (recompute), its logits, and the KV it leaves (the reference)."""
-        from transformers import DynamicCache
+    def prefill_reference(self, T, ids, cache_cls=None):
+        """The full prefill: its time (recompute), its logits, and the KV it leaves (the reference).
+        cache_cls: the cache to fill (default transformers' DynamicCache)."""
+        if cache_cls is None:
+            from transformers import DynamicCache as cache_cls
 
         times = []
-        for r in range(max(1, self.args.reps if "recompute" in self.args.systems else 1)):
-            cache = DynamicCache(config=self.cfg)
+        # One run unless recompute is measured; the last run's cache and logits are kept.
+        runs = max(1, self.args.reps if "recompute" in self.args.systems else 1)
+        for r in range(runs):
+            cache = cache_cls(config=self.cfg)
             self.sync()
             t = time.perf_counter()
             out = self.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
             tok = int(out.logits[0, -1].argmax())
             times.append(time.perf_counter() - t)
-            if r + 1 < max(1, self.args.reps):
+            if r + 1 < runs:
                 del cache, out
         logits = out.logits[0, -1].float().clone()
         ref = [(cache.layers[l].keys, cache.layers[l].values) for l in range(self.L)]

@@ -136,3 +136,37 @@ def test_a_baseline_that_would_make_pytorch_free_its_cache_is_skipped_saying_why
     why = m.memory_short(int(35.2 * 2**30), 8 << 30, "transformers' offloaded cache")
     assert why.startswith("skipped: transformers' offloaded cache needs about 35.2 GiB")
     assert "8.0 GiB free" in why and "cudaFree" in why
+
+
+def test_the_reference_prefill_keeps_its_last_run_when_recompute_is_not_measured():
+    """Without recompute among the systems the reference prefill runs once; it used to delete
+    that run's output as if more were to come (--reps above 1), and the bench failed at warm-up."""
+    import types
+
+    import torch
+
+    m = bench()
+
+    class Layer:
+        def __init__(self):
+            self.keys = torch.zeros(1)
+            self.values = torch.ones(1)
+
+    class Cache:
+        def __init__(self, config=None):
+            self.layers = [Layer(), Layer()]
+
+    calls = []
+
+    def model(input_ids=None, past_key_values=None, use_cache=True, logits_to_keep=1):
+        calls.append(input_ids)
+        return types.SimpleNamespace(logits=torch.arange(6, dtype=torch.float32).reshape(1, 2, 3))
+
+    for systems, runs in (("hbm,giouring-sched", 1), ("hbm,recompute", 3)):
+        calls.clear()
+        fake = types.SimpleNamespace(args=argparse.Namespace(reps=3, systems=systems), model=model, cfg=None, L=2,
+                                     sync=lambda: None)
+        times, logits, ref, tok = m.Bench.prefill_reference(fake, 8, torch.zeros(1, 8), cache_cls=Cache)
+        assert len(calls) == len(times) == runs
+        assert tok == 2 and logits.tolist() == [3.0, 4.0, 5.0]
+        assert len(ref) == 2 and ref[1][1].item() == 1.0
