@@ -31,6 +31,7 @@ struct Result {
 	int detached_rc;
 	int open_rc[4]; // session: window 16, window sq_depth, a command outstanding, then idle
 	int left_rc;    // session: the command left outstanding at the close, collected by gio_wait_warp
+	unsigned long long reaped, reap_short; // session: completions gio_owned_reap_warp() took; rounds it fell short
 };
 
 constexpr uint32_t kWindow = 64; // session entries per warp: two batches of 32 outstanding
@@ -105,6 +106,22 @@ __global__ void owners(gio_qp *qps, unsigned char *src, unsigned char *dst, uint
 				if (active && rc[b]) {
 					atomicAdd(&r->submit_fail, 1ull);
 					atomicCAS(&r->first_rc, 0, rc[b]);
+				}
+			}
+			if constexpr (Session) {
+				// Every other round the completions are taken by the public reap first (two
+				// batches: 52 to 64 CQEs, more than one run of 32), and the waits then find them.
+				if (round % 2 == 0) {
+					const uint32_t want = (uint32_t)__popc(__ballot_sync(0xffffffffu, active && rc[0] == 0)) +
+							      (uint32_t)__popc(__ballot_sync(0xffffffffu, active && rc[1] == 0));
+					uint32_t got = 0;
+					while (got < want && !__shfl_sync(0xffffffffu, gio_deadline_passed(deadline), 0))
+						got += gio_owned_reap_warp(&v.w);
+					if (lane == 0) {
+						atomicAdd(&r->reaped, (unsigned long long)got);
+						if (got != want)
+							atomicAdd(&r->reap_short, 1ull);
+					}
 				}
 			}
 			for (int b = 0; b < 2; b++) {
@@ -232,6 +249,11 @@ void run(const char *uri)
 		EXPECT(r->open_rc[2] == -EBUSY, "%s: open with a command outstanding: %d", uri, r->open_rc[2]);
 		EXPECT(r->open_rc[3] == 0, "%s: open once it was collected: %d", uri, r->open_rc[3]);
 		EXPECT(r->left_rc == 0, "%s: the command left outstanding at the close: %d", uri, r->left_rc);
+		unsigned long long reaped = 0; // the even rounds' commands, both directions
+		for (uint32_t round = 0; round < kRounds; round += 2)
+			reaped += 2ull * 2 * (32u - round % 7u) * kWarps;
+		EXPECT(r->reap_short == 0 && r->reaped == reaped, "%s: gio_owned_reap_warp() took %llu completions, want %llu (%llu rounds short)",
+		       uri, r->reaped, reaped, r->reap_short);
 	}
 	EXPECT(stray == 0, "%s: %u stray completions", uri, stray);
 	std::printf("   %s: %llu commands through %u owned queue pairs%s, data verified\n", uri, r->done, kWarps,

@@ -138,6 +138,41 @@ GIO_DEV void gio__owned_ring_cq_warp(struct gio_owned_warp *w)
 	w->cq_rung = w->cq_head;
 }
 
+/* Consumes one run of up to 32 new completions from the CQ head, a lane per CQE; returns its
+ * length (every lane). Each CQE's result goes to its command's entry; a completion naming no
+ * outstanding command of the session is counted in gio_qp::stray_cqes and dropped, and the
+ * completion of an abandoned or refused command frees its entry. The session's own waits take one
+ * run a call: a full run probing the CQ again would cost one more acquire round trip per batch of
+ * 32 when nothing more is there (measured on the H200: 0.8% of the command rate). */
+GIO_DEV uint32_t gio__owned_reap_run_warp(struct gio_owned_warp *w)
+{
+	const unsigned lane = threadIdx.x & 31u;
+	const uint32_t sq_mask = w->sq_mask;
+	struct gio_cqe *cqe;
+	uint32_t dw3;
+	const uint32_t n = gio__cqe_run_warp(w->cq, w->cq_mask, w->cq_shift, w->scope, w->cq_head, &cqe, &dw3);
+	if (n == 0)
+		return 0;
+	if (lane < n) {
+		const uint32_t cid = GIO_GET(dw3, CQE_DW3_CID);
+		/* The one outstanding index with this CID: at most W < sq_depth are. */
+		const uint32_t idx = w->tail - 1u - ((w->tail - 1u - cid) & sq_mask);
+		struct gio_owned_entry *e = &w->ent[idx & w->wmask];
+		const uint32_t st = cid <= sq_mask && e->idx == idx ? GIO__OWNED_STATE(e->word) : GIO_CMD_FREE;
+		if (st == GIO_CMD_INFLIGHT)
+			e->word = GIO__OWNED_WORD(GIO_CMD_DONE, GIO_GET(dw3, CQE_DW3_STATUS) >> 1);
+		else if (st == GIO_CMD_ABANDONED || st == GIO_CMD_CANCELLED)
+			e->word = GIO__OWNED_WORD(GIO_CMD_FREE, 0);
+		else
+			(void)gio_fetch_add_in(w->scope, &w->qp->stray_cqes, 1u); /* lanes may count at once */
+	}
+	w->cq_head += n;
+	__syncwarp(); /* every lane's CQE reads and entry writes before the doorbell and their use */
+	if (w->cq_head - w->cq_rung >= (w->cq_mask + 1u) / 4u)
+		gio__owned_ring_cq_warp(w);
+	return n;
+}
+
 /**
  * @brief Consumes the completions available now, a lane per CQE.
  * @param w  the session.
@@ -149,36 +184,12 @@ GIO_DEV void gio__owned_ring_cq_warp(struct gio_owned_warp *w)
  */
 GIO_DEV uint32_t gio_owned_reap_warp(struct gio_owned_warp *w)
 {
-	const unsigned lane = threadIdx.x & 31u;
-	const uint32_t sq_mask = w->sq_mask;
-	uint32_t total = 0;
-	for (;;) {
-		struct gio_cqe *cqe;
-		uint32_t dw3;
-		const uint32_t n = gio__cqe_run_warp(w->cq, w->cq_mask, w->cq_shift, w->scope, w->cq_head + total, &cqe, &dw3);
-		if (n == 0)
-			break;
-		if (lane < n) {
-			const uint32_t cid = GIO_GET(dw3, CQE_DW3_CID);
-			/* The one outstanding index with this CID: at most W < sq_depth are. */
-			const uint32_t idx = w->tail - 1u - ((w->tail - 1u - cid) & sq_mask);
-			struct gio_owned_entry *e = &w->ent[idx & w->wmask];
-			const uint32_t st = cid <= sq_mask && e->idx == idx ? GIO__OWNED_STATE(e->word) : GIO_CMD_FREE;
-			if (st == GIO_CMD_INFLIGHT)
-				e->word = GIO__OWNED_WORD(GIO_CMD_DONE, GIO_GET(dw3, CQE_DW3_STATUS) >> 1);
-			else if (st == GIO_CMD_ABANDONED || st == GIO_CMD_CANCELLED)
-				e->word = GIO__OWNED_WORD(GIO_CMD_FREE, 0);
-			else
-				(void)gio_fetch_add_in(w->scope, &w->qp->stray_cqes, 1u); /* lanes may count at once */
-		}
+	uint32_t total = 0, n;
+	/* Runs of 32 until a shorter one, at most one lap of the CQ. */
+	do {
+		n = gio__owned_reap_run_warp(w);
 		total += n;
-		if (n < 32u || total > w->cq_mask)
-			break;
-	}
-	w->cq_head += total;
-	__syncwarp(); /* every lane's CQE reads and entry writes before the doorbell and their use */
-	if (w->cq_head - w->cq_rung >= (w->cq_mask + 1u) / 4u)
-		gio__owned_ring_cq_warp(w);
+	} while (n == 32u && total <= w->cq_mask);
 	return total;
 }
 
@@ -212,7 +223,7 @@ GIO_DEV int gio_owned_submit_warp(struct gio_owned_warp *w, const struct gio_sqe
 		const int busy = lane < n && GIO__OWNED_STATE(w->ent[(w->tail + lane) & w->wmask].word) != GIO_CMD_FREE;
 		if (!__any_sync(0xffffffffu, busy))
 			break;
-		if (gio_owned_reap_warp(w))
+		if (gio__owned_reap_run_warp(w))
 			continue;
 		if (__shfl_sync(0xffffffffu, gio_deadline_passed(deadline), 0)) {
 			if (lane == 0)
@@ -269,7 +280,7 @@ GIO_DEV int gio_owned_wait_warp(struct gio_owned_warp *w, uint32_t ticket, int a
 		}
 		if (!__any_sync(0xffffffffu, rc == -EAGAIN))
 			break;
-		if (gio_owned_reap_warp(w))
+		if (gio__owned_reap_run_warp(w))
 			continue;
 		if (__shfl_sync(0xffffffffu, gio_deadline_passed(deadline), 0)) {
 			if (rc == -EAGAIN) {
