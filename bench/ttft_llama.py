@@ -111,6 +111,8 @@ def args_parse():
     ap.add_argument("--drive-tb", type=float, default=7.68, help="capacity of each drive of the SSD tier, TB")
     ap.add_argument("--drive-dwpd", type=float, default=1.0, help="the drives' rated drive writes per day")
     ap.add_argument("--wait-timeout", type=float, default=10.0, help="GPU engine: a layer wait's deadline, s")
+    ap.add_argument("--report", metavar="JSON",
+                    help="no run: the analysis and tables again from a JSON this bench wrote (any machine)")
     ap.add_argument("--cufile-probe", action="store_true", help="try to register a file with cuFile and report")
     return ap.parse_args()
 
@@ -886,10 +888,12 @@ def analyse(bench, results):
         limit = crossing(f)
         part = {r["hit"]: r for r in by.get((T, "hbm-part"), [])}
         for system in ("hbm-part", *SCHED_SYSTEMS, "giouring-naive", "offload", "cpu-per-object"):
-            pts, waits, stalls = [], [], []
+            pts, waits, stalls, comp = [], [], [], []
             for r in by.get((T, system), []):
                 if r["hit"] not in hbm:
                     continue
+                if system != "hbm-part" and compute_over_part(r, part.get(r["hit"])):
+                    comp.append(r["compute_over_part_frac"])
                 base = median(hbm[r["hit"]]["ttft_s"])
                 t = median(r["ttft_s"])
                 # TTFT over hbm: everything the system costs (GPU waits, host calls, SMs given up).
@@ -916,10 +920,30 @@ def analyse(bench, results):
                                          crossover_wait=crossing(waits, first_positive=True),
                                          crossover_io_wait=crossing(stalls, first_positive=True) if stalls else None,
                                          limit=limit,
+                                         compute_over_part_frac=statistics.median(comp) if comp else None,
                                          waits_timed=system != "offload"))
         out["rows"].append(dict(T=T, recompute_s=rec, limit=limit, bulk_gbps=bulk))
         out["cost"] += cost_rows(bench.args, T, rec, hbm, by, bench.kv_token_bytes * bench.L)
     return out
+
+
+def compute_over_part(r, part):
+    """What computing beside the I/O cost row r's layers: each layer's time less its timed wait,
+    against the same layer of hbm-part (the same SMs, no I/O), the median over the layers that had
+    I/O in flight (not the first, whose load starts with the prefill, nor the last). Sets
+    r["compute_over_part_ms"] and r["compute_over_part_frac"] (of hbm-part's layer) and returns
+    True; False where either side has no per-layer times or the waits were not timed (offload).
+    Slower compute hides more I/O: a crossover above the physical limit with compute slowed is no
+    win, and this is how to see it."""
+    lm, wm = r.get("layer_ms"), r.get("bubble_layer_ms")
+    pm = part.get("layer_ms") if part else None
+    if not lm or not wm or not pm or not (len(lm) == len(wm) == len(pm)):
+        return False
+    idx = range(1, len(lm) - 1) if len(lm) >= 3 else range(len(lm))
+    d = statistics.median(lm[i] - wm[i] - pm[i] for i in idx)
+    r["compute_over_part_ms"] = d
+    r["compute_over_part_frac"] = d / statistics.median(pm[i] for i in idx)
+    return True
 
 
 # Which tier holds each system's prefix KV (the price its holding is charged at).
@@ -973,8 +997,24 @@ def crossing(pts, first_positive=False):
     return None
 
 
+def report_from(path):
+    """The analysis and tables of a run, again from the JSON it wrote: a later analysis (a new
+    column) over figures measured before, without a GPU or the model."""
+    with open(path) as f:
+        d = json.load(f)
+    b = argparse.Namespace(contexts=sorted({r["T"] for r in d["results"]}), bulk=d["bulk_gbps"],
+                           args=argparse.Namespace(**d["args"]), kv_token_bytes=d["kv_token_bytes"], L=d["layers"],
+                           results=d["results"])
+    an = analyse(b, b.results)
+    report(b, an)
+    return an
+
+
 def main():
     a = args_parse()
+    if a.report:
+        report_from(a.report)
+        return
     env = dict(python=sys.version.split()[0], torch=torch.__version__, cuda=torch.version.cuda,
                gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
                host=platform.node(), argv=sys.argv)
@@ -1011,15 +1051,16 @@ def main():
 
 def report(b, an):
     log("\n| T | hit | system | TTFT ms (median, spread) | over hbm, ms | over hbm, % TTFT | GPU waits (bubble), ms | "
-        "bubble % TTFT | I/O stall (GPU clock), ms | I/O stall % TTFT | restored prefix bitwise | logits = hbm |")
-    log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        "bubble % TTFT | I/O stall (GPU clock), ms | I/O stall % TTFT | compute over hbm-part, ms a layer (%) | "
+        "restored prefix bitwise | logits = hbm |")
+    log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in b.results:
         if "error" in r:
             what = "SKIPPED" if r["error"].startswith("skipped") else "FAILED"
-            log(f"| {r['T'] // 1024}K | {r['hit']:.3f} | {r['system']} | {what}: {r['error'][:160]} | | | | | | | | |")
+            log(f"| {r['T'] // 1024}K | {r['hit']:.3f} | {r['system']} | {what}: {r['error'][:160]} | | | | | | | | | |")
             continue
         if r["system"] == "recompute":
-            log(f"| {r['T'] // 1024}K | - | recompute | {fmt_s(r['ttft_s'])} | - | - | - | - | - | - | - | - |")
+            log(f"| {r['T'] // 1024}K | - | recompute | {fmt_s(r['ttft_s'])} | - | - | - | - | - | - | - | - | - |")
             continue
         bub = r.get("bubble_s")
         bub_ms = "-" if bub is None else f"{bub * 1e3:.1f}"
@@ -1030,18 +1071,25 @@ def report(b, an):
         io = r.get("io_wait_s")
         io_ms = "-" if io is None else f"{io * 1e3:.1f}"
         io_pc = "-" if io is None else f"{100 * r['io_wait_frac']:.1f}"
+        co = r.get("compute_over_part_ms")
+        co_s = "-" if co is None else f"{co:.2f} ({100 * r['compute_over_part_frac']:.1f}%)"
         log(f"| {r['T'] // 1024}K | {r['hit']:.3f} | {r['system']} | {fmt_s(r['ttft_s'])} | {bub_ms} | {bub_pc} | "
-            f"{w_ms} | {w_pc} | {io_ms} | {io_pc} | {r.get('prefix_bitwise', '-')} | {r.get('logits_bitwise_vs_hbm', '-')} |")
+            f"{w_ms} | {w_pc} | {io_ms} | {io_pc} | {co_s} | {r.get('prefix_bitwise', '-')} | {r.get('logits_bitwise_vs_hbm', '-')} |")
     log("\n| T | system | crossover: bubble (GPU waits) > 5% of TTFT | crossover: I/O stall (GPU clock) > 5% | "
-        "crossover: TTFT over hbm > 5% | physical limit (bulk H2D = layer compute) |")
-    log("| --- | --- | --- | --- | --- | --- |")
+        "crossover: TTFT over hbm > 5% | physical limit (bulk H2D = layer compute) | compute beside I/O over hbm-part |")
+    log("| --- | --- | --- | --- | --- | --- | --- |")
     for c in an["crossover"]:
         f = lambda x: "-" if x is None else f"{100 * x:.2f}%"  # noqa: E731
         cw = f(c.get("crossover_wait")) if c.get("waits_timed", True) else "not timed"
         ci = f(c.get("crossover_io_wait")) if c.get("crossover_io_wait") is not None or c["system"].startswith(
             "giouring") else "not timed"
+        cf = c.get("compute_over_part_frac")
+        # A crossover past the limit with compute slowed beside the I/O: the slower layers hid more.
+        past = [x for x in (c.get("crossover_wait"), c.get("crossover_io_wait")) if x is not None]
+        flag = (" (slower compute: the crossovers past the limit are not a win)"
+                if cf is not None and cf > 0.02 and c["limit"] is not None and past and max(past) > c["limit"] else "")
         log(f"| {c['T'] // 1024}K | {c['system']} | {cw} | {ci} | {f(c['crossover'])} | "
-            f"{f(c['limit'])} |")
+            f"{f(c['limit'])} | {'-' if cf is None else f'{100 * cf:.1f}%'}{flag} |")
     log("(-: not reached up to the grid's highest hit rate; offload's waits happen inside transformers' cache and are "
         "not timed: its bubble shows only in TTFT over hbm. The GPU waits are events around each wait on the compute "
         "stream: they also count a host behind its GPU (eager Python at small prefixes); the I/O stall is the GPU's "

@@ -170,3 +170,54 @@ def test_the_reference_prefill_keeps_its_last_run_when_recompute_is_not_measured
         assert len(calls) == len(times) == runs
         assert tok == 2 and logits.tolist() == [3.0, 4.0, 5.0]
         assert len(ref) == 2 and ref[1][1].item() == 1.0
+
+
+def test_compute_beside_io_is_the_layer_less_its_wait_against_the_partition_alone():
+    """A system's layers, less their waits, against hbm-part's same layers: what computing beside
+    the I/O costs. The first layer (its load starts with the prefill) and the last (no load in
+    flight) are left out. A crossover above the physical limit is flagged when that compute was
+    slower: slower compute hides more I/O, so such a crossover is no win."""
+    m = bench()
+    T, L = 8192, 6
+    part_layers = [2.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    rows = []
+    for h, C in ((0.9, 7360), (0.99, 8096)):
+        rows += [dict(T=T, hit=h, C=C, system="hbm", ttft_s=[0.006], layer_ms=[1.0] * L, bubble_layer_ms=[0.0] * L),
+                 dict(T=T, hit=h, C=C, system="hbm-part", ttft_s=[0.0065], layer_ms=part_layers,
+                      bubble_layer_ms=[0.0] * L),
+                 # layers 1-4: 1.6 ms of which 0.1 waiting -> 0.5 ms slower compute (50%)
+                 dict(T=T, hit=h, C=C, system="giouring-sched", ttft_s=[0.0105],
+                      layer_ms=[3.0, 1.6, 1.6, 1.6, 1.6, 1.0], bubble_layer_ms=[1.0, 0.1, 0.1, 0.1, 0.1, 0.0]),
+                 dict(T=T, hit=h, C=C, system="giouring-naive", ttft_s=[0.007], layer_ms=[2.0] + [1.0] * 5,
+                      bubble_layer_ms=[0.0] * L)]
+    b = argparse.Namespace(contexts=[T], bulk=[50.0], args=args(), kv_token_bytes=4096, L=L)
+    an = m.analyse(b, rows)
+    s = {(r["system"], r["hit"]): r for r in rows}
+    assert s[("giouring-sched", 0.9)]["compute_over_part_ms"] == pytest.approx(0.5)
+    assert s[("giouring-sched", 0.9)]["compute_over_part_frac"] == pytest.approx(0.5)
+    assert s[("giouring-naive", 0.9)]["compute_over_part_ms"] == pytest.approx(0.0)
+    assert "compute_over_part_ms" not in s[("hbm", 0.9)]
+    c = {x["system"]: x for x in an["crossover"]}
+    assert c["giouring-sched"]["compute_over_part_frac"] == pytest.approx(0.5)  # its median over the hit rates
+    assert c["giouring-naive"]["compute_over_part_frac"] == pytest.approx(0.0)
+
+
+def test_report_from_a_saved_json_gives_the_same_analysis(tmp_path, capsys):
+    """--report: the analysis and tables again from the JSON a run wrote, without a GPU."""
+    m = bench()
+    T, L = 8192, 4
+    rows = []
+    for h, C in ((0.9, 7360), (0.99, 8096)):
+        rows += [dict(T=T, hit=h, C=C, system="hbm", ttft_s=[0.004], layer_ms=[1.0] * L, bubble_layer_ms=[0.0] * L),
+                 dict(T=T, hit=h, C=C, system="hbm-part", ttft_s=[0.0041], layer_ms=[1.0] * L, bubble_layer_ms=[0.0] * L),
+                 dict(T=T, hit=h, C=C, system="giouring-sched", ttft_s=[0.005], layer_ms=[1.3] * L,
+                      bubble_layer_ms=[0.1] * L, io_wait_layer_ms=[0.05] * L)]
+    a = args(io_sms=8)
+    path = tmp_path / "ttft.json"
+    path.write_text(json.dumps(dict(bench="ttft_llama", env={}, args=vars(a), bulk_gbps=[50.0], results=rows,
+                                    kv_token_bytes=4096, layers=L)))
+    an = m.report_from(str(path))
+    c = {x["system"]: x for x in an["crossover"]}
+    assert c["giouring-sched"]["compute_over_part_frac"] == pytest.approx(0.2)
+    out = capsys.readouterr().out
+    assert "| 8K | 0.900 | giouring-sched |" in out and "0.20 (20.0%)" in out
