@@ -837,7 +837,7 @@ int main(int argc, char **argv)
 	struct gio_sm_partition_info pinfo{};
 	cudaStream_t io_part = nullptr, comp = nullptr;
 	if (o.interference) {
-		gio_sm_partition_params pp = {0, o.part_sms, o.quick ? GIO_SM_PARTITION_FALLBACK : 0u};
+		gio_sm_partition_params pp = {0, o.part_sms, o.quick ? GIO_SM_PARTITION_FALLBACK : 0u, 0};
 		if (gio_sm_partition_create(&pp, &part))
 			die_gio("SM partition");
 		if (gio_sm_partition_info(part, &pinfo))

@@ -614,7 +614,7 @@ void setup(Bench &b)
 	b.blocks = b.pb + b.nb_max;
 	// Streams: an I/O partition of io_sms SMs, compute on the rest.
 	if (o.partition) {
-		gio_sm_partition_params pp{0, o.io_sms, GIO_SM_PARTITION_FALLBACK};
+		gio_sm_partition_params pp{0, o.io_sms, GIO_SM_PARTITION_FALLBACK, 0};
 		if (gio_sm_partition_create(&pp, &b.part))
 			die_gio("SM partition");
 		gio_sm_partition_info(b.part, &b.pinfo);

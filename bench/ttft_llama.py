@@ -35,9 +35,10 @@ taken (wall clock, from a synchronized GPU to the token id on the host):
     drives' figures as given, never corrected: the baseline the correction is measured against.
 
 The stand-in drives' executors are persistent kernels holding 2 SMs each (8 in all) during every
-system's run, so every system computes on the same SMs. Figures are labelled: TTFT, bubble and
-bulk H2D bandwidth are measured; the drives' bandwidth is modelled; cost and endurance are derived
-from measured throughput with stated prices.
+system's run, on a side of the SM partition of their own (--exec-placement): a real drive takes no
+SM, so no compute kernel shares theirs; hbm-part and giouring compute on the same compute side.
+Figures are labelled: TTFT, bubble and bulk H2D bandwidth are measured; the drives' bandwidth is
+modelled; cost and endurance are derived from measured throughput with stated prices.
 
 Correctness: the prefix KV each I/O system restored is compared bitwise with the KV the full
 prefill computed, and the first token's logits with those of the hbm run (bitwise) and of the full
@@ -94,6 +95,10 @@ def args_parse():
     ap.add_argument("--drive-mixed-gbps", type=float, default=3.0,
                     help="MODELLED GB/s per drive reading and writing at once (both together)")
     ap.add_argument("--exec-sms", type=int, default=2, help="executor SMs of each stand-in drive")
+    ap.add_argument("--exec-placement", choices=("partition", "shared"), default="partition",
+                    help="where the stand-in drives' executors run: on SMs of their own (a third side of the "
+                         "SM partition, as a real drive needs no SM), or 'shared': on any SM, beside the compute "
+                         "partition's kernels (before 2026-12-05)")
     ap.add_argument("--drive-params", default="",
                     help="more URI parameters of every stand-in drive, e.g. queues=4 (gio_gpu_target's URI)")
     ap.add_argument("--sched-calibrate", type=float, default=0.125,
@@ -476,7 +481,10 @@ class Bench:
         import giouring
 
         a = self.args
-        self.part = giouring.SMPartition(a.io_sms)
+        exec_sms = a.drives * a.exec_sms if a.exec_placement == "partition" else 0
+        self.part = giouring.SMPartition(a.io_sms, exec_sms=exec_sms)
+        if exec_sms and self.part.isolated and self.part.exec_sms < exec_sms:
+            raise SystemExit(f"the executors' side has {self.part.exec_sms} SMs for {exec_sms} executor blocks")
         self.io_stream = torch.cuda.Stream()
         self.save_stream = torch.cuda.Stream()
         self.kvpool = giouring.KVPool(self.pool, dims=("part", "block", "token", "head", "channel"))
@@ -490,7 +498,7 @@ class Bench:
         extra = f"&{a.drive_params.lstrip('&')}" if a.drive_params else ""
         uris = [f"mem://host?exec=gpu&size={per_drive >> 20}M&sms={a.exec_sms}{model}{extra}" for _ in range(a.drives)]
         self.uris = uris
-        self.gpu_store = giouring.Store.create(uris, self.kvpool)
+        self.gpu_store = giouring.Store.create(uris, self.kvpool, exec_stream=self.part.exec_stream)
         maxreq = self.blocks
         self.gpu_load = self.gpu_store.plan(max_requests=maxreq)
         self.gpu_save = self.gpu_store.plan(max_requests=maxreq)
@@ -879,14 +887,20 @@ def analyse(bench, results):
     for T in bench.contexts:
         hbm = {r["hit"]: r for r in by.get((T, "hbm"), [])}
         rec = by.get((T, "recompute"), [{}])[0].get("ttft_s")
-        # Physical limit: a layer's prefix at the bulk H2D bandwidth takes as long as its compute.
-        f = []
-        for h, r in sorted(hbm.items()):
-            layer = statistics.median(r["layer_ms"]) / 1e3
-            load = r["C"] * bench.kv_token_bytes / (bulk * 1e9)
-            f.append((h, load - layer))
-        limit = crossing(f)
+        # Physical limit: a layer's prefix at the bulk H2D bandwidth takes as long as its compute,
+        # on every SM (hbm's layers) and on the compute side alone (hbm-part's: where the
+        # scheduled systems compute, beside the I/O side and the stand-in drives' executors).
         part = {r["hit"]: r for r in by.get((T, "hbm-part"), [])}
+
+        def limit_of(runs):
+            f = []
+            for h, r in sorted(runs.items()):
+                layer = statistics.median(r["layer_ms"]) / 1e3
+                load = r["C"] * bench.kv_token_bytes / (bulk * 1e9)
+                f.append((h, load - layer))
+            return crossing(f)
+
+        limit, limit_part = limit_of(hbm), limit_of(part) if part else None
         for system in ("hbm-part", *SCHED_SYSTEMS, "giouring-naive", "offload", "cpu-per-object"):
             pts, waits, stalls, comp = [], [], [], []
             for r in by.get((T, system), []):
@@ -919,10 +933,10 @@ def analyse(bench, results):
             out["crossover"].append(dict(T=T, system=system, crossover=crossing(pts, first_positive=True),
                                          crossover_wait=crossing(waits, first_positive=True),
                                          crossover_io_wait=crossing(stalls, first_positive=True) if stalls else None,
-                                         limit=limit,
+                                         limit=limit, limit_part=limit_part,
                                          compute_over_part_frac=statistics.median(comp) if comp else None,
                                          waits_timed=system != "offload"))
-        out["rows"].append(dict(T=T, recompute_s=rec, limit=limit, bulk_gbps=bulk))
+        out["rows"].append(dict(T=T, recompute_s=rec, limit=limit, limit_part=limit_part, bulk_gbps=bulk))
         out["cost"] += cost_rows(bench.args, T, rec, hbm, by, bench.kv_token_bytes * bench.L)
     return out
 
@@ -1076,8 +1090,9 @@ def report(b, an):
         log(f"| {r['T'] // 1024}K | {r['hit']:.3f} | {r['system']} | {fmt_s(r['ttft_s'])} | {bub_ms} | {bub_pc} | "
             f"{w_ms} | {w_pc} | {io_ms} | {io_pc} | {co_s} | {r.get('prefix_bitwise', '-')} | {r.get('logits_bitwise_vs_hbm', '-')} |")
     log("\n| T | system | crossover: bubble (GPU waits) > 5% of TTFT | crossover: I/O stall (GPU clock) > 5% | "
-        "crossover: TTFT over hbm > 5% | physical limit (bulk H2D = layer compute) | compute beside I/O over hbm-part |")
-    log("| --- | --- | --- | --- | --- | --- | --- |")
+        "crossover: TTFT over hbm > 5% | physical limit (bulk H2D = layer compute) | the same on the compute side "
+        "(hbm-part's layers) | compute beside I/O over hbm-part |")
+    log("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for c in an["crossover"]:
         f = lambda x: "-" if x is None else f"{100 * x:.2f}%"  # noqa: E731
         cw = f(c.get("crossover_wait")) if c.get("waits_timed", True) else "not timed"
@@ -1086,10 +1101,12 @@ def report(b, an):
         cf = c.get("compute_over_part_frac")
         # A crossover past the limit with compute slowed beside the I/O: the slower layers hid more.
         past = [x for x in (c.get("crossover_wait"), c.get("crossover_io_wait")) if x is not None]
+        # (The compute side's limit where there is one: that compute is against hbm-part's.)
+        lim = c.get("limit_part") if c.get("limit_part") is not None else c["limit"]
         flag = (" (slower compute: the crossovers past the limit are not a win)"
-                if cf is not None and cf > 0.02 and c["limit"] is not None and past and max(past) > c["limit"] else "")
+                if cf is not None and cf > 0.02 and lim is not None and past and max(past) > lim else "")
         log(f"| {c['T'] // 1024}K | {c['system']} | {cw} | {ci} | {f(c['crossover'])} | "
-            f"{f(c['limit'])} | {'-' if cf is None else f'{100 * cf:.1f}%'}{flag} |")
+            f"{f(c['limit'])} | {f(c.get('limit_part'))} | {'-' if cf is None else f'{100 * cf:.1f}%'}{flag} |")
     log("(-: not reached up to the grid's highest hit rate; offload's waits happen inside transformers' cache and are "
         "not timed: its bubble shows only in TTFT over hbm. The GPU waits are events around each wait on the compute "
         "stream: they also count a host behind its GPU (eager Python at small prefixes); the I/O stall is the GPU's "

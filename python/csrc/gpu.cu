@@ -126,7 +126,7 @@ int gpy_gpu_start(struct gpy_store *s)
 	if (rc)
 		return gpy_lib(rc, "loading the layer kernels");
 	for (uint32_t i = 0; i < s->ndevs; i++)
-		if ((rc = gio_gpu_target_start(s->dev[i].gpu)) != 0)
+		if ((rc = gio_gpu_target_start_on(s->dev[i].gpu, s->exec_stream)) != 0)
 			return gpy_lib(rc, "starting a GPU target's executor");
 	return 0;
 }
@@ -309,12 +309,12 @@ int gpy_gpu_timer_read(void *timers, uint32_t i, uint64_t *ns)
 	return 0;
 }
 
-int gpy_partition_create(int device, uint32_t io_sms, int fallback, void **out)
+int gpy_partition_create(int device, uint32_t io_sms, uint32_t exec_sms, int fallback, void **out)
 {
 	gpy_clear_error();
 	if (!out)
 		return gpy_fail(-EINVAL, "partition: NULL argument");
-	struct gio_sm_partition_params pp{device, io_sms, fallback ? GIO_SM_PARTITION_FALLBACK : 0u};
+	struct gio_sm_partition_params pp{device, io_sms, fallback ? GIO_SM_PARTITION_FALLBACK : 0u, exec_sms};
 	const int rc = gio_sm_partition_create(&pp, (struct gio_sm_partition **)out);
 	return rc ? gpy_lib(rc, "SM partition") : 0;
 }
@@ -326,15 +326,17 @@ int gpy_partition_info(void *part, uint32_t *out, uint32_t n)
 	const int rc = gio_sm_partition_info((const struct gio_sm_partition *)part, &i);
 	if (rc)
 		return gpy_lib(rc, "SM partition info");
-	const uint32_t v[] = {i.device_sms, i.io_sms, i.compute_sms, i.min_partition_sms, i.alignment_sms, i.isolated};
-	for (uint32_t k = 0; out && k < n && k < 6; k++)
+	const uint32_t v[] = {i.device_sms, i.io_sms, i.compute_sms, i.min_partition_sms, i.alignment_sms, i.isolated,
+			      i.exec_sms};
+	for (uint32_t k = 0; out && k < n && k < 7; k++)
 		out[k] = v[k];
 	return 0;
 }
 
 void *gpy_partition_stream(void *part, int side)
 {
-	return gio_sm_partition_stream((const struct gio_sm_partition *)part, side ? GIO_SM_COMPUTE : GIO_SM_IO);
+	return gio_sm_partition_stream((const struct gio_sm_partition *)part,
+				       side == 2 ? GIO_SM_EXEC : side ? GIO_SM_COMPUTE : GIO_SM_IO);
 }
 
 int gpy_partition_destroy(void *part)

@@ -75,6 +75,7 @@ struct gpy_store {
 	int32_t device;                  /* the pool's CUDA device, or -1 */
 	int gpu_targets;                 /* every device is GPU-executed */
 	int started;                     /* GPU targets' executors running */
+	void *exec_stream;               /* where they start (NULL: each target's own stream) */
 	uint32_t plans;                  /* plans alive */
 	uint64_t timeout_ns;
 	uint64_t regions[2 * GPY_MAX_REGIONS]; /* the pool's storages: (address, bytes) pairs */
@@ -164,6 +165,9 @@ GPY_EXPORT int gpy_store_removed(struct gpy_store *s, uint64_t since, uint64_t *
 GPY_EXPORT int gpy_store_keys(struct gpy_store *s, uint64_t from, uint64_t *keys, uint32_t cap, uint64_t *next);
 /** 1 when the store's devices are GPU-executed targets (the GPU engine's). */
 GPY_EXPORT int gpy_store_gpu_targets(const struct gpy_store *s);
+/** The stream the GPU targets' executors will start on (gio_gpu_target_start_on(); NULL: each
+ *  target's own): -EBUSY once they started, -EINVAL for a store without GPU targets. */
+GPY_EXPORT int gpy_store_exec_stream(struct gpy_store *s, void *stream);
 /** Builds device @p d's P2P table from the pool at its bus addresses @p bus into d->table and
  *  d->lists (allocated here: @p lists_bus_of gives the bus address of the lists' memory). */
 int gpy_table_build(struct gpy_store *s, struct gpy_dev *d, const struct gio_kv_pool *bus, int allow_prp,
@@ -274,12 +278,12 @@ int gpy_gpu_timer_mark(void *timers, uint32_t i, int end, void *stream);
 int gpy_gpu_timer_read(void *timers, uint32_t i, uint64_t *ns);
 
 /* ---- SM partitions (gpu.cu; giouring/host/partition.h) ---- */
-/** Splits device @p device into @p io_sms I/O SMs and the rest; with @p fallback, ordinary
- *  streams where green contexts are unavailable. */
-GPY_EXPORT int gpy_partition_create(int device, uint32_t io_sms, int fallback, void **out);
-/** device_sms, io_sms, compute_sms, min_partition_sms, alignment_sms, isolated (6 numbers). */
+/** Splits device @p device into @p io_sms I/O SMs, @p exec_sms executor SMs (0: none) and the
+ *  rest; with @p fallback, ordinary streams where green contexts are unavailable. */
+GPY_EXPORT int gpy_partition_create(int device, uint32_t io_sms, uint32_t exec_sms, int fallback, void **out);
+/** device_sms, io_sms, compute_sms, min_partition_sms, alignment_sms, isolated, exec_sms (7 numbers). */
 GPY_EXPORT int gpy_partition_info(void *part, uint32_t *out, uint32_t n);
-/** The partition's stream of side 0 (I/O) or 1 (compute): a cudaStream_t. */
+/** The partition's stream of side 0 (I/O), 1 (compute) or 2 (executors; NULL without): a cudaStream_t. */
 GPY_EXPORT void *gpy_partition_stream(void *part, int side);
 GPY_EXPORT int gpy_partition_destroy(void *part);
 

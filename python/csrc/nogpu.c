@@ -95,10 +95,11 @@ int gpy_gpu_sched_launch(void *arg, struct gio_kv_plan *plan, uint32_t layer, in
 	return no_cuda();
 }
 
-int gpy_partition_create(int device, uint32_t io_sms, int fallback, void **out)
+int gpy_partition_create(int device, uint32_t io_sms, uint32_t exec_sms, int fallback, void **out)
 {
 	(void)device;
 	(void)io_sms;
+	(void)exec_sms;
 	(void)fallback;
 	if (out)
 		*out = NULL;

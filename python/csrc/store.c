@@ -317,3 +317,17 @@ int gpy_store_gpu_targets(const struct gpy_store *s)
 {
 	return s && s->gpu_targets;
 }
+
+int gpy_store_exec_stream(struct gpy_store *s, void *stream)
+{
+	gpy_clear_error();
+	if (!s)
+		return gpy_fail(-EINVAL, "the store is closed");
+	if (!s->gpu_targets)
+		return gpy_fail(-EINVAL, "exec_stream: the store's targets are CPU-executed (no executor kernel to place)");
+	if (s->started)
+		return gpy_fail(-EBUSY, "exec_stream: the GPU targets' executors already run (they start with the first "
+					"batch): set it before");
+	s->exec_stream = stream;
+	return 0;
+}

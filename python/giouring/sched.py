@@ -28,7 +28,7 @@ _lib._sig("gpy_sched_slot", ctypes.c_int, _lib.vp, _lib.vp, _lib.u32, _lib.u32, 
           _lib.P(_lib.u64), _lib.u32)
 _lib._sig("gpy_sched_idle", None, _lib.vp)
 _lib._sig("gpy_sched_stats", ctypes.c_int, _lib.vp, _lib.P(_lib.u64), _lib.u32)
-_lib._sig("gpy_partition_create", ctypes.c_int, ctypes.c_int, _lib.u32, ctypes.c_int, _lib.P(_lib.vp))
+_lib._sig("gpy_partition_create", ctypes.c_int, ctypes.c_int, _lib.u32, _lib.u32, ctypes.c_int, _lib.P(_lib.vp))
 _lib._sig("gpy_partition_info", ctypes.c_int, _lib.vp, _lib.P(_lib.u32), _lib.u32)
 _lib._sig("gpy_partition_stream", _lib.vp, _lib.vp, ctypes.c_int)
 _lib._sig("gpy_partition_destroy", ctypes.c_int, _lib.vp)
@@ -186,7 +186,10 @@ class Scheduler:
 
 class SMPartition:
     """A split of one GPU's SMs: ``io_sms`` for I/O kernels (rounded up to the driver's
-    granularity), the rest for compute, each side with a stream (green contexts). Make it before
+    granularity), ``exec_sms`` (0: none) for GPU-executed targets' executors, the rest for
+    compute, each side with a stream (green contexts). Hand ``exec_stream`` to
+    :meth:`Store.create` or :meth:`Store.open` so that the executors standing in for drives hold
+    none of compute's SMs (a real drive needs none). Make it before
     any persistent kernel starts: before the first batch of a store over GPU-executed targets
     (their executors start then); made after, it raises GiouringError(EBUSY), since making green
     contexts waits until no kernel runs. Close it after those stores.
@@ -195,19 +198,24 @@ class SMPartition:
     (``isolated`` is then False).
     """
 
-    def __init__(self, io_sms: int = 8, device: int | None = None, fallback: bool = True):
+    def __init__(self, io_sms: int = 8, device: int | None = None, fallback: bool = True, exec_sms: int = 0):
         dev = torch.cuda.current_device() if device is None else device
         h = ctypes.c_void_p()
-        _lib.check(_lib.lib.gpy_partition_create(dev, io_sms, int(fallback), ctypes.byref(h)))
+        _lib.check(_lib.lib.gpy_partition_create(dev, io_sms, exec_sms, int(fallback), ctypes.byref(h)))
         self._h = h.value
-        info = (_lib.u32 * 6)()
-        _lib.check(_lib.lib.gpy_partition_info(self._h, info, 6))
+        info = (_lib.u32 * 7)()
+        _lib.check(_lib.lib.gpy_partition_info(self._h, info, 7))
         self.device_sms, self.io_sms, self.compute_sms = info[0], info[1], info[2]
+        self.exec_sms = info[6]
+        """SMs of the executors' side (0: none)."""
         self.isolated = bool(info[5])
         self.io_stream = torch.cuda.ExternalStream(_lib.lib.gpy_partition_stream(self._h, 0), device=dev)
         """Where the I/O kernels go (torch.cuda.ExternalStream)."""
         self.compute_stream = torch.cuda.ExternalStream(_lib.lib.gpy_partition_stream(self._h, 1), device=dev)
         """Where the engine's compute goes."""
+        es = _lib.lib.gpy_partition_stream(self._h, 2) if exec_sms else None
+        self.exec_stream = torch.cuda.ExternalStream(es, device=dev) if es else None
+        """Where GPU-executed targets' executors go (:meth:`Store.create`'s ``exec_stream``), or None."""
 
     def close(self) -> None:
         """Destroys the partition (after every kernel on its streams ended)."""

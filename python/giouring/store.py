@@ -43,7 +43,8 @@ class Store:
         self._plans: list[Plan] = []
 
     @classmethod
-    def create(cls, uris: Sequence[str], pool: KVPool, *, store_bytes: int = 0, timeout: float = 5.0) -> "Store":
+    def create(cls, uris: Sequence[str], pool: KVPool, *, store_bytes: int = 0, timeout: float = 5.0,
+               exec_stream=None) -> "Store":
         """Formats the targets as a new store for ``pool``'s chunks (what they held is lost).
 
         Args:
@@ -52,16 +53,20 @@ class Store:
                 are written into each superblock.
             store_bytes: bytes of each target to use from its start (0: all of it).
             timeout: deadline of each NVMe command, seconds.
+            exec_stream: GPU-executed targets: the stream their executor kernels start on (at the
+                first batch), e.g. :attr:`SMPartition.exec_stream`; None: each target's own
+                stream, on any SM. A ``torch.cuda.Stream`` or a ``cudaStream_t`` as an int; it must
+                outlive the store.
 
         Raises:
             GiouringError: a target that does not open (the message names it and why), a pool
                 that cannot be registered or tabled there, a target too small (``ENOSPC``), an
                 NVMe error (``EIO``, with the status in the message).
         """
-        return cls._open(uris, pool, True, store_bytes, timeout)
+        return cls._open(uris, pool, True, store_bytes, timeout, exec_stream)
 
     @classmethod
-    def open(cls, uris: Sequence[str], pool: KVPool, *, timeout: float = 5.0) -> "Store":
+    def open(cls, uris: Sequence[str], pool: KVPool, *, timeout: float = 5.0, exec_stream=None) -> "Store":
         """Opens a store that :meth:`create` made: every committed chunk is served.
 
         Raises:
@@ -69,10 +74,10 @@ class Store:
                 superblock), ``EINVAL`` (a pool of another layout or shape than the store's, or
                 targets that are not one whole store), and as :meth:`create`.
         """
-        return cls._open(uris, pool, False, 0, timeout)
+        return cls._open(uris, pool, False, 0, timeout, exec_stream)
 
     @classmethod
-    def _open(cls, uris, pool, create, store_bytes, timeout):
+    def _open(cls, uris, pool, create, store_bytes, timeout, exec_stream=None):
         if isinstance(uris, str):
             raise TypeError("uris: a list of target URIs")
         uris = list(uris)
@@ -80,7 +85,17 @@ class Store:
         h = ctypes.c_void_p()
         _lib.check(_lib.lib.gpy_store_open(arr, len(uris), ctypes.byref(pool._desc), int(create), int(store_bytes),
                                            int(timeout * 1e9), ctypes.byref(h)))
-        return cls(h.value, pool, uris)
+        st = cls(h.value, pool, uris)
+        if exec_stream is not None:
+            s = exec_stream if isinstance(exec_stream, int) else getattr(exec_stream, "cuda_stream", None)
+            try:
+                if not isinstance(s, int):
+                    raise TypeError("exec_stream: a torch.cuda.Stream or a cudaStream_t as an int")
+                _lib.check(_lib.lib.gpy_store_exec_stream(st._h, s))
+            except BaseException:
+                st.close()
+                raise
+        return st
 
     @property
     def gpu_targets(self) -> bool:

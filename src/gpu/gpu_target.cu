@@ -464,6 +464,14 @@ uint32_t gio__gpu_executors_running(void)
 	return __atomic_load_n(&g_executors_running, __ATOMIC_ACQUIRE);
 }
 
+/* The executor's own stream (gio_gpu_target_start_on()), once its kernel ended or never launched. */
+static void drop_exec_stream(struct gio_gpu_target *g)
+{
+	if (g->exec_stream && g->exec_stream != g->stream)
+		(void)cudaStreamDestroy((cudaStream_t)g->exec_stream);
+	g->exec_stream = g->stream;
+}
+
 int gio_gpu_target_load(void)
 {
 	gio__clear_error();
@@ -472,7 +480,14 @@ int gio_gpu_target_load(void)
 
 int gio_gpu_target_start(struct gio_gpu_target *g)
 {
+	return gio_gpu_target_start_on(g, NULL);
+}
+
+int gio_gpu_target_start_on(struct gio_gpu_target *g, void *stream)
+{
 	gio__clear_error();
+	if (!g)
+		return gio__fail(-EINVAL, "giouring: gio_gpu_target_start_on: the target is NULL");
 	int rc = gio_gpu_preload((const void *)exec_kernel);
 	if (!rc)
 		rc = gio_gpu_target_prepare(g);
@@ -488,9 +503,20 @@ int gio_gpu_target_start(struct gio_gpu_target *g)
 	/* The thread's last error may be an earlier call's (a refused allocation sets it too):
 	 * cleared, so that the one read after the launch is the launch's. */
 	(void)cudaGetLastError();
-	exec_kernel<<<g->cfg.exec_blocks, g->cfg.exec_warps * 32, smem, (cudaStream_t)g->stream>>>(
+	/* prepare() waited for the state's copy on the target's stream: any stream may launch. A
+	 * stream of our own on the caller's SMs: several targets may be handed one stream. */
+	g->exec_stream = g->stream;
+	if (stream && (rc = gio__stream_on_sms_of(stream, &g->exec_stream)) != 0) {
+		g->exec_stream = g->stream;
+		return rc;
+	}
+	exec_kernel<<<g->cfg.exec_blocks, g->cfg.exec_warps * 32, smem, (cudaStream_t)g->exec_stream>>>(
 		g->tgt, g->backing, g->ctl_dev, g->cfg.flags, g->cfg.model);
-	GIO__CUDA_TRY(cudaGetLastError(), "GPU target: executor launch");
+	const cudaError_t launch = cudaGetLastError();
+	if (launch != cudaSuccess) {
+		drop_exec_stream(g);
+		return gio__cuda_fail_rt(launch, "GPU target: executor launch");
+	}
 	g->running = 1;
 	__atomic_add_fetch(&g_executors_running, 1u, __ATOMIC_ACQ_REL);
 	return 0;
@@ -505,12 +531,13 @@ int gio_gpu_target_stop(struct gio_gpu_target *g, uint32_t timeout_ms, struct gi
 		return 0;
 	__atomic_store_n(&g->ctl->stop, 1u, __ATOMIC_RELEASE);
 	deadline = gio_deadline_in((uint64_t)timeout_ms * 1000000ull);
-	while ((e = cudaStreamQuery((cudaStream_t)g->stream)) == cudaErrorNotReady) {
+	while ((e = cudaStreamQuery((cudaStream_t)g->exec_stream)) == cudaErrorNotReady) {
 		if (gio_deadline_passed(deadline))
 			return gio__fail(-ETIME, "giouring: the GPU executor did not stop within %u ms", timeout_ms);
 		gio_host_sleep_ns(100000);
 	}
 	g->running = 0; /* ended, one way or the other */
+	drop_exec_stream(g);
 	__atomic_sub_fetch(&g_executors_running, 1u, __ATOMIC_ACQ_REL);
 	if (e != cudaSuccess)
 		return gio__cuda_fail_rt(e, "GPU target: the executor failed");

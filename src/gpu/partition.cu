@@ -1,5 +1,5 @@
 // The SM partition (giouring/host/partition.h): one split of a device's SMs into two green
-// contexts. The driver's green-context calls are reached through the runtime's
+// contexts (three with an executors' side). The driver's green-context calls are reached through the runtime's
 // cudaGetDriverEntryPointByVersion, so that giouring::gpu links no libcuda (cuda.h gives the
 // types only): a driver without them is a clear -EOPNOTSUPP at run time, not a load failure.
 #include <cuda.h>
@@ -129,8 +129,9 @@ int cu_fail(const driver *d, CUresult r, const char *what)
 
 struct gio_sm_partition {
 	int device;
-	CUgreenCtx green[2];   // per side; NULL for an ordinary side
-	cudaStream_t stream[2];
+	CUgreenCtx green[3];   // per side (enum gio_sm_side); NULL for an ordinary side
+	cudaStream_t stream[3]; // NULL for the executors' side when not asked for
+	int sides;             // 2, or 3 with an executors' side
 	uint8_t own_green;     // destroy green[] at the end (not adopted ones)
 	struct gio_sm_partition_info info;
 };
@@ -158,7 +159,8 @@ int side_stream(const gio_sm_partition *p, int side, int priority, cudaStream_t 
 		const CUresult r = g_drv.green_stream_create(&cs, p->green[side], CU_STREAM_NON_BLOCKING, priority);
 		if (r != CUDA_SUCCESS)
 			return cu_fail(&g_drv, r, side == GIO_SM_IO ? "SM partition: cuGreenCtxStreamCreate (I/O side)"
-								    : "SM partition: cuGreenCtxStreamCreate (compute side)");
+						  : side == GIO_SM_EXEC ? "SM partition: cuGreenCtxStreamCreate (executors' side)"
+									: "SM partition: cuGreenCtxStreamCreate (compute side)");
 		*s = reinterpret_cast<cudaStream_t>(cs);
 		return 0;
 	}
@@ -176,15 +178,16 @@ int green_sms(CUgreenCtx g, uint32_t *sms)
 	return 0;
 }
 
-// Both sides' streams; on failure nothing of them is left.
+// Every side's stream; on failure nothing of them is left.
 int make_streams(gio_sm_partition *p)
 {
-	for (int side = 0; side < 2; side++) {
+	for (int side = 0; side < p->sides; side++) {
 		const int rc = side_stream(p, side, 0, &p->stream[side]);
 		if (rc) {
-			if (side)
-				cudaStreamDestroy(p->stream[0]);
-			p->stream[0] = nullptr;
+			for (int s = 0; s < side; s++) {
+				cudaStreamDestroy(p->stream[s]);
+				p->stream[s] = nullptr;
+			}
 			return rc;
 		}
 	}
@@ -208,6 +211,7 @@ int fallback(gio_sm_partition *p, const char *why)
 	if (rc)
 		return rc;
 	p->info.io_sms = p->info.compute_sms = p->info.device_sms;
+	p->info.exec_sms = p->sides > 2 ? p->info.device_sms : 0;
 	if ((rc = make_streams(p)))
 		return rc;
 	// Success, but the message stays for a caller who asks why the sides share SMs.
@@ -215,9 +219,10 @@ int fallback(gio_sm_partition *p, const char *why)
 	return 0;
 }
 
-// The split proper: groups of the I/O size, the first for I/O, every other one and the rest for
-// compute (one split: separate splits may hand out the same SMs).
-int split(gio_sm_partition *p, uint32_t io_want, char *why, size_t why_len)
+// The split proper: groups of the granularity, the first ones for I/O, the next ones for the
+// executors, every other one and the rest for compute (one split: separate splits may hand out
+// the same SMs).
+int split(gio_sm_partition *p, uint32_t io_want, uint32_t exec_want, char *why, size_t why_len)
 {
 	const driver *d = &g_drv;
 	CUdevice dev;
@@ -235,48 +240,56 @@ int split(gio_sm_partition *p, uint32_t io_want, char *why, size_t why_len)
 	p->info.device_sms = total;
 	p->info.min_partition_sms = min;
 	p->info.alignment_sms = align;
-	uint32_t want = io_want > min ? io_want : min;
-	if (align > 1)
-		want = (want + align - 1) / align * align;
-	if (want >= total)
+	// The unit every side is made of: a multiple of the alignment, no smaller than a partition.
+	uint32_t unit = align > 1 ? align : 1;
+	if (unit < min)
+		unit = (min + unit - 1) / unit * unit;
+	const uint32_t io = (io_want + unit - 1) / unit * unit, ex = (exec_want + unit - 1) / unit * unit;
+	if (io + ex >= total)
 		return gio__fail(-ERANGE,
-				 "giouring: SM partition of device %d: %u I/O SMs asked, %u after rounding up to the "
-				 "granularity (at least %u, multiples of %u), leave none of the %u SMs for compute",
-				 p->device, io_want, want, min, align, total);
-	unsigned groups = total / want;
+				 "giouring: SM partition of device %d: %u I/O SMs and %u executor SMs asked, %u and %u "
+				 "after rounding up to the granularity (at least %u, multiples of %u), leave none of the "
+				 "%u SMs for compute",
+				 p->device, io_want, exec_want, io, ex, min, align, total);
+	const unsigned k_io = io / unit, k_ex = ex / unit;
+	unsigned groups = total / unit;
 	CUdevResource *res = static_cast<CUdevResource *>(calloc(groups + 1, sizeof(*res)));
 	if (!res)
 		return gio__fail(-ENOMEM, "giouring: SM partition: no memory for %u resources", groups + 1);
-	int rc = 0;
-	CUdevResourceDesc desc[2] = {nullptr, nullptr};
-	r = d->split_by_count(res, &groups, &all, &rest, 0, want);
+	int rc = 0, side;
+	CUdevResourceDesc desc[3] = {nullptr, nullptr, nullptr};
+	r = d->split_by_count(res, &groups, &all, &rest, 0, unit);
 	if (r != CUDA_SUCCESS) {
 		rc = cu_fail(d, r, "SM partition: cuDevSmResourceSplitByCount");
 		goto out;
 	}
-	if (groups < 1 || (groups < 2 && rest.sm.smCount == 0)) {
+	if (groups < k_io + k_ex || (groups == k_io + k_ex && rest.sm.smCount == 0)) {
 		rc = gio__fail(-ERANGE, "giouring: SM partition of device %d: a split into groups of %u SMs gave %u groups "
-				  "and %u SMs over: nothing for compute", p->device, want, groups, rest.sm.smCount);
+				  "and %u SMs over: %u for I/O and %u for executors leave nothing for compute",
+				  p->device, unit, groups, rest.sm.smCount, k_io, k_ex);
 		goto out;
 	}
-	p->info.io_sms = res[0].sm.smCount;
-	p->info.compute_sms = rest.sm.smCount;
-	for (unsigned g = 1; g < groups; g++)
-		p->info.compute_sms += res[g].sm.smCount;
+	p->info.io_sms = p->info.exec_sms = p->info.compute_sms = 0;
+	for (unsigned g = 0; g < groups; g++)
+		*(g < k_io ? &p->info.io_sms : g < k_io + k_ex ? &p->info.exec_sms : &p->info.compute_sms) += res[g].sm.smCount;
+	p->info.compute_sms += rest.sm.smCount;
 	if (rest.sm.smCount)
-		res[groups++] = rest; // the compute side: groups 1.. and the rest, of the same split
-	if ((r = d->generate_desc(&desc[0], &res[0], 1)) != CUDA_SUCCESS ||
-	    (r = d->generate_desc(&desc[1], &res[1], groups - 1)) != CUDA_SUCCESS) {
+		res[groups++] = rest; // the compute side: the groups after the others' and the rest, of the same split
+	if ((r = d->generate_desc(&desc[GIO_SM_IO], &res[0], k_io)) != CUDA_SUCCESS ||
+	    (r = d->generate_desc(&desc[GIO_SM_COMPUTE], &res[k_io + k_ex], groups - k_io - k_ex)) != CUDA_SUCCESS ||
+	    (k_ex && (r = d->generate_desc(&desc[GIO_SM_EXEC], &res[k_io], k_ex)) != CUDA_SUCCESS)) {
 		rc = cu_fail(d, r, "SM partition: cuDevResourceGenerateDesc");
 		goto out;
 	}
-	for (int side = 0; side < 2; side++)
+	for (side = 0; side < p->sides; side++)
 		if ((r = d->green_create(&p->green[side], desc[side], dev, CU_GREEN_CTX_DEFAULT_STREAM)) != CUDA_SUCCESS) {
-			rc = cu_fail(d, r, side ? "SM partition: cuGreenCtxCreate (compute side)"
-						: "SM partition: cuGreenCtxCreate (I/O side)");
-			if (side)
-				d->green_destroy(p->green[0]);
-			p->green[0] = p->green[1] = nullptr;
+			rc = cu_fail(d, r, side == GIO_SM_COMPUTE ? "SM partition: cuGreenCtxCreate (compute side)"
+					   : side == GIO_SM_EXEC  ? "SM partition: cuGreenCtxCreate (executors' side)"
+								  : "SM partition: cuGreenCtxCreate (I/O side)");
+			for (int s = 0; s < side; s++) {
+				d->green_destroy(p->green[s]);
+				p->green[s] = nullptr;
+			}
 			goto out;
 		}
 	p->own_green = 1;
@@ -288,7 +301,7 @@ out:
 
 void release(gio_sm_partition *p, int *first)
 {
-	for (int side = 0; side < 2; side++) {
+	for (int side = 0; side < p->sides; side++) {
 		if (p->stream[side]) {
 			const cudaError_t e = cudaStreamDestroy(p->stream[side]);
 			if (e != cudaSuccess && !*first)
@@ -333,13 +346,14 @@ int gio_sm_partition_create(const struct gio_sm_partition_params *prm, struct gi
 	if (!p)
 		return gio__fail(-ENOMEM, "giouring: gio_sm_partition_create: no memory");
 	p->device = prm->device;
+	p->sides = prm->exec_sms ? 3 : 2;
 	char why[320] = "";
 	int rc;
 	if (!drv()) {
 		snprintf(why, sizeof(why), "%s", g_why);
 		rc = -EOPNOTSUPP;
 	} else {
-		rc = split(p, prm->io_sms, why, sizeof(why));
+		rc = split(p, prm->io_sms, prm->exec_sms, why, sizeof(why));
 		if (rc == -EOPNOTSUPP && !why[0])
 			snprintf(why, sizeof(why), "%s", gio_last_error());
 	}
@@ -379,6 +393,7 @@ int gio_sm_partition_adopt(void *io_green_ctx, void *compute_green_ctx, struct g
 		return gio__cuda_fail_rt(e, "gio_sm_partition_adopt: cudaGetDevice");
 	}
 	p->device = dev;
+	p->sides = 2;
 	p->green[GIO_SM_IO] = static_cast<CUgreenCtx>(io_green_ctx);
 	p->green[GIO_SM_COMPUTE] = static_cast<CUgreenCtx>(compute_green_ctx);
 	p->info.adopted = 1;
@@ -418,7 +433,7 @@ int gio_sm_partition_info(const struct gio_sm_partition *part, struct gio_sm_par
 
 void *gio_sm_partition_stream(const struct gio_sm_partition *part, enum gio_sm_side side)
 {
-	if (!part || (side != GIO_SM_IO && side != GIO_SM_COMPUTE))
+	if (!part || side < GIO_SM_IO || (int)side >= part->sides)
 		return nullptr;
 	return part->stream[side];
 }
@@ -426,9 +441,11 @@ void *gio_sm_partition_stream(const struct gio_sm_partition *part, enum gio_sm_s
 int gio_sm_partition_stream_create(struct gio_sm_partition *part, enum gio_sm_side side, int priority, void **stream)
 {
 	gio__clear_error();
-	if (!part || !stream || (side != GIO_SM_IO && side != GIO_SM_COMPUTE))
+	if (!part || !stream || side < GIO_SM_IO || (int)side >= part->sides)
 		return gio__fail(-EINVAL, "giouring: gio_sm_partition_stream_create: %s",
-				 !part ? "part is NULL" : !stream ? "stream is NULL" : "side is neither GIO_SM_IO nor GIO_SM_COMPUTE");
+				 !part ? "part is NULL" : !stream ? "stream is NULL"
+				 : side == GIO_SM_EXEC ? "side GIO_SM_EXEC of a partition made without exec_sms"
+							: "side is none of GIO_SM_IO, GIO_SM_COMPUTE, GIO_SM_EXEC");
 	cudaStream_t s = nullptr;
 	const int rc = side_stream(part, side, priority, &s);
 	if (rc)
@@ -458,6 +475,34 @@ int gio_stream_sm_count(void *stream, uint32_t *sms)
 	return device_sms(dev, sms);
 }
 
+int gio__stream_on_sms_of(void *stream, void **out)
+{
+	const driver *d = drv();
+	CUgreenCtx g = nullptr;
+	*out = nullptr;
+	if (d && stream) {
+		const CUresult r = d->stream_get_green(static_cast<CUstream>(stream), &g);
+		if (r != CUDA_SUCCESS)
+			return cu_fail(d, r, "a stream on the SMs of the executor's stream: cuStreamGetGreenCtx");
+	}
+	if (g) {
+		CUstream cs = nullptr;
+		const CUresult r = d->green_stream_create(&cs, g, CU_STREAM_NON_BLOCKING, 0);
+		if (r != CUDA_SUCCESS)
+			return cu_fail(d, r, "a stream on the SMs of the executor's stream: cuGreenCtxStreamCreate");
+		*out = cs;
+		return 0;
+	}
+	int dev = 0;
+	cudaError_t e = stream ? cudaStreamGetDevice(static_cast<cudaStream_t>(stream), &dev) : cudaGetDevice(&dev);
+	if (e != cudaSuccess)
+		return gio__cuda_fail_rt(e, "a stream on the SMs of the executor's stream: its device (cudaStreamGetDevice)");
+	cudaStream_t s = nullptr;
+	const int rc = ordinary_stream(dev, 0, &s);
+	*out = s;
+	return rc;
+}
+
 int gio_sm_partition_destroy(struct gio_sm_partition *part)
 {
 	gio__clear_error();
@@ -465,13 +510,13 @@ int gio_sm_partition_destroy(struct gio_sm_partition *part)
 		return 0;
 	// Bounded: a side's stream still busy (a persistent kernel never told to stop) keeps it all.
 	const uint64_t deadline = gio_deadline_in(kDrainTimeoutNs);
-	for (int side = 0; side < 2; side++) {
+	for (int side = 0; side < part->sides; side++) {
 		while (cudaStreamQuery(part->stream[side]) == cudaErrorNotReady) {
 			if (gio_deadline_passed(deadline))
 				return gio__fail(-ETIME,
 						 "giouring: gio_sm_partition_destroy: the %s stream still has work after %llu "
 						 "s: nothing destroyed (stop its kernels, then destroy again)",
-						 side == GIO_SM_IO ? "I/O" : "compute",
+						 side == GIO_SM_IO ? "I/O" : side == GIO_SM_EXEC ? "executors'" : "compute",
 						 (unsigned long long)(kDrainTimeoutNs / 1000000000ull));
 			gio_host_sleep_ns(100000);
 		}

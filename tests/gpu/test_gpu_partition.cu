@@ -1,7 +1,8 @@
 // The SM partition (giouring/host/partition.h) on a real GPU: bad requests refused; the sizes
 // follow the driver's granularity; each side's streams report their side's SMs; and while a
 // persistent kernel spins on every SM of the I/O side, no block of a compute kernel launched on
-// the compute side, directly or from a captured CUDA graph, runs on one of its SMs (%smid). Then,
+// the compute side, directly or from a captured CUDA graph, runs on one of its SMs (%smid); with
+// an executors' side too, the three share no SM and a GPU target's executor starts there. Then,
 // measured and printed (not checked: a test does not time), a compute-bound and an HBM-bound
 // kernel's time on the compute side with and without the spinner polling HBM, and how many SMs
 // the same two kernels share without a partition.
@@ -102,7 +103,8 @@ struct spin_run {
 };
 
 // Starts the spinner on `io` with `blocks` blocks and waits (bounded) until every block runs.
-bool spin_start(spin_run &r, cudaStream_t io, unsigned blocks)
+// `first`: nothing persistent runs yet, so the device may be synchronized before.
+bool spin_start(spin_run &r, cudaStream_t io, unsigned blocks, bool first = true)
 {
 	r.blocks = blocks;
 	CK(cudaMalloc(&r.d_sm, blocks * sizeof(unsigned)));
@@ -112,7 +114,10 @@ bool spin_start(spin_run &r, cudaStream_t io, unsigned blocks)
 	*(volatile unsigned *)r.h_started = 0;
 	unsigned *d_started = nullptr;
 	CK(cudaHostGetDevicePointer(&d_started, r.h_started, 0));
-	CK(cudaDeviceSynchronize()); // nothing persistent runs yet
+	if (first)
+		CK(cudaDeviceSynchronize()); // nothing persistent runs yet
+	else
+		CK(cudaStreamSynchronize(io)); // the setup above, on the legacy stream, which io does not wait for
 	spinner<<<blocks, 64, 0, io>>>(r.d_sm, r.d_stop, d_started);
 	CK(cudaGetLastError());
 	const uint64_t deadline = gio_deadline_in(10ull * 1000000000ull);
@@ -161,7 +166,7 @@ template <typename F> double median_us(cudaStream_t s, int reps, F launch)
 void check_refusals(uint32_t device_sms)
 {
 	struct gio_sm_partition *p = nullptr;
-	struct gio_sm_partition_params prm = {0, 0, 0};
+	struct gio_sm_partition_params prm = {0, 0, 0, 0};
 	int rc = gio_sm_partition_create(&prm, &p);
 	EXPECT(rc == -EINVAL && !p, "io_sms 0: rc %d", rc);
 	prm.io_sms = device_sms;
@@ -170,6 +175,12 @@ void check_refusals(uint32_t device_sms)
 	std::printf("all %u SMs for I/O: %d: %s\n", device_sms, rc, gio_last_error());
 	EXPECT(std::strstr(gio_last_error(), "leave none") != nullptr, "the message names the problem: %s", gio_last_error());
 	prm.io_sms = 8;
+	prm.exec_sms = device_sms - 8;
+	rc = gio_sm_partition_create(&prm, &p);
+	EXPECT(rc == -ERANGE && !p, "I/O and executors take every SM: rc %d", rc);
+	std::printf("8 I/O and %u executor SMs: %d: %s\n", device_sms - 8, rc, gio_last_error());
+	EXPECT(std::strstr(gio_last_error(), "executor SMs") != nullptr, "the message names both: %s", gio_last_error());
+	prm.exec_sms = 0;
 	prm.device = 1000;
 	rc = gio_sm_partition_create(&prm, &p);
 	EXPECT(rc == -EINVAL && !p, "device 1000: rc %d", rc);
@@ -196,7 +207,7 @@ void check_refused_beside_executor()
 	EXPECT(rc == 0, "start its executor: %s", gio_last_error());
 	if (rc == 0) {
 		struct gio_sm_partition *p = nullptr;
-		struct gio_sm_partition_params prm = {0, 8, 0};
+		struct gio_sm_partition_params prm = {0, 8, 0, 0};
 		const uint64_t t0 = gio_now_ns();
 		rc = gio_sm_partition_create(&prm, &p);
 		std::printf("beside a running executor: %d after %.1f ms: %s\n", rc, (gio_now_ns() - t0) / 1e6, gio_last_error());
@@ -206,6 +217,94 @@ void check_refused_beside_executor()
 		EXPECT(gio_gpu_target_stop(g, 10000, nullptr) == 0, "stop: %s", gio_last_error());
 	}
 	EXPECT(gio_gpu_target_close(g) == 0, "close: %s", gio_last_error());
+}
+
+// Three sides: I/O, executors and compute each on SMs of their own while spinners hold the first
+// two; a GPU target's executor started on the executors' stream runs there (that stream is busy
+// and the target's own idle), and stops.
+void check_exec_side(int dev, uint32_t device_sms)
+{
+	struct gio_sm_partition *part = nullptr;
+	struct gio_sm_partition_params prm = {dev, 8, 0, 5}; // 5: rounded up as I/O's
+	int rc = gio_sm_partition_create(&prm, &part);
+	EXPECT(rc == 0, "a partition with an executors' side: %d: %s", rc, gio_last_error());
+	if (rc)
+		return;
+	struct gio_sm_partition_info info;
+	EXPECT(gio_sm_partition_info(part, &info) == 0, "info");
+	std::printf("three sides: I/O %u, executors %u, compute %u of %u SMs, isolated %u\n", info.io_sms, info.exec_sms,
+		    info.compute_sms, info.device_sms, info.isolated);
+	EXPECT(info.isolated == 1, "green contexts");
+	EXPECT(info.exec_sms >= 5 && (info.alignment_sms == 0 || info.exec_sms % info.alignment_sms == 0),
+	       "executor SMs %u", info.exec_sms);
+	EXPECT(info.io_sms + info.exec_sms + info.compute_sms == device_sms, "every SM on one side: %u + %u + %u of %u",
+	       info.io_sms, info.exec_sms, info.compute_sms, device_sms);
+	cudaStream_t io = static_cast<cudaStream_t>(gio_sm_partition_stream(part, GIO_SM_IO));
+	cudaStream_t ex = static_cast<cudaStream_t>(gio_sm_partition_stream(part, GIO_SM_EXEC));
+	cudaStream_t comp = static_cast<cudaStream_t>(gio_sm_partition_stream(part, GIO_SM_COMPUTE));
+	EXPECT(io && ex && comp && ex != io && ex != comp, "three streams");
+	uint32_t n = 0;
+	EXPECT(gio_stream_sm_count(ex, &n) == 0 && n == info.exec_sms, "the executors' stream's SMs: %u", n);
+	EXPECT(gio_stream_sm_count(comp, &n) == 0 && n == info.compute_sms, "the compute stream's SMs: %u", n);
+
+	const unsigned cblocks = 8 * device_sms;
+	unsigned *d_csm = nullptr;
+	float *d_sink = nullptr;
+	CK(cudaMalloc(&d_csm, cblocks * sizeof(unsigned)));
+	CK(cudaMalloc(&d_sink, sizeof(float)));
+	CK(cudaMemset(d_csm, 0xff, cblocks * sizeof(unsigned)));
+	spin_run ri, re;
+	EXPECT(spin_start(ri, io, 2 * info.io_sms), "the I/O spinner started");
+	EXPECT(spin_start(re, ex, 2 * info.exec_sms, false), "the executors' spinner started");
+	compute_blocks<<<cblocks, 128, 0, comp>>>(d_csm, d_sink);
+	CK(cudaGetLastError());
+	EXPECT(sync_within(comp, 30.0), "the compute grid finished beside both spinners");
+	const auto a = sms_of(spin_stop(ri, io, comp)), b = sms_of(spin_stop(re, ex, comp));
+	std::vector<unsigned> csm(cblocks);
+	CK(cudaMemcpy(csm.data(), d_csm, cblocks * sizeof(unsigned), cudaMemcpyDeviceToHost));
+	const auto c = sms_of(csm);
+	std::printf("I/O spinner on %zu SMs, executors' spinner on %zu, compute blocks on %zu; shared: I/O-executors %zu, "
+		    "executors-compute %zu, I/O-compute %zu\n",
+		    a.size(), b.size(), c.size(), shared_count(a, b), shared_count(b, c), shared_count(a, c));
+	EXPECT(shared_count(a, b) == 0 && shared_count(b, c) == 0 && shared_count(a, c) == 0, "the three sides share no SM");
+	EXPECT(b.size() <= info.exec_sms && !c.count(0xffffffffu), "executors' spinner on %zu SMs of %u", b.size(),
+	       info.exec_sms);
+	CK(cudaFree(d_csm));
+	CK(cudaFree(d_sink));
+
+	EXPECT(gio_gpu_target_start_on(nullptr, ex) == -EINVAL, "start_on of NULL");
+	// Two targets handed the one stream: each executor gets a stream of its own on those SMs
+	// (on the one stream, the second would wait behind the first for ever).
+	gio_gpu_target *g[2] = {nullptr, nullptr};
+	for (int i = 0; i < 2; i++) {
+		rc = gio_gpu_target_open("mem://host?exec=gpu&size=4M&queues=1&depth=16&sms=1&warps=1", &g[i]);
+		EXPECT(rc == 0, "open GPU target %d: %s", i, gio_last_error());
+		if (rc)
+			break;
+		rc = gio_gpu_target_start_on(g[i], ex);
+		EXPECT(rc == 0, "start executor %d on the executors' side: %s", i, gio_last_error());
+		if (rc)
+			break;
+		EXPECT(g[i]->exec_stream && g[i]->exec_stream != ex && g[i]->exec_stream != g[i]->stream,
+		       "executor %d on a stream of its own", i);
+		EXPECT(gio_stream_sm_count(g[i]->exec_stream, &n) == 0 && n == info.exec_sms,
+		       "executor %d's stream on the executors' %u SMs: %u", i, info.exec_sms, n);
+		EXPECT(cudaStreamQuery(static_cast<cudaStream_t>(g[i]->exec_stream)) == cudaErrorNotReady, "executor %d runs", i);
+		EXPECT(cudaStreamQuery(static_cast<cudaStream_t>(g[i]->stream)) == cudaSuccess,
+		       "target %d's own stream holds no executor", i);
+		EXPECT(gio_gpu_target_start_on(g[i], ex) == -EBUSY, "a second start of %d is refused", i);
+	}
+	if (g[0] && g[1])
+		EXPECT(g[0]->exec_stream != g[1]->exec_stream, "the two executors on two streams");
+	for (int i = 1; i >= 0; i--) // the second first: it must have started, not wait behind the first
+		if (g[i]) {
+			EXPECT(gio_gpu_target_stop(g[i], 10000, nullptr) == 0, "stop executor %d: %s", i, gio_last_error());
+			EXPECT(g[i]->exec_stream == g[i]->stream, "executor %d's stream given back", i);
+			EXPECT(gio_gpu_target_close(g[i]) == 0, "close %d: %s", i, gio_last_error());
+		}
+	EXPECT(cudaStreamQuery(ex) == cudaSuccess, "the partition's executors' stream was never used");
+	rc = gio_sm_partition_destroy(part);
+	EXPECT(rc == 0, "destroy the three sides: %d: %s", rc, gio_last_error());
 }
 
 } // namespace
@@ -227,7 +326,7 @@ int main()
 	check_refused_beside_executor();
 
 	struct gio_sm_partition *part = nullptr;
-	struct gio_sm_partition_params prm = {dev, 3, 0}; // 3: rounded up to the granularity
+	struct gio_sm_partition_params prm = {dev, 3, 0, 0}; // 3: rounded up to the granularity
 	int rc = gio_sm_partition_create(&prm, &part);
 	if (rc) {
 		std::printf("FAIL: gio_sm_partition_create: %d: %s\n", rc, gio_last_error());
@@ -257,6 +356,9 @@ int main()
 	       gio_last_error());
 	EXPECT(gio_stream_sm_count(extra, &n) == 0 && n == info.io_sms, "the extra stream's SMs: %u", n);
 	EXPECT(gio_sm_partition_stream_create(part, (enum gio_sm_side)7, 0, &extra) == -EINVAL, "an unknown side");
+	EXPECT(info.exec_sms == 0 && gio_sm_partition_stream(part, GIO_SM_EXEC) == nullptr, "no executors' side unasked");
+	void *none = nullptr;
+	EXPECT(gio_sm_partition_stream_create(part, GIO_SM_EXEC, 0, &none) == -EINVAL && !none, "no executors' stream");
 
 	const unsigned cblocks = 8 * device_sms;
 	unsigned *d_csm = nullptr;
@@ -355,6 +457,8 @@ int main()
 	CK(cudaFree(d_sink));
 	rc = gio_sm_partition_destroy(part);
 	EXPECT(rc == 0, "destroy: %d: %s", rc, gio_last_error());
+
+	check_exec_side(dev, device_sms);
 
 	// The fallback flag leaves a working partition either way; here green contexts exist.
 	prm.flags = GIO_SM_PARTITION_FALLBACK;

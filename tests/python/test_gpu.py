@@ -68,13 +68,26 @@ def gpu_pool(layout):
 @pytest.mark.parametrize("layout", ["apart", "one-run"])
 @pytest.mark.parametrize("backing", ["mem://host?exec=gpu&sms=4", "mem://hbm?sms=2"], ids=["host", "hbm"])
 def test_gpu_engine_restores_layer_by_layer_while_compute_waits_on_the_device(backing, layout):
+    restore_layer_by_layer(backing, layout)
+
+
+def test_executors_on_the_partitions_own_side_serve_the_same_restore():
+    # A third side for the stand-in drives' executors, apart from compute's SMs and I/O's.
+    with giouring.SMPartition(8, exec_sms=8) as part:
+        assert part.exec_stream is not None
+        if part.isolated:
+            assert part.exec_sms >= 8 and part.io_sms + part.exec_sms + part.compute_sms == part.device_sms
+        restore_layer_by_layer("mem://host?exec=gpu&sms=4", "apart", exec_stream=part.exec_stream)
+
+
+def restore_layer_by_layer(backing, layout, exec_stream=None):
     kv, pool = gpu_pool(layout)
     uris = [f"{backing}&size={POOL_MIB // 2 + 64}M" for _ in range(2)]
     keys = [0x6C61796572000000 + c for c in range(BLOCKS)]
     dst = torch.tensor([shuffled(c) for c in range(BLOCKS)], device="cuda")
     # expected[l][:, c] is chunk c's layer-l object, in the order dst gathers the pool.
     expected = [torch.stack([chunk(c, layer) for c in range(BLOCKS)], dim=1) for layer in range(LAYERS)]
-    with giouring.Store.create(uris, pool) as store:
+    with giouring.Store.create(uris, pool, exec_stream=exec_stream) as store:
         assert store.gpu_targets
         plan = store.plan(max_requests=BLOCKS)
         assert plan.engine == "gpu"

@@ -264,6 +264,16 @@ def test_removed_gives_the_evicted_keys_oldest_first_and_keys_what_is_left(tmp_p
     assert giouring.store.REMOVED_KEPT == 65536
 
 
+def test_an_executor_stream_is_refused_for_cpu_executed_targets(uris):
+    # Only GPU-executed targets run an executor kernel that a stream could place.
+    kv, pool = vllm_pool()
+    with pytest.raises(giouring.GiouringError) as e:
+        giouring.Store.create(uris, pool, store_bytes=4 << 20, exec_stream=1)
+    assert e.value.errno == errno.EINVAL and "CPU-executed" in e.value.strerror
+    with pytest.raises(TypeError):
+        giouring.Store.create(uris, pool, store_bytes=4 << 20, exec_stream="stream")
+
+
 def test_closing_a_store_destroys_every_plan(uris):
     # Store.close once skipped every other plan (each close took its plan off the list being
     # walked) and then failed with EBUSY: "1 plans of the store are alive".

@@ -221,3 +221,30 @@ def test_report_from_a_saved_json_gives_the_same_analysis(tmp_path, capsys):
     assert c["giouring-sched"]["compute_over_part_frac"] == pytest.approx(0.2)
     out = capsys.readouterr().out
     assert "| 8K | 0.900 | giouring-sched |" in out and "0.20 (20.0%)" in out
+
+
+def test_the_physical_limit_on_the_compute_side_uses_the_partitions_own_layers():
+    """The limit is where a layer's prefix at the bulk H2D bandwidth takes as long as the layer:
+    with hbm's layers (every SM) and, for the systems that compute on the compute side, with
+    hbm-part's (fewer SMs, longer layers, so a later limit)."""
+    m = bench()
+    T, L, bulk, kvb = 16384, 4, 50.0, 4096
+    rows = []
+    for h in (0.5, 0.9):
+        C = int(h * T)
+        rows += [dict(T=T, hit=h, C=C, system="hbm", ttft_s=[0.004], layer_ms=[1.0] * L, bubble_layer_ms=[0.0] * L),
+                 dict(T=T, hit=h, C=C, system="hbm-part", ttft_s=[0.0044], layer_ms=[1.1] * L,
+                      bubble_layer_ms=[0.0] * L)]
+
+    def limit(layer_s):
+        (h0, c0), (h1, c1) = [(h, int(h * T) * kvb / (bulk * 1e9) - layer_s) for h in (0.5, 0.9)]
+        return h0 + (h1 - h0) * (-c0) / (c1 - c0)
+
+    b = argparse.Namespace(contexts=[T], bulk=[bulk], args=args(), kv_token_bytes=kvb, L=L)
+    row = m.analyse(b, rows)["rows"][0]
+    assert row["limit"] == pytest.approx(limit(1.0e-3))
+    assert row["limit_part"] == pytest.approx(limit(1.1e-3))
+    assert row["limit_part"] > row["limit"]
+    # Without hbm-part there is no compute side's limit.
+    row = m.analyse(b, [r for r in rows if r["system"] == "hbm"])["rows"][0]
+    assert row["limit_part"] is None

@@ -13,7 +13,11 @@
  *
  * Sizes: a partition holds at least `min_partition_sms` SMs and a multiple of `alignment_sms`
  * (the driver's minSmPartitionSize and smCoscheduledAlignment: 8 and 8 on Hopper), so the I/O
- * partition asked for is rounded up to them; the compute partition gets every other SM.
+ * partition asked for is rounded up to them; the compute partition gets every other SM. A third
+ * side, for GPU executors (::GIO_SM_EXEC), is made when asked for: a GPU-executed target standing
+ * in for a drive then runs its persistent executor there (gio_gpu_target_start_on()), not on SMs
+ * that compute kernels also take (measured on the H200: 16 stand-in executors' busy warps beside a
+ * model's layers made them about 10% slower, bench/results/2026-12-05-exec-partition-h200.md).
  *
  * Where green contexts are unavailable (a driver older than the CUDA the library was built with, a
  * GPU that cannot split), gio_sm_partition_create() fails with `-EOPNOTSUPP` and a
@@ -46,7 +50,11 @@ struct gio_sm_partition;
 /** @brief Which side of the partition a stream belongs to. */
 enum gio_sm_side {
 	GIO_SM_IO = 0,      /**< The I/O partition. */
-	GIO_SM_COMPUTE = 1, /**< The compute partition: every SM the I/O partition does not hold. */
+	GIO_SM_COMPUTE = 1, /**< The compute partition: every SM the other sides do not hold. */
+	GIO_SM_EXEC = 2,    /**< The executors' partition (only with gio_sm_partition_params::exec_sms):
+			         SMs for GPU-executed targets' executor kernels, the stand-ins for the
+			         drives' controllers, so that they hold none of compute's or I/O's SMs
+			         (gio_gpu_target_start_on()). */
 };
 
 /** @brief What gio_sm_partition_create() is asked for. */
@@ -54,6 +62,9 @@ struct gio_sm_partition_params {
 	int device;      /**< CUDA device ordinal. */
 	uint32_t io_sms; /**< SMs for I/O, at least 1: rounded up to the partition granularity. */
 	uint32_t flags;  /**< ::GIO_SM_PARTITION_FALLBACK, or 0. */
+	uint32_t exec_sms; /**< SMs for GPU executors (::GIO_SM_EXEC), rounded up as io_sms; 0: no such
+			        side. A real drive needs none: a bench that stands GPU-executed targets in
+			        for drives keeps them off the SMs whose time it measures. */
 };
 
 /** @brief What a partition holds. */
@@ -65,15 +76,18 @@ struct gio_sm_partition_info {
 	uint32_t alignment_sms;     /**< The driver's partition granularity (0 when not known). */
 	uint32_t isolated;          /**< 1: the sides run on disjoint SMs; 0: ordinary streams. */
 	uint32_t adopted;           /**< 1: the caller's green contexts (gio_sm_partition_adopt()). */
+	uint32_t exec_sms;          /**< SMs of the executors' side (all of them when not isolated); 0
+				         without one. */
 };
 
 /**
- * @brief Splits device @p p->device's SMs into an I/O and a compute partition, each with a
- * stream of its own.
- * @param p    what to split: @p p->io_sms SMs for I/O, rounded up to the granularity.
+ * @brief Splits device @p p->device's SMs into an I/O and a compute partition (and an executors'
+ * one with @p p->exec_sms), each with a stream of its own.
+ * @param p    what to split: @p p->io_sms SMs for I/O and @p p->exec_sms for executors, each rounded
+ *             up to the granularity.
  * @param out  receives the partition.
  * @return 0; `-EINVAL` (NULL, @p io_sms 0, unknown flags, a device ordinal out of range); `-ERANGE`
- *         (the I/O partition, rounded up, would leave the compute partition without SMs: the
+ *         (the I/O and executors' partitions, rounded up, would leave compute without SMs: the
  *         message gives the granularity and the device's SMs); `-EOPNOTSUPP` where green contexts
  *         are unavailable (the message says why; with ::GIO_SM_PARTITION_FALLBACK, 0 and ordinary
  *         streams instead); `-EBUSY` while GPU executors of this process run
@@ -114,9 +128,9 @@ int gio_sm_partition_info(const struct gio_sm_partition *part, struct gio_sm_par
 /**
  * @brief The stream the partition made for one side (non-blocking, default priority).
  * @param part  the partition.
- * @param side  ::GIO_SM_IO or ::GIO_SM_COMPUTE.
+ * @param side  ::GIO_SM_IO, ::GIO_SM_COMPUTE or ::GIO_SM_EXEC.
  * @return the `cudaStream_t`, owned by the partition (gio_sm_partition_destroy() destroys it); NULL
- *         for NULL @p part or an unknown @p side.
+ *         for NULL @p part, an unknown @p side, or ::GIO_SM_EXEC of a partition without one.
  *
  * Any host thread.
  */
@@ -125,11 +139,12 @@ void *gio_sm_partition_stream(const struct gio_sm_partition *part, enum gio_sm_s
 /**
  * @brief Makes one more stream on one side, for the caller to keep.
  * @param part      the partition.
- * @param side      ::GIO_SM_IO or ::GIO_SM_COMPUTE.
+ * @param side      ::GIO_SM_IO, ::GIO_SM_COMPUTE or ::GIO_SM_EXEC (where the partition has one).
  * @param priority  the stream's priority (lower is higher, as `cudaStreamCreateWithPriority`).
  * @param stream    receives the `cudaStream_t` (non-blocking); the caller destroys it with
  *                  `cudaStreamDestroy`, before the partition.
- * @return 0; `-EINVAL` (NULL, unknown @p side); or the CUDA error's errno.
+ * @return 0; `-EINVAL` (NULL, unknown @p side, ::GIO_SM_EXEC without one); or the CUDA error's
+ *         errno.
  *
  * Any host thread.
  */

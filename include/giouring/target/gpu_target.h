@@ -151,7 +151,8 @@ struct gio_gpu_target {
 	struct gio_cmd_slot *slots_host;  /**< Host image of slots. */
 	struct gio_qp_check *check;       /**< Device: what the queue pairs check commands against with check=1 (gio_qp::check), else NULL. */
 	struct gio_qp_check check_host;   /**< Host image of check as of the last stop or read-back: gio_qp_check::refused, gio_qp_check::fault_addr. */
-	void *stream;                     /**< The target's stream (a cudaStream_t, non-blocking): its memory's allocation, clears and copies, and the executor. */
+	void *stream;                     /**< The target's stream (a cudaStream_t, non-blocking): its memory's allocation, clears and copies, and the executor unless started on another. */
+	void *exec_stream;                /**< The stream the running executor was launched on: stream, or one the target made on the SMs of gio_gpu_target_start_on()'s (destroyed once the executor ended). */
 	int running;                      /**< Between start and stop. */
 	void *state;                      /**< Library-internal: the device allocation holding tgt, bar (HBM rings), map, regions, qps and slots. */
 	void *xfer;                       /**< Library-internal: pinned staging with the layout of state, for the copies. */
@@ -247,6 +248,26 @@ int gio_gpu_target_load(void);
  * not need more SMs than remain.
  */
 int gio_gpu_target_start(struct gio_gpu_target *g);
+
+/**
+ * @brief gio_gpu_target_start() on the SMs of a stream of the caller's, e.g. the executors' side
+ * of an SM partition (::GIO_SM_EXEC, giouring/host/partition.h), apart from the SMs compute
+ * kernels take.
+ * @param g       the target.
+ * @param stream  a `cudaStream_t` of the target's device whose SMs (its green context's, or the
+ *                device's for an ordinary stream) the executor runs on, or NULL (the target's own
+ *                stream, as gio_gpu_target_start()). The executor is launched on a new stream on
+ *                those SMs (gio_gpu_target::exec_stream), not on @p stream: kernels of one stream
+ *                run one after another, so several targets handed one stream would otherwise
+ *                leave all executors but the first waiting for ever. That stream is destroyed
+ *                once the executor ended (gio_gpu_target_stop()).
+ * @return as gio_gpu_target_start(); `-EINVAL` for a NULL @p g; the CUDA error's errno when the
+ *         stream cannot be made.
+ *
+ * Any host thread. The executor's blocks must all fit on those SMs at once beside whatever else
+ * persists there (one block per SM: gio_gpu_target_config::exec_blocks SMs free on that side).
+ */
+int gio_gpu_target_start_on(struct gio_gpu_target *g, void *stream);
 
 /**
  * @brief Stops the executor, waits for it, and reads the state back into the host images.
