@@ -37,6 +37,9 @@ taken (wall clock, from a synchronized GPU to the token id on the host):
 The stand-in drives' executors are persistent kernels holding 2 SMs each (8 in all) during every
 system's run, on a side of the SM partition of their own (--exec-placement): a real drive takes no
 SM, so no compute kernel shares theirs; hbm-part and giouring compute on the same compute side.
+Their warps copy from mapped host memory across PCIe (--drive-backing host), which slows kernels on
+other SMs too: 0.4-0.5 ms a layer at 32K with 8 warps an executor block, 0.10-0.16 ms with 2
+(--exec-warps), but with 2 the loads ran 23-27% slower than modelled (8: 12-13%).
 Figures are labelled: TTFT, bubble and bulk H2D bandwidth are measured; the drives' bandwidth is
 modelled; cost and endurance are derived from measured throughput with stated prices.
 
@@ -95,6 +98,16 @@ def args_parse():
     ap.add_argument("--drive-mixed-gbps", type=float, default=3.0,
                     help="MODELLED GB/s per drive reading and writing at once (both together)")
     ap.add_argument("--exec-sms", type=int, default=2, help="executor SMs of each stand-in drive")
+    ap.add_argument("--exec-warps", type=int, default=0,
+                    help="warps of each executor block of a stand-in drive (0: the target's default, 8). With "
+                         "host backing each busy warp copies across PCIe from mapped host memory, which slows "
+                         "kernels on every other SM: at 32K, 8 a block slowed each layer beside the I/O by "
+                         "0.4-0.5 ms and loads ran 12-13%% slower than modelled; 2 a block, 0.10-0.16 ms and 23-27%% "
+                         "(bench/results/2026-12-05-exec-partition-h200.md)")
+    ap.add_argument("--drive-backing", choices=("host", "hbm"), default="host",
+                    help="the stand-in drives' data: 'host' (mapped pinned host memory, read across PCIe by the "
+                         "executors' warps) or 'hbm' (no SM reads host memory, as with a drive's DMA; needs "
+                         "the drives' size in GPU memory)")
     ap.add_argument("--exec-placement", choices=("partition", "shared"), default="partition",
                     help="where the stand-in drives' executors run: on SMs of their own (a third side of the "
                          "SM partition, as a real drive needs no SM), or 'shared': on any SM, beside the compute "
@@ -493,10 +506,7 @@ class Bench:
         # are new keys: the store evicts the oldest), so that no prefix is evicted while in use.
         per_drive = (store_bytes // a.drives) * 5 // 2 + (256 << 20)
         per_drive = (per_drive + (1 << 20) - 1) >> 20 << 20
-        model = (f"&model_read_gbps={a.drive_read_gbps}&model_write_gbps={a.drive_write_gbps}"
-                 f"&model_mixed_gbps={a.drive_mixed_gbps}")
-        extra = f"&{a.drive_params.lstrip('&')}" if a.drive_params else ""
-        uris = [f"mem://host?exec=gpu&size={per_drive >> 20}M&sms={a.exec_sms}{model}{extra}" for _ in range(a.drives)]
+        uris = drive_uris(a, per_drive)
         self.uris = uris
         self.gpu_store = giouring.Store.create(uris, self.kvpool, exec_stream=self.part.exec_stream)
         maxreq = self.blocks
@@ -995,6 +1005,17 @@ def cost_rows(a, T, rec, hbm, by, token_bytes):
                              written_gb_per_mtok=written,
                              dwpd=per_day / (a.drives * a.drive_tb * 1e12), dwpd_rated=a.drive_dwpd))
     return rows
+
+
+def drive_uris(a, per_drive):
+    """The stand-in drives' URIs: --drive-backing, --exec-sms, --exec-warps (0: the target's
+    default; a warps= in --drive-params wins), the timing model, then --drive-params."""
+    base = "mem://host?exec=gpu&" if a.drive_backing == "host" else "mem://hbm?"
+    model = (f"&model_read_gbps={a.drive_read_gbps}&model_write_gbps={a.drive_write_gbps}"
+             f"&model_mixed_gbps={a.drive_mixed_gbps}")
+    extra = f"&{a.drive_params.lstrip('&')}" if a.drive_params else ""
+    warps = f"&warps={a.exec_warps}" if a.exec_warps and "warps=" not in a.drive_params else ""
+    return [f"{base}size={per_drive >> 20}M&sms={a.exec_sms}{warps}{model}{extra}" for _ in range(a.drives)]
 
 
 def crossing(pts, first_positive=False):

@@ -248,3 +248,20 @@ def test_the_physical_limit_on_the_compute_side_uses_the_partitions_own_layers()
     # Without hbm-part there is no compute side's limit.
     row = m.analyse(b, [r for r in rows if r["system"] == "hbm"])["rows"][0]
     assert row["limit_part"] is None
+
+
+def test_the_stand_in_drives_uris_carry_backing_warps_and_the_model():
+    """The stand-in drives: backing in mapped host memory (copied across PCIe by executor warps) or
+    in HBM; executor SMs and warps (0: the target's default); the timing model; extra parameters
+    last, and a warps= among them wins over --exec-warps."""
+    m = bench()
+    a = argparse.Namespace(drives=2, exec_sms=2, exec_warps=2, drive_backing="host", drive_params="",
+                           drive_read_gbps=14.0, drive_write_gbps=7.0, drive_mixed_gbps=3.0)
+    uris = m.drive_uris(a, 512 << 20)
+    assert uris == ["mem://host?exec=gpu&size=512M&sms=2&warps=2&model_read_gbps=14.0&model_write_gbps=7.0"
+                    "&model_mixed_gbps=3.0"] * 2
+    a.drive_backing, a.exec_warps, a.drive_params = "hbm", 0, "queues=4"
+    assert m.drive_uris(a, 1 << 30)[0] == ("mem://hbm?size=1024M&sms=2&model_read_gbps=14.0&model_write_gbps=7.0"
+                                          "&model_mixed_gbps=3.0&queues=4")
+    a.exec_warps, a.drive_params = 2, "&warps=8"
+    assert "warps=2" not in m.drive_uris(a, 1 << 30)[0] and m.drive_uris(a, 1 << 30)[0].endswith("&warps=8")
