@@ -16,8 +16,9 @@
  * partition asked for is rounded up to them; the compute partition gets every other SM. A third
  * side, for GPU executors (::GIO_SM_EXEC), is made when asked for: a GPU-executed target standing
  * in for a drive then runs its persistent executor there (gio_gpu_target_start_on()), not on SMs
- * that compute kernels also take (measured on the H200: 16 stand-in executors' busy warps beside a
- * model's layers made them about 10% slower, bench/results/2026-12-05-exec-partition-h200.md).
+ * that compute kernels also take. (What an executor costs compute on other SMs is a separate
+ * matter: on the H200 its warps' copies from mapped host memory slowed a model's layers wherever
+ * the executor ran, by as much with this side as without: bench/results/2026-12-05-exec-partition-h200.md.)
  *
  * Where green contexts are unavailable (a driver older than the CUDA the library was built with, a
  * GPU that cannot split), gio_sm_partition_create() fails with `-EOPNOTSUPP` and a
