@@ -506,6 +506,13 @@ class Bench:
         # are new keys: the store evicts the oldest), so that no prefix is evicted while in use.
         per_drive = (store_bytes // a.drives) * 5 // 2 + (256 << 20)
         per_drive = (per_drive + (1 << 20) - 1) >> 20 << 20
+        if a.drive_backing == "hbm":
+            free, _ = torch.cuda.mem_get_info()
+            # The model's activations and the baselines' caches need the rest: half at most.
+            if a.drives * per_drive > free // 2:
+                raise SystemExit(f"--drive-backing hbm: {a.drives} drives of {per_drive >> 20} MiB need more than "
+                                 f"half of the {free >> 20} MiB of GPU memory free; use fewer or shorter contexts, "
+                                 f"or --drive-backing host")
         uris = drive_uris(a, per_drive)
         self.uris = uris
         self.gpu_store = giouring.Store.create(uris, self.kvpool, exec_stream=self.part.exec_stream)
