@@ -53,10 +53,11 @@ class Store:
                 are written into each superblock.
             store_bytes: bytes of each target to use from its start (0: all of it).
             timeout: deadline of each NVMe command, seconds.
-            exec_stream: GPU-executed targets: the stream their executor kernels start on (at the
-                first batch), e.g. :attr:`SMPartition.exec_stream`; None: each target's own
-                stream, on any SM. A ``torch.cuda.Stream`` or a ``cudaStream_t`` as an int; it must
-                outlive the store.
+            exec_stream: GPU-executed targets: a stream on whose SMs their executor kernels run
+                (each on a stream of its own there, started with the first batch), e.g.
+                :attr:`SMPartition.exec_stream`; None: each target's own stream, on any SM. A
+                ``torch.cuda.Stream`` or a ``cudaStream_t`` as an int; keep it alive until the
+                first batch.
 
         Raises:
             GiouringError: a target that does not open (the message names it and why), a pool
