@@ -969,6 +969,7 @@ TEST_CASE("the path for GPU memory: path=staged stages without trying, a refusal
 	CHECK(std::strcmp(gio_gpu_path_name(GIO_GPU_PATH_AUTO), "auto") == 0);
 
 	REQUIRE(gio_ctx_open("mem://host?size=1M&path=staged", &c) == 0);
+	CHECK(gio_ctx_path_asked(c) == GIO_GPU_PATH_STAGED);
 	CHECK(gio_ctx_gpu_path(c, mem.data(), mem.size(), &gp) == 0);
 	CHECK(gp.path == GIO_GPU_PATH_STAGED);
 	CHECK(gp.asked == GIO_GPU_PATH_STAGED);
@@ -986,6 +987,7 @@ TEST_CASE("the path for GPU memory: path=staged stages without trying, a refusal
 	for (const char *uri : {"mem://host?size=1M", "mem://host?size=1M&path=p2p", "mem://host?size=1M&path=auto"}) {
 		INFO(uri);
 		REQUIRE(gio_ctx_open(uri, &c) == 0);
+		CHECK(gio_ctx_path_asked(c) == (std::strstr(uri, "p2p") ? GIO_GPU_PATH_P2P : GIO_GPU_PATH_AUTO));
 		const int rc = gio_ctx_gpu_path(c, mem.data(), mem.size(), &gp);
 		CHECK(rc < 0);
 		CHECK(rc != -EOPNOTSUPP);
@@ -993,6 +995,7 @@ TEST_CASE("the path for GPU memory: path=staged stages without trying, a refusal
 		CHECK(gio_ctx_unregister(c, mem.data()) == -ENOENT);
 		CHECK(gio_ctx_close(c) == 0);
 	}
+	CHECK(gio_ctx_path_asked(nullptr) == GIO_GPU_PATH_AUTO);
 	CHECK(gio_ctx_open("mem://host?size=1M&path=dma", &c) == -EINVAL);
 	CHECK(std::strstr(gio_last_error(), "p2p or staged") != nullptr);
 }

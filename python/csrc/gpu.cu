@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include <giouring/host/partition.h>
 #include <giouring/kv/layer.cuh>
@@ -49,6 +50,75 @@ int lists_bus(struct gpy_store *, struct gpy_dev *d, uint64_t *addr)
 		return cuda_fail(e, "allocating the P2P table's lists");
 	const int rc = gio_gpu_target_register(d->gpu, d->lists_dev, d->lists_bytes, addr);
 	return rc ? gpy_lib(rc, "registering the P2P table's lists") : 0;
+}
+
+// Waits for the plan's own stream up to the plan's deadline: a CUDA call that waited on the
+// device could sit behind a persistent kernel (an engine's, or a GPU target's executor) for ever.
+int stream_done(struct gpy_plan *p, const char *what)
+{
+	const uint64_t deadline = gio_now_ns() + p->timeout_ns;
+	for (;;) {
+		const cudaError_t e = cudaStreamQuery((cudaStream_t)p->cuda_stream);
+		if (e == cudaSuccess)
+			return 0;
+		if (e != cudaErrorNotReady)
+			return cuda_fail(e, what);
+		if (gio_now_ns() > deadline)
+			return gpy_fail(-ETIME, "%s: not done within %.3f s (the copy engine held back?)", what, p->timeout_ns / 1e9);
+		struct timespec ts{0, 20000};
+		nanosleep(&ts, nullptr);
+	}
+}
+
+// A context under the GPU engine (docs/python.md, "CPU-executed targets under the GPU engine"): its
+// queue pairs pinned for the GPU (GIO_CTX_QP_PINNED) and their structs copied to device memory,
+// used by the I/O kernel alone from then on; on the peer-to-peer path its table in device memory
+// too. Stream-ordered allocations and copies on the plan's own stream, waited with a deadline.
+int ctx_plan_dev(struct gpy_plan *p, uint32_t d, struct gpy_dev *x, uint32_t queue_depth)
+{
+	const uint32_t n = p->nqps;
+	cudaError_t e;
+	if (!p->cuda_stream) {
+		cudaStream_t st;
+		if ((e = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking)) != cudaSuccess)
+			return cuda_fail(e, "creating the plan's stream");
+		p->cuda_stream = st;
+		// The queue pairs' way back at destroy: pinned, so that the copy never waits on the host.
+		void **grown = (void **)realloc(p->s->pinned, (p->s->npinned + 1) * sizeof(void *));
+		if (!grown)
+			return gpy_fail(-ENOMEM, "no memory");
+		p->s->pinned = grown;
+		if ((e = cudaHostAlloc((void **)&p->qp_back, GPY_MAX_QPS * sizeof(struct gio_qp), cudaHostAllocDefault)) !=
+		    cudaSuccess)
+			return cuda_fail(e, "allocating the queue pairs' copy-back");
+		p->s->pinned[p->s->npinned++] = p->qp_back; // freed at the store's close
+	}
+	const cudaStream_t st = (cudaStream_t)p->cuda_stream;
+	if (!(p->gpu_qps[d] = (struct gio_qp **)calloc(n, sizeof(struct gio_qp *))))
+		return gpy_fail(-ENOMEM, "no memory");
+	for (uint32_t q = 0; q < n; q++) {
+		const int rc = gio_ctx_qp_create_ex(x->ctx, queue_depth, GIO_CTX_QP_PINNED, &p->qps[d][q]);
+		if (rc)
+			return gpy_lib(rc, "creating a queue pair the GPU fills");
+	}
+	if ((e = cudaMallocAsync((void **)&p->dqps[d], n * sizeof(struct gio_qp), st)) != cudaSuccess)
+		return cuda_fail(e, "allocating the queue pairs in GPU memory");
+	for (uint32_t q = 0; q < n; q++) { // the structs as created: the GPU alone moves them from here
+		if ((e = cudaMemcpyAsync(&p->dqps[d][q], p->qps[d][q], sizeof(struct gio_qp), cudaMemcpyHostToDevice, st)) !=
+		    cudaSuccess)
+			return cuda_fail(e, "copying the queue pairs to the GPU");
+		p->gpu_qps[d][q] = &p->dqps[d][q];
+	}
+	p->devs[d].qps = p->gpu_qps[d];
+	p->devs[d].nqps = n;
+	if (x->path != GIO_GPU_PATH_P2P) // staged: the plan's staging area (plan.c), no table
+		return 0;
+	const size_t bytes = x->table_entries * sizeof(union gio_dptr);
+	if ((e = cudaMallocAsync((void **)&p->table_dev[d], bytes, st)) != cudaSuccess ||
+	    (e = cudaMemcpyAsync(p->table_dev[d], x->table, bytes, cudaMemcpyHostToDevice, st)) != cudaSuccess)
+		return cuda_fail(e, "copying the P2P table to the GPU");
+	p->devs[d].table = p->table_dev[d];
+	return 0;
 }
 
 } // namespace
@@ -125,8 +195,8 @@ int gpy_gpu_start(struct gpy_store *s)
 	int rc = gio_kv_layer_preload();
 	if (rc)
 		return gpy_lib(rc, "loading the layer kernels");
-	for (uint32_t i = 0; i < s->ndevs; i++)
-		if ((rc = gio_gpu_target_start_on(s->dev[i].gpu, s->exec_stream)) != 0)
+	for (uint32_t i = 0; i < s->ndevs; i++) // contexts (CPU-executed) have no executor kernel
+		if (s->dev[i].gpu && (rc = gio_gpu_target_start_on(s->dev[i].gpu, s->exec_stream)) != 0)
 			return gpy_lib(rc, "starting a GPU target's executor");
 	return 0;
 }
@@ -175,7 +245,7 @@ void gpy_gpu_release(struct gpy_store *s)
 	s->npinned = 0;
 }
 
-int gpy_gpu_plan_init(struct gpy_plan *p)
+int gpy_gpu_plan_init(struct gpy_plan *p, uint32_t queue_depth)
 {
 	struct gpy_store *s = p->s;
 	DeviceScope scope(s->device);
@@ -183,6 +253,12 @@ int gpy_gpu_plan_init(struct gpy_plan *p)
 		return cuda_fail(scope.err, "selecting the pool's device");
 	for (uint32_t d = 0; d < s->ndevs; d++) { // in the store's order
 		struct gpy_dev *x = &s->dev[s->order[d]];
+		if (!x->gpu) {
+			const int rc = ctx_plan_dev(p, d, x, queue_depth);
+			if (rc)
+				return rc;
+			continue;
+		}
 		const uint32_t n = x->gpu->cfg.queues;
 		if (!(p->gpu_qps[d] = (struct gio_qp **)calloc(n, sizeof(struct gio_qp *))))
 			return gpy_fail(-ENOMEM, "no memory");
@@ -206,13 +282,43 @@ int gpy_gpu_plan_init(struct gpy_plan *p)
 		return cuda_fail(e, "allocating the stream waits' times");
 	memset(p->waited, 0, p->layers * sizeof(uint64_t));
 	s->pinned[s->npinned++] = p->waited;
-	return 0;
+	return p->cuda_stream ? stream_done(p, "copying the queue pairs and tables to the GPU") : 0;
 }
 
-void gpy_gpu_plan_free(struct gpy_plan *p)
+int gpy_gpu_plan_free(struct gpy_plan *p)
 {
-	for (uint32_t d = 0; d < GIO_KV_STORE_MAX_DEVICES; d++)
+	int ret = 0;
+	if (p->cuda_stream) {
+		DeviceScope scope(p->s->device);
+		// Each context's queue pairs as the GPU left them: the destroy reaps from there.
+		for (uint32_t d = 0; d < p->s->ndevs; d++) {
+			if (!p->dqps[d] || !p->qp_back)
+				continue;
+			cudaError_t e = cudaMemcpyAsync(p->qp_back, p->dqps[d], p->nqps * sizeof(struct gio_qp),
+							cudaMemcpyDeviceToHost, (cudaStream_t)p->cuda_stream);
+			int rc = e == cudaSuccess ? stream_done(p, "copying the queue pairs back from the GPU")
+						  : cuda_fail(e, "copying the queue pairs back from the GPU");
+			for (uint32_t q = 0; rc == 0 && q < p->nqps; q++)
+				*p->qps[d][q] = p->qp_back[q];
+			if (rc && !ret)
+				ret = rc;
+		}
+		for (uint32_t d = 0; d < p->s->ndevs; d++) { // stream-ordered: no wait behind other kernels
+			if (p->dqps[d])
+				cudaFreeAsync(p->dqps[d], (cudaStream_t)p->cuda_stream);
+			if (p->table_dev[d])
+				cudaFreeAsync(p->table_dev[d], (cudaStream_t)p->cuda_stream);
+			p->dqps[d] = nullptr;
+			p->table_dev[d] = nullptr;
+		}
+		cudaStreamDestroy((cudaStream_t)p->cuda_stream); // returns at once; the frees still run
+		p->cuda_stream = nullptr;
+	}
+	for (uint32_t d = 0; d < GIO_KV_STORE_MAX_DEVICES; d++) {
 		free(p->gpu_qps[d]);
+		p->gpu_qps[d] = nullptr;
+	}
+	return ret;
 }
 
 int gpy_gpu_layer(struct gpy_plan *p, uint32_t layer, int write, void *stream)

@@ -59,6 +59,9 @@ struct gpy_dev {
 	uint64_t lists_bytes;
 	union gio_dptr *table_dev;       /* GPU target: the table in device memory */
 	void *lists_dev;                 /* GPU target: the lists in device memory */
+	uint32_t path;                   /* GIO_GPU_PATH_P2P (the target reaches the pool: a table) or
+					    GIO_GPU_PATH_STAGED (a plan's staging area per device) */
+	char why[512];                   /* the path's reason (gio_gpu_path::why) */
 };
 
 struct gpy_store {
@@ -101,7 +104,19 @@ struct gpy_plan {
 	uint32_t engine, layers, max_requests;
 	uint32_t nqps;                   /* CPU engine: queue pairs per device */
 	struct gio_qp *qps[GIO_KV_STORE_MAX_DEVICES][GPY_MAX_QPS];
-	struct gio_qp **gpu_qps[GIO_KV_STORE_MAX_DEVICES]; /* GPU engine: the targets' (device pointers) */
+	struct gio_qp **gpu_qps[GIO_KV_STORE_MAX_DEVICES]; /* GPU engine: the queue pairs as the kernel
+							     reaches them (device pointers) */
+	struct gio_ctx_stage *areas[GIO_KV_STORE_MAX_DEVICES]; /* staged devices: the plan's staging
+								  area (one ring per queue pair) */
+	struct gio_qp *dqps[GIO_KV_STORE_MAX_DEVICES]; /* GPU engine, contexts: the pinned queue pairs'
+							  structs in device memory (the GPU alone
+							  moves them; copied back before destroy) */
+	union gio_dptr *table_dev[GIO_KV_STORE_MAX_DEVICES]; /* GPU engine, contexts on the P2P path:
+								the table in device memory */
+	void *cuda_stream;               /* GPU engine, contexts: the plan's own non-blocking stream for
+					    its allocations and copies (waited with deadlines) */
+	struct gio_qp *qp_back;          /* GPU engine, contexts: pinned room for one device's queue
+					    pairs copied back at destroy (freed at the store's close) */
 	struct gio_kv_io_dev devs[GIO_KV_STORE_MAX_DEVICES];
 	int *timed_out;                  /* GPU engine: per layer, set by a stream wait that timed out
 					    (mapped pinned memory) */
@@ -163,6 +178,9 @@ GPY_EXPORT int gpy_store_contains(struct gpy_store *s, const uint64_t *keys, uin
 GPY_EXPORT int gpy_store_removed(struct gpy_store *s, uint64_t since, uint64_t *keys, uint32_t cap, uint64_t *next);
 /** gio_kv_store_keys() with the keys as (hi, lo) pairs: how many were written. */
 GPY_EXPORT int gpy_store_keys(struct gpy_store *s, uint64_t from, uint64_t *keys, uint32_t cap, uint64_t *next);
+/** Device @p dev's path (its index in the URIs as given): GIO_GPU_PATH_P2P or _STAGED, its
+ *  reason into @p why (room @p len); -EINVAL for no such device. */
+GPY_EXPORT int gpy_store_path(const struct gpy_store *s, uint32_t dev, char *why, uint32_t len);
 /** 1 when the store's devices are GPU-executed targets (the GPU engine's). */
 GPY_EXPORT int gpy_store_gpu_targets(const struct gpy_store *s);
 /** The stream the GPU targets' executors will start on (gio_gpu_target_start_on(); NULL: each
@@ -228,9 +246,13 @@ int gpy_gpu_stop(struct gpy_store *s);
 int gpy_gpu_close(struct gpy_store *s, struct gpy_dev *d);
 /** Frees the store's pinned blocks (after every target closed). */
 void gpy_gpu_release(struct gpy_store *s);
-/** The GPU engine's parts of a plan: the targets' queue pairs and the wait flags. */
-int gpy_gpu_plan_init(struct gpy_plan *p);
-void gpy_gpu_plan_free(struct gpy_plan *p);
+/** The GPU engine's parts of a plan: the queue pairs (a GPU target's, or pinned ones of a context
+ *  copied to device memory), a context's table in device memory, and the wait flags. The plan's
+ *  staging areas are made before (plan.c). */
+int gpy_gpu_plan_init(struct gpy_plan *p, uint32_t queue_depth);
+/** Frees those parts; a context's queue pairs get their state back from the GPU first (before
+ *  plan.c destroys them). The first failure's rc. */
+int gpy_gpu_plan_free(struct gpy_plan *p);
 int gpy_gpu_layer(struct gpy_plan *p, uint32_t layer, int write, void *stream);
 int gpy_gpu_wait(struct gpy_plan *p, uint32_t layer, void *stream, uint64_t timeout_ns);
 
@@ -245,10 +267,11 @@ struct gpy_sched;
  *  store's order; its backlog holds at most @p max_items save layers and @p max_bytes (above
  *  @p soft_bytes a defer answers 1: pressure); @p timeout_ns bounds the CPU engine's load wait;
  *  @p calibrate, in (0, 1], the weight with which each measured transfer corrects the bandwidths
- *  (GPU engine: its layers timed on the stream), 0 for none. */
+ *  (GPU engine: its layers timed on the stream), 0 for none; @p engine (GIO_KV_ENGINE_*) the one
+ *  of every plan given to it. */
 GPY_EXPORT int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, uint32_t sm_min,
 				uint32_t sm_max, uint32_t max_items, uint64_t max_bytes, uint64_t soft_bytes,
-				uint64_t timeout_ns, double calibrate, struct gpy_sched **out);
+				uint64_t timeout_ns, double calibrate, uint32_t engine, struct gpy_sched **out);
 /** The bandwidth calibration (@p calibrate of gpy_sched_create(), giouring/sched/rate.h): read
  *  factor, write factor, reads observed, writes observed (4 numbers). */
 GPY_EXPORT int gpy_sched_rates(const struct gpy_sched *x, double *out, uint32_t n);

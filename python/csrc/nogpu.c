@@ -56,15 +56,17 @@ void gpy_gpu_release(struct gpy_store *s)
 	(void)s;
 }
 
-int gpy_gpu_plan_init(struct gpy_plan *p)
+int gpy_gpu_plan_init(struct gpy_plan *p, uint32_t queue_depth)
 {
 	(void)p;
+	(void)queue_depth;
 	return no_cuda();
 }
 
-void gpy_gpu_plan_free(struct gpy_plan *p)
+int gpy_gpu_plan_free(struct gpy_plan *p)
 {
 	(void)p;
+	return 0;
 }
 
 int gpy_gpu_layer(struct gpy_plan *p, uint32_t layer, int write, void *stream)

@@ -60,16 +60,44 @@ static int plan_free(struct gpy_plan *p)
 	live_remove(p);
 	if (p->plan && (rc = gio_kv_plan_destroy(p->plan)) != 0)
 		ret = gpy_lib(rc, "destroying the plan");
+	/* The GPU engine's copies of a context's queue pairs come back before the destroy reaps. */
+	if ((rc = gpy_gpu_plan_free(p)) != 0 && !ret)
+		ret = rc;
 	for (d = 0; d < p->s->ndevs; d++)
 		for (q = 0; q < GPY_MAX_QPS; q++)
 			if (p->qps[d][q] && (rc = gio_ctx_qp_destroy(p->s->dev[p->s->order[d]].ctx, p->qps[d][q], p->timeout_ns, NULL, NULL)) < 0 &&
 			    !ret)
 				ret = gpy_lib(rc, "destroying a queue pair");
-	gpy_gpu_plan_free(p);
+	/* After the queue pairs: a command that lost its slot is gone with them. */
+	for (d = 0; d < p->s->ndevs; d++)
+		if (p->areas[d] && (rc = gio_ctx_stage_destroy(p->areas[d])) != 0 && !ret)
+			ret = gpy_lib(rc, "freeing a staging area");
 	if (p->plan)
 		p->s->plans--;
 	free(p);
 	return ret;
+}
+
+/* A staged device's staging area, made with each plan: one ring per queue pair (the engines take
+ * ring q for queue pair q), as many slots as a queue holds commands (a power of two, at least a
+ * group's), each a command's data. The area's form (SGL, or PRP with its staging table) is the
+ * commands'. */
+static int plan_stage(struct gpy_plan *p, uint32_t d, const struct gpy_dev *x, uint32_t queue_depth)
+{
+	const struct gio_kv_io_stage *io;
+	uint32_t slots = GIO_KV_IO_GROUP_MAX;
+	int rc;
+	while (slots < (queue_depth ? queue_depth : 64))
+		slots <<= 1;
+	rc = gio_ctx_stage_create(x->ctx, p->nqps, slots, p->s->runs.object_bytes / x->cmds,
+				  p->engine == GIO_KV_ENGINE_GPU ? GIO_CTX_STAGE_GPU : 0, &p->areas[d]);
+	if (rc)
+		return gpy_lib(rc, "making the staging area");
+	io = gio_ctx_stage_io(p->areas[d]);
+	p->devs[d].stage = io;
+	p->devs[d].table = NULL;
+	p->devs[d].psdt = io->table ? GIO_PSDT_PRP : GIO_PSDT_SGL_MPTR;
+	return 0;
 }
 
 int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests, uint32_t queues,
@@ -85,12 +113,16 @@ int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests,
 		return gpy_fail(-EINVAL, "no store");
 	if (engine == GIO_KV_ENGINE_CPU && s->gpu_targets)
 		return gpy_fail(-EINVAL, "the store's targets are GPU-executed: they take the GPU engine");
-	if (engine == GIO_KV_ENGINE_GPU && !s->gpu_targets)
-		return gpy_fail(-EOPNOTSUPP, "the GPU engine drives GPU-executed targets (mem://hbm, exec=gpu) in this package; "
-					     "CPU-executed targets (file://, mem://host) take the CPU engine");
+	if (engine == GIO_KV_ENGINE_GPU && s->device < 0)
+		return gpy_fail(-EINVAL, "the GPU engine moves data to and from GPU memory: put the pool's tensors on a CUDA "
+					 "device (a pool in host memory takes the CPU engine)");
+	for (d = 0; engine == GIO_KV_ENGINE_CPU && s->device >= 0 && d < s->ndevs; d++)
+		if (s->dev[d].path == GIO_GPU_PATH_STAGED)
+			return gpy_fail(-EOPNOTSUPP, "target %u takes the staged path (%s) and the pool is in GPU memory, which "
+					"the CPU engine cannot copy into: make the plan with engine='gpu'", d, s->dev[d].why);
 	if (engine > GIO_KV_ENGINE_GPU)
 		return gpy_fail(-EINVAL, "unknown engine %u", engine);
-	if (engine == GIO_KV_ENGINE_GPU && s->started)
+	if (engine == GIO_KV_ENGINE_GPU && s->gpu_targets && s->started)
 		return gpy_fail(-EBUSY, "create every plan of GPU-executed targets before the first batch: their executors "
 					"run now, and a plan's allocations must not wait behind them");
 	if (queues == 0)
@@ -104,6 +136,7 @@ int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests,
 	p->layers = s->pool.extent[GIO_KV_LAYER];
 	p->max_requests = max_requests;
 	p->timeout_ns = timeout_ns ? timeout_ns : s->timeout_ns;
+	p->nqps = queues;
 	for (d = 0; d < s->ndevs; d++) { /* in the store's order */
 		struct gpy_dev *x = &s->dev[s->order[d]];
 		p->devs[d].table = x->table;
@@ -111,6 +144,8 @@ int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests,
 		p->devs[d].lba_shift = x->lba_shift;
 		p->devs[d].psdt = x->psdt;
 		p->devs[d].cmds = x->cmds;
+		if (x->path == GIO_GPU_PATH_STAGED && (rc = plan_stage(p, d, x, queue_depth)) != 0)
+			goto fail;
 		if (engine == GIO_KV_ENGINE_GPU)
 			continue;
 		for (q = 0; q < queues; q++)
@@ -121,7 +156,7 @@ int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests,
 		p->devs[d].qps = p->qps[d];
 		p->devs[d].nqps = queues;
 	}
-	if (engine == GIO_KV_ENGINE_GPU && (rc = gpy_gpu_plan_init(p)) != 0)
+	if (engine == GIO_KV_ENGINE_GPU && (rc = gpy_gpu_plan_init(p, queue_depth ? queue_depth : 64)) != 0)
 		goto fail;
 	memset(&pp, 0, sizeof(pp));
 	pp.engine = engine;
@@ -133,6 +168,9 @@ int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests,
 	pp.poll_ns = poll_ns;
 	pp.move_depth = move_depth;
 	pp.devs = p->devs;
+	for (d = 0; d < s->ndevs; d++)
+		if (p->areas[d])
+			pp.pool = &s->pool; /* a staged device's engine copies between its slots and the pool */
 	if ((rc = gio_kv_plan_create(s->store, &pp, &p->plan)) != 0) {
 		rc = gpy_lib(rc, "creating the plan");
 		goto fail;

@@ -19,6 +19,7 @@
 
 struct gpy_sched {
 	struct gpy_store *s;
+	uint32_t engine; /* GIO_KV_ENGINE_*: every plan it is given takes this one */
 	struct gio_sched_config cfg;
 	struct gio_sched_backlog bl;
 	struct gio_sched_item *ring;
@@ -43,7 +44,7 @@ struct gpy_sched {
 
 int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, uint32_t sm_min, uint32_t sm_max,
 		     uint32_t max_items, uint64_t max_bytes, uint64_t soft_bytes, uint64_t timeout_ns, double calibrate,
-		     struct gpy_sched **out)
+		     uint32_t engine, struct gpy_sched **out)
 {
 	struct gpy_sched *x;
 	uint32_t d, why = 0, idx = 0;
@@ -58,12 +59,19 @@ int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, ui
 		return gpy_fail(-EINVAL, "scheduler: the backlog needs room for at least one item and one byte");
 	if (!(calibrate >= 0.0 && calibrate <= 1.0))
 		return gpy_fail(-EINVAL, "scheduler: calibrate %g: a weight in (0, 1], or 0 for none", calibrate);
-	if (calibrate > 0.0 && !s->gpu_targets)
+	if (engine > GIO_KV_ENGINE_GPU || (engine == GIO_KV_ENGINE_CPU && s->gpu_targets))
+		return gpy_fail(-EINVAL, "scheduler: engine %u for %s targets", engine,
+				s->gpu_targets ? "GPU-executed" : "these");
+	if (engine == GIO_KV_ENGINE_GPU && s->device < 0)
+		return gpy_fail(-EINVAL, "scheduler: the GPU engine moves data to and from GPU memory; this store's pool is "
+					 "in host memory");
+	if (calibrate > 0.0 && engine != GIO_KV_ENGINE_GPU)
 		return gpy_fail(-EOPNOTSUPP, "scheduler: calibrate measures the GPU engine's transfers on its stream; "
-					     "this store's targets take the CPU engine");
+					     "a CPU-engine scheduler has none to time");
 	if (!(x = calloc(1, sizeof(*x))))
 		return gpy_fail(-ENOMEM, "no memory");
 	x->s = s;
+	x->engine = engine;
 	x->timeout_ns = timeout_ns;
 	x->cfg.ndevs = ndevs;
 	x->cfg.gate = GIO_SCHED_GATE_LAYER; /* the package's layers go to one stream */
@@ -211,6 +219,9 @@ int gpy_sched_defer(struct gpy_sched *x, struct gpy_plan *p, uint32_t layer)
 		return gpy_fail(-EINVAL, "scheduler: NULL argument");
 	if (p->s != x->s)
 		return gpy_fail(-EINVAL, "scheduler: the plan is of another store");
+	if (p->engine != x->engine)
+		return gpy_fail(-EINVAL, "scheduler: a %s-engine plan given to a %s-engine scheduler",
+				p->engine == GIO_KV_ENGINE_GPU ? "GPU" : "CPU", x->engine == GIO_KV_ENGINE_GPU ? "GPU" : "CPU");
 	if (!p->batch_open || !p->batch_write)
 		return gpy_fail(-EINVAL, "scheduler: defer takes a plan with a save batch open");
 	if (layer >= p->layers)
@@ -258,6 +269,10 @@ int gpy_sched_slot(struct gpy_sched *x, struct gpy_plan *load, uint32_t layer, u
 	if (load) {
 		if (load->s != x->s)
 			return gpy_fail(-EINVAL, "scheduler: the load plan is of another store");
+		if (load->engine != x->engine)
+			return gpy_fail(-EINVAL, "scheduler: a %s-engine load plan given to a %s-engine scheduler",
+					load->engine == GIO_KV_ENGINE_GPU ? "GPU" : "CPU",
+					x->engine == GIO_KV_ENGINE_GPU ? "GPU" : "CPU");
 		if (!load->batch_open || load->batch_write)
 			return gpy_fail(-EINVAL, "scheduler: the load plan has no load batch open");
 		if (layer >= load->layers)
@@ -281,7 +296,7 @@ int gpy_sched_slot(struct gpy_sched *x, struct gpy_plan *load, uint32_t layer, u
 	is.backlog = &x->bl;
 	is.saves = x->save_plans;
 	is.nsaves = GPY_SCHED_SAVES;
-	is.launch = !x->s->gpu_targets ? NULL : x->calibrate ? timed_launch : gpy_gpu_sched_launch;
+	is.launch = x->engine != GIO_KV_ENGINE_GPU ? NULL : x->calibrate ? timed_launch : gpy_gpu_sched_launch;
 	is.launch_arg = x->calibrate ? (void *)x : stream;
 	is.timeout_ns = x->timeout_ns;
 	x->stream = stream;

@@ -4,6 +4,7 @@
  * gpu.cu's. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,29 +68,76 @@ int gpy_table_build(struct gpy_store *s, struct gpy_dev *d, const struct gio_kv_
 	return 0;
 }
 
-/* Registers the pool with a context and builds its table. */
+/* Commands per object on the staged path: the fewest that divide the object into whole blocks the
+ * controller takes in one command (a slot holds one command's data, contiguous). */
+static int staged_cmds(const struct gpy_store *s, const struct gpy_dev *d, uint32_t *cmds)
+{
+	const uint64_t obj = s->runs.object_bytes, lba = 1ull << d->lba_shift;
+	const uint64_t max = d->caps.max_xfer_bytes ? d->caps.max_xfer_bytes : obj;
+	uint32_t c;
+	for (c = 1; c <= 1024; c++)
+		if (obj % c == 0 && (obj / c) % lba == 0 && obj / c <= max) {
+			*cmds = c;
+			return 0;
+		}
+	return gpy_fail(-EINVAL, "an object of %llu bytes splits into no commands of whole %llu-byte blocks of at most %llu "
+			"bytes (the controller's transfer limit)", (unsigned long long)obj, (unsigned long long)lba,
+			(unsigned long long)max);
+}
+
+/* The pool's storages with a context: registered, peer-to-peer (gio_ctx_gpu_path() for GPU memory:
+ * p2p where the controller reaches it), or not at all on the staged path. */
+static int ctx_register_pool(struct gpy_store *s, struct gpy_dev *d)
+{
+	struct gio_gpu_path gp;
+	uint32_t i;
+	int rc;
+	if (s->device < 0) { /* host memory: registered, unless the URI asks for staging */
+		d->path = gio_ctx_path_asked(d->ctx) == GIO_GPU_PATH_STAGED ? GIO_GPU_PATH_STAGED : GIO_GPU_PATH_P2P;
+		snprintf(d->why, sizeof(d->why), "%s", d->path == GIO_GPU_PATH_STAGED
+				 ? "staged: path=staged in the URI (a host pool: the CPU engine copies through the staging area)"
+				 : "p2p: the pool is in host memory, registered with the target");
+		for (i = 0; d->path == GIO_GPU_PATH_P2P && i < s->nregions; i++)
+			if ((rc = gio_ctx_register(d->ctx, (void *)(uintptr_t)s->regions[2 * i], (size_t)s->regions[2 * i + 1],
+						   NULL)) != 0)
+				return gpy_lib(rc, "registering the pool's memory");
+		return 0;
+	}
+	for (i = 0; i < s->nregions; i++) {
+		rc = gio_ctx_gpu_path(d->ctx, (void *)(uintptr_t)s->regions[2 * i], (size_t)s->regions[2 * i + 1], &gp);
+		if (rc)
+			return gpy_lib(rc, "registering the pool's GPU memory");
+		if (i == 0) {
+			d->path = gp.path;
+			snprintf(d->why, sizeof(d->why), "%s", gp.why);
+		}
+		if (gp.path != d->path) /* the pool's first storage was registered: one path per device */
+			return gpy_fail(-EOPNOTSUPP, "pool storage %u takes the staged path (%s) where storage 0 was "
+					"registered peer-to-peer: give the URI path=staged", i, gp.why);
+		if (gp.path == GIO_GPU_PATH_STAGED)
+			return 0; /* the rest would be staged too: nothing registered */
+	}
+	return 0;
+}
+
+/* Registers the pool with a context and builds its table (staged: only the commands' shape). */
 static int ctx_attach(struct gpy_store *s, struct gpy_dev *d)
 {
 	struct gio_kv_pool bus;
 	struct gio_ns_info ns;
 	uint64_t *bases = NULL;
-	uint32_t i;
 	int rc;
-	for (i = 0; i < s->nregions; i++) {
-		void *ptr = (void *)(uintptr_t)s->regions[2 * i];
-		const size_t len = (size_t)s->regions[2 * i + 1];
-		rc = s->device < 0 ? gio_ctx_register(d->ctx, ptr, len, NULL)
-				      : gio_ctx_register_device(d->ctx, ptr, len, NULL);
-		if (rc)
-			return gpy_lib(rc, "registering the pool's memory");
-	}
-	if (s->pool.base_mode != GIO_KV_BASE_ONE &&
-	    !(bases = calloc((size_t)s->pool.extent[GIO_KV_LAYER] * s->pool.extent[GIO_KV_PART], sizeof(*bases))))
-		return gpy_fail(-ENOMEM, "no memory");
 	gio_ctx_info(d->ctx, &ns);
 	d->caps = *gio_ctx_dptr_caps(d->ctx);
 	d->nsid = ns.nsid;
 	d->lba_shift = (uint32_t)__builtin_ctz(ns.lba_bytes);
+	if ((rc = ctx_register_pool(s, d)) != 0)
+		return rc;
+	if (d->path == GIO_GPU_PATH_STAGED) /* the form (SGL or PRP) is the staging area's, at the plan */
+		return staged_cmds(s, d, &d->cmds);
+	if (s->pool.base_mode != GIO_KV_BASE_ONE &&
+	    !(bases = calloc((size_t)s->pool.extent[GIO_KV_LAYER] * s->pool.extent[GIO_KV_PART], sizeof(*bases))))
+		return gpy_fail(-ENOMEM, "no memory");
 	rc = gio_kv_pool_bus(d->ctx, &s->pool, bases, &bus);
 	if (rc == 0)
 		rc = gpy_table_build(s, d, &bus, 1, ctx_lists_bus);
@@ -177,6 +225,10 @@ int gpy_store_open(const char *const *uris, uint32_t n, const struct gpy_pool_de
 	s->gpu_targets = gpu == n;
 	for (i = 0; i < n; i++) {
 		rc = s->gpu_targets ? gpy_gpu_attach(s, &s->dev[i]) : ctx_attach(s, &s->dev[i]);
+		if (rc == 0 && s->gpu_targets) {
+			s->dev[i].path = GIO_GPU_PATH_P2P;
+			snprintf(s->dev[i].why, sizeof(s->dev[i].why), "p2p: a GPU-executed target moves data into the pool itself");
+		}
 		if (rc) {
 			gpy_fail(rc, "target %u (%s): %s", i, uris[i], gpy_last_error());
 			goto fail;
@@ -311,6 +363,16 @@ int gpy_store_removed(struct gpy_store *s, uint64_t since, uint64_t *keys, uint3
 int gpy_store_keys(struct gpy_store *s, uint64_t from, uint64_t *keys, uint32_t cap, uint64_t *next)
 {
 	return key_query(s, gio_kv_store_keys, from, keys, cap, next, "listing the keys");
+}
+
+int gpy_store_path(const struct gpy_store *s, uint32_t dev, char *why, uint32_t len)
+{
+	gpy_clear_error();
+	if (!s || dev >= s->ndevs)
+		return gpy_fail(-EINVAL, "no device %u", dev);
+	if (why && len)
+		snprintf(why, len, "%s", s->dev[dev].why);
+	return (int)s->dev[dev].path;
 }
 
 int gpy_store_gpu_targets(const struct gpy_store *s)

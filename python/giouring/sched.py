@@ -19,7 +19,7 @@ from . import _lib
 from .errors import GiouringError
 
 _lib._sig("gpy_sched_create", ctypes.c_int, _lib.vp, _lib.P(ctypes.c_double), _lib.u32, _lib.u32, _lib.u32, _lib.u32,
-          _lib.u64, _lib.u64, _lib.u64, ctypes.c_double, _lib.P(_lib.vp))
+          _lib.u64, _lib.u64, _lib.u64, ctypes.c_double, _lib.u32, _lib.P(_lib.vp))
 _lib._sig("gpy_sched_rates", ctypes.c_int, _lib.vp, _lib.P(ctypes.c_double), _lib.u32)
 _lib._sig("gpy_sched_destroy", ctypes.c_int, _lib.vp)
 _lib._sig("gpy_sched_defer", ctypes.c_int, _lib.vp, _lib.vp, _lib.u32)
@@ -76,12 +76,17 @@ class Scheduler:
             divides its bandwidths (giouring/sched/rate.h). Where transfers run slower than the
             figures given, an uncorrected scheduler sees slack that is not there and puts saves
             into it, and each such save delays the next load. :meth:`rates` shows the factors.
+        engine: the engine of every plan given to it (``"cpu"`` or ``"gpu"``); None: the one the
+            store's plans take by default (:meth:`Store.engine_for`). A plan of the other engine
+            is refused (``EINVAL``).
     """
 
     def __init__(self, store, read_gbps, write_gbps, mixed_gbps=None, sm_min: int = 1, sm_max: int = 8,
                  max_items: int = 1024, max_bytes: int = 1 << 34, soft_bytes: int = 0, timeout: float = 10.0,
-                 calibrate: float = 0.0):
+                 calibrate: float = 0.0, engine: str | None = None):
         n = store.stats()["devices"]
+        self.engine = store.engine_for(engine)
+        """The engine of the plans it takes."""
 
         def per_dev(v, what):
             v = list(v) if isinstance(v, Sequence) else [v] * n
@@ -94,7 +99,8 @@ class Scheduler:
         gbps = (ctypes.c_double * (3 * n))(*[x for d in range(n) for x in (r[d], w[d], m[d])])
         h = ctypes.c_void_p()
         _lib.check(_lib.lib.gpy_sched_create(store._handle(), gbps, n, sm_min, sm_max, max_items, max_bytes,
-                                             soft_bytes, int(timeout * 1e9), float(calibrate), ctypes.byref(h)))
+                                             soft_bytes, int(timeout * 1e9), float(calibrate),
+                                             1 if self.engine == "gpu" else 0, ctypes.byref(h)))
         self.store = store
         self._h = h.value
 
@@ -132,7 +138,7 @@ class Scheduler:
         if phase not in PHASES:
             raise ValueError(f"phase: 'prefill' or 'decode', not {phase!r}")
         s = 0
-        if self.store.gpu_targets:
+        if self.engine == "gpu":
             s = (stream if stream is not None else torch.cuda.current_stream()).cuda_stream
         out = (_lib.u64 * 8)()
         _lib.check(_lib.lib.gpy_sched_slot(self._handle(), load_plan.handle if load_plan is not None else None,

@@ -29,9 +29,17 @@ class Store:
     its plans; the pool's tensors must live until then.
 
     Targets are URIs (README, "Targets"): ``file:///path/kv.img?size=1G``, ``mem://host?size=1G``
-    and ``nvme-pci://0000:01:00.0`` are CPU-executed and take the CPU engine; ``mem://hbm?size=8G``
-    and ``mem://host?exec=gpu&size=8G`` are GPU-executed (a persistent executor kernel on SMs of
-    its own stands in for the SSDs) and take the GPU engine, with the pool on that GPU.
+    and ``nvme-pci://0000:01:00.0`` are CPU-executed (a controller, or a thread standing in for
+    one); ``mem://hbm?size=8G`` and ``mem://host?exec=gpu&size=8G`` are GPU-executed (a persistent
+    executor kernel on SMs of its own stands in for the SSDs) and take the GPU engine, with the
+    pool on that GPU.
+
+    With the pool on a GPU, each CPU-executed target takes one of two paths (:attr:`paths`):
+    peer-to-peer, where it reaches GPU memory (a software target copies on CUDA streams;
+    ``nvme-pci`` needs a dma-buf of the GPU memory in iommufd), or staged, where that is refused
+    or the URI says ``path=staged``: each plan then gets a pinned host staging area per target,
+    and the GPU engine's warps move every object between its slot and the pool (docs/staged.md).
+    A plan's calls are the same on both paths.
     """
 
     def __init__(self, handle: int, pool: KVPool, uris: list[str]):
@@ -99,6 +107,26 @@ class Store:
         return st
 
     @property
+    def paths(self) -> list[dict[str, str]]:
+        """Per target, as given: ``{"path": "p2p" or "staged", "why": ...}``, how it and the pool
+        exchange data and why (the peer-to-peer refusal, for a staged one)."""
+        out, why = [], ctypes.create_string_buffer(512)
+        for i in range(len(self.uris)):
+            path = _lib.check(_lib.lib.gpy_store_path(self._handle(), i, why, len(why)))
+            out.append({"path": "staged" if path == 2 else "p2p", "why": why.value.decode(errors="replace")})
+        return out
+
+    def engine_for(self, engine: str | None = None) -> str:
+        """``engine`` checked, or for None the one a plan takes by default: ``"gpu"`` for
+        GPU-executed targets and for a pool on a GPU with a staged target, else ``"cpu"``."""
+        if engine is None:
+            staged_gpu = self.pool.device.type == "cuda" and any(p["path"] == "staged" for p in self.paths)
+            return "gpu" if self.gpu_targets or staged_gpu else "cpu"
+        if engine not in ENGINES:
+            raise ValueError(f"engine: 'cpu' or 'gpu', not {engine!r}")
+        return engine
+
+    @property
     def gpu_targets(self) -> bool:
         """Whether the targets are GPU-executed (they take the GPU engine)."""
         return bool(_lib.lib.gpy_store_gpu_targets(self._handle()))
@@ -112,8 +140,12 @@ class Store:
             max_requests: most keys of one batch.
             engine: ``"cpu"`` (a thread of the plan runs each layer: CPU-executed targets) or
                 ``"gpu"`` (one launch of the library's I/O kernel per layer on the current
-                stream: GPU-executed targets); None: the one the targets take.
-            queues, queue_depth: CPU engine: queue pairs per target and their depth.
+                stream: GPU-executed targets, or CPU-executed ones whose queue pairs the GPU
+                fills; the pool on a GPU); None: GPU-executed targets and a GPU pool with a
+                staged target take the GPU engine, the rest the CPU engine.
+            queues, queue_depth: CPU-executed targets: queue pairs per target and their depth
+                (a staged target's staging area holds as many slots per queue pair, at least
+                32, rounded up to a power of two, each an object's command).
             io_ctas, io_warps: GPU engine: thread blocks of the I/O kernel and warps in each
                 (0: the library's defaults, 8 and 8).
             timeout: deadline of each command group, seconds (None: the store's).
@@ -124,16 +156,12 @@ class Store:
             move_depth: GPU engine, staged devices: 16-byte loads in flight per lane while an
                 object moves between its staging slot and the pool, 1 to 16 (0: the library's
                 default, 4). Deeper moves faster and costs kernels in the other SM partition more
-                (docs/staged.md). This package opens no staged device yet: the value is checked
-                and kept.
+                (docs/staged.md).
 
         With GPU-executed targets, make every plan before the first batch: the targets'
         executors start with it.
         """
-        if engine is None:
-            engine = "gpu" if self.gpu_targets else "cpu"
-        if engine not in ENGINES:
-            raise ValueError(f"engine: 'cpu' or 'gpu', not {engine!r}")
+        engine = self.engine_for(engine)
         for name, v in (("poll_ns", poll_ns), ("move_depth", move_depth)):
             if not isinstance(v, int) or not 0 <= v < 1 << 32:
                 raise GiouringError(errno.EINVAL, f"{name} {v!r}: an int from 0")

@@ -15,6 +15,11 @@ const char *gio_gpu_path_name(uint32_t path)
 	return path == GIO_GPU_PATH_P2P ? "p2p" : path == GIO_GPU_PATH_STAGED ? "staged" : "auto";
 }
 
+uint32_t gio_ctx_path_asked(const struct gio_ctx *ctx)
+{
+	return ctx ? (uint32_t)ctx->gpu_path : GIO_GPU_PATH_AUTO;
+}
+
 int gio_ctx_gpu_path(struct gio_ctx *ctx, void *ptr, size_t len, struct gio_gpu_path *out)
 {
 	const char *who;

@@ -80,16 +80,38 @@ def test_executors_on_the_partitions_own_side_serve_the_same_restore():
         restore_layer_by_layer("mem://host?exec=gpu&sms=4", "apart", exec_stream=part.exec_stream)
 
 
-def restore_layer_by_layer(backing, layout, exec_stream=None):
+@pytest.mark.parametrize("path", ["auto", "staged"])
+def test_gpu_engine_fills_cpu_executed_targets_queues_peer_to_peer_or_staged(tmp_path, path):
+    # File targets: a CPU thread stands in for each controller. Peer-to-peer, it copies into the
+    # pool on CUDA streams; staged, it reads into pinned slots and the I/O kernel's warps move
+    # each object into the pool: the same calls either way (docs/python.md).
+    uris = [f"file://{tmp_path}/d{i}.img?size={POOL_MIB // 2 + 64}M&path={path}" for i in range(2)]
+    want = "staged" if path == "staged" else "p2p"
+    restore_layer_by_layer(None, "apart", uris=uris, paths=[want, want])
+
+
+def test_a_gpu_pool_on_the_staged_path_refuses_the_cpu_engine(tmp_path):
+    kv, pool = gpu_pool("apart")
+    with giouring.Store.create([f"file://{tmp_path}/s.img?size=64M&path=staged"], pool) as store:
+        with pytest.raises(giouring.GiouringError) as e:
+            store.plan(max_requests=4, engine="cpu")
+        assert e.value.errno == errno.EOPNOTSUPP and "engine='gpu'" in e.value.strerror
+        with store.plan(max_requests=4) as plan:
+            assert plan.engine == "gpu"
+
+
+def restore_layer_by_layer(backing, layout, exec_stream=None, uris=None, paths=None):
     kv, pool = gpu_pool(layout)
-    uris = [f"{backing}&size={POOL_MIB // 2 + 64}M" for _ in range(2)]
+    uris = uris or [f"{backing}&size={POOL_MIB // 2 + 64}M" for _ in range(2)]
     keys = [0x6C61796572000000 + c for c in range(BLOCKS)]
     dst = torch.tensor([shuffled(c) for c in range(BLOCKS)], device="cuda")
     # expected[l][:, c] is chunk c's layer-l object, in the order dst gathers the pool.
     expected = [torch.stack([chunk(c, layer) for c in range(BLOCKS)], dim=1) for layer in range(LAYERS)]
     with giouring.Store.create(uris, pool, exec_stream=exec_stream) as store:
-        assert store.gpu_targets
-        plan = store.plan(max_requests=BLOCKS)
+        assert store.gpu_targets == (paths is None)
+        if paths is not None:
+            assert [p["path"] for p in store.paths] == paths, store.paths
+        plan = store.plan(max_requests=BLOCKS, engine="gpu")
         assert plan.engine == "gpu"
         io, compute = torch.cuda.Stream(), torch.cuda.Stream()
         mism = warm(kv, expected, dst)
@@ -129,6 +151,10 @@ def restore_layer_by_layer(backing, layout, exec_stream=None):
         assert mism.tolist() == [0] * LAYERS
         st = plan.stats()
         assert (st["loads"], st["saves"], st["layers"], st["stream_timeouts"]) == (1, 1, 2 * LAYERS, 0)
+        moved = sum(d["bytes"] for d in plan.device_stats())
+        assert moved == 2 * BLOCKS * LAYERS * pool.object_bytes  # the save, then the load
+        if paths is not None and "staged" in paths:
+            assert sum(d["staged_bytes"] for d in plan.device_stats()) == moved
 
 
 def test_a_stream_wait_that_times_out_fails_the_batch():
@@ -191,14 +217,19 @@ def test_cpu_engine_restores_into_a_pool_in_gpu_memory(tmp_path):
                 assert torch.equal(kv[layer][:, 8 + c], chunk(c, layer))
 
 
-def test_a_calibrating_scheduler_learns_that_loads_run_slower_than_configured():
-    # Bandwidths given 1000x what the executors deliver: every timed load teaches the read factor
-    # (clamped to 2x a step), and the slots' modelled reads grow with it.
+@pytest.mark.parametrize("target", ["mem://hbm?sms=2", "file://{tmp}/c.img?path=staged"], ids=["gpu-target", "staged"])
+def test_a_calibrating_scheduler_learns_that_loads_run_slower_than_configured(tmp_path, target):
+    # Bandwidths given 1000x what the targets deliver: every timed load teaches the read factor
+    # (clamped to 2x a step), and the slots' modelled reads grow with it. The staged file target
+    # is a CPU-executed one under the GPU engine: the scheduler takes the engine of its plans.
     kv = [torch.zeros(2, BLOCKS, TOKENS, HEADS, DIM, dtype=torch.bfloat16, device="cuda") for _ in range(LAYERS)]
     pool = giouring.KVPool(kv, dims=DIMS)
-    with giouring.Store.create([f"mem://hbm?sms=2&size={POOL_MIB + 64}M"], pool) as store:
+    uri = target.format(tmp=tmp_path) + f"&size={POOL_MIB + 64}M"
+    with giouring.Store.create([uri], pool) as store:
         plan = store.plan(max_requests=BLOCKS)
+        assert plan.engine == "gpu"
         sched = giouring.Scheduler(store, read_gbps=1e5, write_gbps=1e5, calibrate=0.5)
+        assert sched.engine == "gpu"
         io = torch.cuda.Stream()
         assert sched.rates() == {"read_factor": 1.0, "write_factor": 1.0, "read_observed": 0, "write_observed": 0}
         torch.cuda.synchronize()

@@ -159,7 +159,14 @@ def test_calibration_is_the_gpu_engines_and_its_weight_is_checked(uris):
         assert e.value.errno == errno.EOPNOTSUPP and "GPU engine" in e.value.strerror
         sched = open_sched(store)  # no calibration: the model as given
         assert sched.rates() == {"read_factor": 1.0, "write_factor": 1.0, "read_observed": 0, "write_observed": 0}
+        assert sched.engine == "cpu"
         sched.close()
+        # The GPU engine's scheduler needs a pool on a GPU, as its plans do.
+        with pytest.raises(giouring.GiouringError) as e:
+            open_sched(store, engine="gpu")
+        assert e.value.errno == errno.EINVAL and "host memory" in e.value.strerror
+        with pytest.raises(ValueError):
+            open_sched(store, engine="tpu")
 
 
 def test_a_partition_needs_the_gpu_build_or_a_gpu():

@@ -68,6 +68,18 @@ const char *gio_gpu_path_name(uint32_t path);
  */
 int gio_ctx_gpu_path(struct gio_ctx *ctx, void *ptr, size_t len, struct gio_gpu_path *out);
 
+/**
+ * @brief The path the context's URI asks for (`path=`), without registering anything.
+ * @param ctx  the context, or NULL.
+ * @return GIO_GPU_PATH_AUTO (no `path=`, or `path=auto`), GIO_GPU_PATH_P2P or
+ *         GIO_GPU_PATH_STAGED; GIO_GPU_PATH_AUTO for a NULL @p ctx.
+ *
+ * Any thread. For a caller whose pool is in host memory, where gio_ctx_gpu_path() does not
+ * apply: `path=staged` there still asks the engine to copy through a staging area (the CPU
+ * engine's staged path), which is how that path is exercised without a GPU.
+ */
+uint32_t gio_ctx_path_asked(const struct gio_ctx *ctx);
+
 GIO_EXTERN_C_END
 
 #endif /* GIOURING_HOST_PATH_H */
