@@ -33,6 +33,14 @@ taken (wall clock, from a synchronized GPU to the token id on the host):
     (--sched-calibrate: the weight of each; 0 plans with the modelled figures as given);
   - giouring-sched-static (not in the default systems): the same scheduler planning with the
     drives' figures as given, never corrected: the baseline the correction is measured against.
+- giouring-staged (not in the default systems; contexts up to --staged-max): the staged path a
+  machine without peer-to-peer takes (docs/staged.md), under the same scheduler on the same
+  partition: file targets in /dev/shm with path=staged, CPU-executed as cpu-per-object's are (a
+  thread per target stands in for each controller, at its own MEASURED speed, no timing model),
+  read into pinned staging slots, and the I/O kernel's warps move each object into the pool. What
+  it shows is what the mover and the completion polls across PCIe cost a real prefill's compute,
+  and the staged path end to end beside the CPU-driven cpu-per-object over the same kind of
+  target; its bandwidth is the stand-ins', not an SSD's.
 
 The stand-in drives' executors are persistent kernels holding 2 SMs each (8 in all) during every
 system's run, on a side of the SM partition of their own (--exec-placement): a real drive takes no
@@ -118,7 +126,12 @@ def args_parse():
                     help="giouring-sched: weight of each measured transfer in its bandwidth correction (0: none)")
     ap.add_argument("--cpu-max", default="32K",
                     help="cpu-per-object runs (and its file store is filled) only for contexts up to this")
-    ap.add_argument("--shm", default="/dev/shm", help="where the CPU baseline's file targets live")
+    ap.add_argument("--shm", default="/dev/shm", help="where the CPU-executed file targets live")
+    ap.add_argument("--staged-max", default="32K",
+                    help="giouring-staged runs (and its file store is filled) only for contexts up to this")
+    ap.add_argument("--staged-gbps", type=float, default=8.0,
+                    help="giouring-staged: the scheduler's starting read and write GB/s per stand-in target "
+                         "(a figure to start from, corrected online from the measured loads and saves)")
     ap.add_argument("--tiny", action="store_true", help="a 2-layer toy model (for a CPU check of this script)")
     ap.add_argument("--layers", type=int, default=0, help="Llama3-8B's dimensions with this many layers (0: its 32)")
     ap.add_argument("--json", help="write every figure here")
@@ -188,8 +201,9 @@ def make_model(tiny: bool, device, layers: int = 0):
 # ---------------------------------------------------------------- the pool cache
 
 
-# The systems that go through a giouring.Scheduler on the SM partition: corrected, and as given.
-SCHED_SYSTEMS = ("giouring-sched", "giouring-sched-static")
+# The systems that go through a giouring.Scheduler on the SM partition: corrected, as given, and
+# over the staged path.
+SCHED_SYSTEMS = ("giouring-sched", "giouring-sched-static", "giouring-staged")
 
 
 class Hooks:
@@ -312,10 +326,11 @@ class LayerEvents(Hooks):
 
 
 class GiouringHooks(LayerEvents):
-    def __init__(self, bench, layers, sched):
+    def __init__(self, bench, layers, sched, system):
         """sched: the giouring.Scheduler the layers go through (on the partition), or None (naive)."""
         self.b = bench
         self.sched = sched
+        self.system = system
         self.comp = bench.part.compute_stream if sched else torch.cuda.current_stream()
         self.io = bench.part.io_stream if sched else bench.io_stream
         self.save_stream = bench.save_stream
@@ -327,8 +342,7 @@ class GiouringHooks(LayerEvents):
     def start(self, ctx):
         b = self.b
         self.ctx = ctx
-        self.load = b.gpu_load
-        self.save = b.gpu_save
+        self.load, self.save = b.plans_of(self.system)
         hits = self.load.load(ctx.prefix_keys, list(range(len(ctx.prefix_keys))))
         if not all(hits):
             raise RuntimeError(f"{hits.count(False)} prefix chunks missing from the store")
@@ -461,8 +475,8 @@ class Bench:
         if system in SCHED_SYSTEMS:  # save layers it still holds would keep their batch open
             self.scheds[system].close()
             # No new CUDA events beside the executors (calibrate 0); the system is not run again.
-            self.scheds[system] = self.make_sched(calibrate=0.0)
-        for p in (getattr(self, "gpu_load", None), getattr(self, "gpu_save", None), getattr(self, "cpu_load", None)):
+            self.scheds[system] = self.make_sched(calibrate=0.0, staged=system == "giouring-staged")
+        for p in (getattr(self, n, None) for n in ("gpu_load", "gpu_save", "cpu_load", "staged_load", "staged_save")):
             try:
                 if p is not None:
                     p.finish(timeout=5, check=False)
@@ -521,11 +535,29 @@ class Bench:
         self.gpu_save = self.gpu_store.plan(max_requests=maxreq)
         # The schedulers: CUDA events of a calibrating one are made here, before the executors start.
         self.scheds = {"giouring-sched": self.make_sched(), "giouring-sched-static": self.make_sched(calibrate=0.0)}
-        self.cpu_store = None
+        self.cpu_store = self.staged_store = None
+        self.shm = None
         self.cpu_max = parse_tokens(a.cpu_max)
+        self.staged_max = parse_tokens(a.staged_max)
+        staged_T = max([T for T in self.contexts if T <= self.staged_max], default=0)
+        if "giouring-staged" in a.systems.split(",") and staged_T:
+            self.shm = tempfile.mkdtemp(prefix="gio-ttft-", dir=a.shm)
+            # Room for the context's chunks and the new chunks of its runs, as the GPU store's.
+            sbytes = staged_T // BLOCK * self.kvpool.object_bytes * self.L
+            ssize = ((sbytes // a.drives) * 5 // 2 + (256 << 20)) >> 20
+            suris = [f"file://{self.shm}/st{i}.img?size={ssize}M&path=staged" for i in range(a.drives)]
+            self.staged_store = giouring.Store.create(suris, self.kvpool)
+            paths = {p["path"] for p in self.staged_store.paths}
+            if paths != {"staged"}:
+                raise SystemExit(f"giouring-staged: the file targets took {paths}, not the staged path")
+            # Plans and their staging areas (pinned, GPU-mapped) now, before any executor runs:
+            # 4 queue pairs of 256 a target, a slot per command (64 MiB of slots a target).
+            self.staged_load = self.staged_store.plan(max_requests=maxreq, engine="gpu", queues=4, queue_depth=256)
+            self.staged_save = self.staged_store.plan(max_requests=maxreq, engine="gpu", queues=4, queue_depth=256)
+            self.scheds["giouring-staged"] = self.make_sched(staged=True)
         cpu_T = max([T for T in self.contexts if T <= self.cpu_max], default=0)
         if "cpu-per-object" in a.systems and cpu_T:
-            self.shm = tempfile.mkdtemp(prefix="gio-ttft-", dir=a.shm)
+            self.shm = self.shm or tempfile.mkdtemp(prefix="gio-ttft-", dir=a.shm)
             cpu_bytes = cpu_T // BLOCK * self.kvpool.object_bytes * self.L
             fsize = ((cpu_bytes // a.drives) * 5 // 4 + (256 << 20)) >> 20  # no new chunks saved here
             furis = [f"file://{self.shm}/kv{i}.img?size={fsize}M" for i in range(a.drives)]
@@ -533,23 +565,35 @@ class Bench:
             self.cpu_load = self.cpu_store.plan(max_requests=maxreq)
             self.cpu_fill = self.cpu_store.plan(max_requests=maxreq)
 
-    def make_sched(self, calibrate=None):
+    def make_sched(self, calibrate=None, staged=False):
         import giouring
 
         a = self.args
         calibrate = a.sched_calibrate if calibrate is None else calibrate
+        if staged:  # no model to start from: a figure, corrected from the measured transfers
+            return giouring.Scheduler(self.staged_store, read_gbps=a.staged_gbps, write_gbps=a.staged_gbps,
+                                      sm_min=1, sm_max=a.io_sms, max_items=4 * self.L, max_bytes=1 << 40,
+                                      calibrate=calibrate, engine="gpu")
         return giouring.Scheduler(self.gpu_store, read_gbps=a.drive_read_gbps, write_gbps=a.drive_write_gbps,
                                         mixed_gbps=a.drive_mixed_gbps, sm_min=1, sm_max=a.io_sms,
                                         max_items=4 * self.L, max_bytes=1 << 40, calibrate=calibrate)
 
+    def plans_of(self, system):
+        """The (load, save) plans a giouring system runs."""
+        if system == "giouring-staged":
+            return self.staged_load, self.staged_save
+        return self.gpu_load, self.gpu_save
+
     def close(self):
         for sched in self.scheds.values():
             sched.close()  # first: they may hold save layers of the stores' plans
-        for s in (self.gpu_store, self.cpu_store):
+        # The GPU-executed targets first: their executors stop before the staged plans' pinned
+        # staging areas are freed (cudaFreeHost waits for every kernel).
+        for s in (self.gpu_store, self.cpu_store, self.staged_store):
             if s is not None:
                 s.close()
         self.part.close()
-        if self.cpu_store is not None:
+        if self.shm is not None:
             for f in os.listdir(self.shm):
                 os.unlink(os.path.join(self.shm, f))
             os.rmdir(self.shm)
@@ -629,6 +673,12 @@ class Bench:
             self.gpu_save.save_layer(l, stream=self.io_stream)
         self.gpu_save.finish(timeout=120)
         t_gpu = time.perf_counter() - t
+        if self.staged_store is not None and T <= self.staged_max:
+            self.staged_save.save(keys, blocks)
+            for l in range(self.L):
+                self.staged_save.save_layer(l, stream=self.io_stream)
+            self.io_stream.synchronize()
+            self.staged_save.finish(timeout=600)
         t_cpu = None
         if self.cpu_store is not None and T <= self.cpu_max:
             t = time.perf_counter()
@@ -656,17 +706,23 @@ class Bench:
         the context's chunks that the earlier (lower-hit) points never read go first."""
         if not any(s.startswith("giouring") for s in self.args.systems.split(",")):
             return
-        found = self.gpu_store.contains(ctx.prefix_keys)
-        missing = [i for i, ok in enumerate(found) if not ok]
-        if not missing:
-            return
-        self.put_prefix(ref, ctx.C)
-        self.sync()
-        self.gpu_save.save([ctx.prefix_keys[i] for i in missing], missing)
-        for l in range(self.L):
-            self.gpu_save.save_layer(l, stream=self.io_stream)
-        self.gpu_save.finish(timeout=120)
-        log(f"T={ctx.T} C={ctx.C}: {len(missing)} prefix chunks saved again (evicted by the runs' new chunks)")
+        stores = [(self.gpu_store, self.gpu_save, "GPU-executed")]
+        if self.staged_store is not None and ctx.T <= self.staged_max:
+            stores.append((self.staged_store, self.staged_save, "staged"))
+        for store, plan, what in stores:
+            found = store.contains(ctx.prefix_keys)
+            missing = [i for i, ok in enumerate(found) if not ok]
+            if not missing:
+                continue
+            self.put_prefix(ref, ctx.C)
+            self.sync()
+            plan.save([ctx.prefix_keys[i] for i in missing], missing)
+            for l in range(self.L):
+                plan.save_layer(l, stream=self.io_stream)
+            self.io_stream.synchronize()
+            plan.finish(timeout=120)
+            log(f"T={ctx.T} C={ctx.C}: {len(missing)} prefix chunks saved again in the {what} store (evicted by "
+                f"the runs' new chunks)")
 
     def run_system(self, system, ctx, ref):
         """One TTFT of one system: (seconds, token, logits, per-layer ms, per-layer bubble ms, extra)."""
@@ -679,7 +735,7 @@ class Bench:
             cache = PoolCache(self.pool, ctx.C, h)
         elif system.startswith("giouring"):
             self.poison(ctx.C)
-            h = GiouringHooks(self, self.L, self.scheds.get(system))
+            h = GiouringHooks(self, self.L, self.scheds.get(system), system)
             cache = PoolCache(self.pool, ctx.C, h)
         elif system == "cpu-per-object":
             self.poison(ctx.C)
@@ -717,7 +773,7 @@ class Bench:
         if isinstance(h, GiouringHooks):
             # The stall of each layer's stream wait for its I/O, by the GPU's clock inside the wait
             # (the events around it also count a host behind its GPU: the host-bound rows).
-            extra["io_wait_layer_ms"] = [x * 1e3 for x in self.gpu_load.wait_times()]
+            extra["io_wait_layer_ms"] = [x * 1e3 for x in h.load.wait_times()]
         if system not in ("hbm", "hbm-part", "offload"):
             extra["prefix_bitwise"] = self.prefix_equal(ref, ctx.C)
         del cache
@@ -773,6 +829,8 @@ class Bench:
         systems = [s for s in a.systems.split(",") if s]
         slow = {float(x) for x in a.slow_hits.split(",") if x}
         io_systems = [s for s in systems if s in (*SCHED_SYSTEMS, "giouring-naive", "cpu-per-object", "offload")]
+        if "giouring-staged" in io_systems and not any(T <= parse_tokens(a.staged_max) for T in self.contexts):
+            io_systems.remove("giouring-staged")
         self.setup_io()
         self.bulk = self.bulk_h2d_gbps()
         log(f"bulk H2D (measured, pinned, 4 GiB): {', '.join(f'{x:.1f}' for x in self.bulk)} GB/s; {self.memory()}")
@@ -790,7 +848,8 @@ class Bench:
         self.fill_stores(warm_T, ref, tag)  # the stand-in drives' executors start here
         log("warm-up: stores filled")
         for system in io_systems:
-            if system == "cpu-per-object" and self.cpu_store is None:
+            if (system == "cpu-per-object" and self.cpu_store is None) or (
+                    system == "giouring-staged" and self.staged_store is None):
                 continue
             try:
                 self.run_system(system, Ctx(warm_T, warm_T // 2 // BLOCK * BLOCK, ids, tag), ref)
@@ -819,6 +878,8 @@ class Bench:
                     if system in ("offload", "cpu-per-object") and h not in slow:
                         continue
                     if system == "cpu-per-object" and (self.cpu_store is None or T > self.cpu_max):
+                        continue
+                    if system == "giouring-staged" and (self.staged_store is None or T > self.staged_max):
                         continue
                     if system in self.broken:
                         continue
@@ -978,8 +1039,8 @@ def compute_over_part(r, part):
 
 
 # Which tier holds each system's prefix KV (the price its holding is charged at).
-TIER = {"giouring-sched": "ssd", "giouring-sched-static": "ssd", "giouring-naive": "ssd", "cpu-per-object": "ssd",
-        "offload": "dram"}
+TIER = {"giouring-sched": "ssd", "giouring-sched-static": "ssd", "giouring-staged": "ssd", "giouring-naive": "ssd",
+        "cpu-per-object": "ssd", "offload": "dram"}
 
 
 def cost_rows(a, T, rec, hbm, by, token_bytes):

@@ -76,6 +76,8 @@ def test_the_bubble_is_the_gpus_wait_and_the_partition_is_charged_apart():
                       bubble_layer_ms=[wait * 250] * L, io_wait_layer_ms=[wait * 125] * L),
                  dict(T=T, hit=h, C=C, system="giouring-sched-static", ttft_s=[sched * 1.1], layer_ms=[sched * 275] * L,
                       bubble_layer_ms=[wait * 500] * L),
+                 dict(T=T, hit=h, C=C, system="giouring-staged", ttft_s=[sched * 2], layer_ms=[sched * 500] * L,
+                      bubble_layer_ms=[wait * 2500] * L, io_wait_layer_ms=[wait * 2000] * L),
                  dict(T=T, hit=h, C=C, system="offload", ttft_s=[base * 1.5], layer_ms=[base * 375] * L)]
     b = argparse.Namespace(contexts=[T], bulk=[50.0], args=args(), kv_token_bytes=4096, L=L)
     an = m.analyse(b, rows)
@@ -99,6 +101,12 @@ def test_the_bubble_is_the_gpus_wait_and_the_partition_is_charged_apart():
     assert st[0.9]["over_part_s"] == pytest.approx(0.112 * 1.1 - 0.106)
     assert c["giouring-sched-static"]["crossover_wait"] < c["giouring-sched"]["crossover_wait"]
     assert any(r["system"] == "giouring-sched-static" for r in an["cost"])
+    # The staged path's system: under the scheduler on the same partition, an SSD tier.
+    sg = {r["hit"]: r for r in rows if r["system"] == "giouring-staged"}
+    assert sg[0.9]["over_part_s"] == pytest.approx(0.224 - 0.106)
+    assert sg[0.9]["io_wait_s"] == pytest.approx(0.032)
+    assert c["giouring-staged"]["crossover_wait"] is not None and "compute_over_part_frac" in c["giouring-staged"]
+    assert [r["written_gb_per_mtok"] > 0 for r in an["cost"] if r["system"] == "giouring-staged"] == [True] * 3
 
 
 def test_plot_draws_ttft_bubbles_and_crossovers(tmp_path):
