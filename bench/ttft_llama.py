@@ -124,6 +124,10 @@ def args_parse():
                     help="more URI parameters of every stand-in drive, e.g. queues=4 (gio_gpu_target's URI)")
     ap.add_argument("--sched-calibrate", type=float, default=0.125,
                     help="giouring-sched: weight of each measured transfer in its bandwidth correction (0: none)")
+    ap.add_argument("--sched-reset", choices=("never", "context", "point"), default="never",
+                    help="calibrating schedulers: forget the learnt factors before each context or each (context, "
+                         "hit) point (never: one calibration over the whole grid, as before 2026-12-05; it saw "
+                         "the write factor climb 1.18 -> 1.86 across the hit rates)")
     ap.add_argument("--cpu-max", default="32K",
                     help="cpu-per-object runs (and its file store is filled) only for contexts up to this")
     ap.add_argument("--shm", default="/dev/shm", help="where the CPU-executed file targets live")
@@ -578,6 +582,11 @@ class Bench:
                                         mixed_gbps=a.drive_mixed_gbps, sm_min=1, sm_max=a.io_sms,
                                         max_items=4 * self.L, max_bytes=1 << 40, calibrate=calibrate)
 
+    def reset_scheds(self):
+        """--sched-reset: every scheduler plans from the figures as given again (no CUDA call)."""
+        for sched in self.scheds.values():
+            sched.reset_rates()
+
     def plans_of(self, system):
         """The (load, save) plans a giouring system runs."""
         if system == "giouring-staged":
@@ -868,9 +877,13 @@ class Bench:
             tg, tc = self.fill_stores(T, ref, tag)
             log(f"T={T}: stores filled ({self.L * T * self.kv_token_bytes / 2**30:.2f} GiB; GPU engine {tg:.2f} s, "
                 f"CPU engine {tc if tc is None else round(tc, 2)} s)")
+            if a.sched_reset == "context":
+                self.reset_scheds()
             for h, C in self.points(T):
                 ctx = Ctx(T, C, ids, tag)
                 self.refill(ctx, ref)
+                if a.sched_reset == "point":
+                    self.reset_scheds()
                 hbm_logits = None
                 for system in systems:
                     if system == "recompute":

@@ -275,6 +275,9 @@ GPY_EXPORT int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_
 /** The bandwidth calibration (@p calibrate of gpy_sched_create(), giouring/sched/rate.h): read
  *  factor, write factor, reads observed, writes observed (4 numbers). */
 GPY_EXPORT int gpy_sched_rates(const struct gpy_sched *x, double *out, uint32_t n);
+/** Starts the calibration again (factors 1, no observations; transfers timed and not yet read
+ *  back are dropped): the bandwidths as configured from the next slot on. */
+GPY_EXPORT int gpy_sched_rates_reset(struct gpy_sched *x);
 GPY_EXPORT int gpy_sched_destroy(struct gpy_sched *x);
 /** Queues save layer @p layer of @p p (a save batch open): 0, 1 (queued, backlog above its soft
  *  mark), -EAGAIN (full: nothing queued), -E2BIG (never fits). */

@@ -162,6 +162,19 @@ int gpy_sched_rates(const struct gpy_sched *x, double *out, uint32_t n)
 	return 0;
 }
 
+int gpy_sched_rates_reset(struct gpy_sched *x)
+{
+	gpy_clear_error();
+	if (!x)
+		return gpy_fail(-EINVAL, "scheduler: NULL argument");
+	/* Transfers timed before the reset and not read back yet would teach the new rates about the
+	 * old conditions: dropped (their events are simply recorded again by later launches). */
+	x->t_head = x->t_tail;
+	(void)gio_sched_rate_init(&x->rate, x->rate.alpha);
+	x->cfg = x->base;
+	return 0;
+}
+
 static uint32_t queued_of(const struct gpy_sched *x, uint32_t i);
 
 /* Brings each plan's count of queued layers to the backlog's: after a slot took items off it,

@@ -21,6 +21,7 @@ from .errors import GiouringError
 _lib._sig("gpy_sched_create", ctypes.c_int, _lib.vp, _lib.P(ctypes.c_double), _lib.u32, _lib.u32, _lib.u32, _lib.u32,
           _lib.u64, _lib.u64, _lib.u64, ctypes.c_double, _lib.u32, _lib.P(_lib.vp))
 _lib._sig("gpy_sched_rates", ctypes.c_int, _lib.vp, _lib.P(ctypes.c_double), _lib.u32)
+_lib._sig("gpy_sched_rates_reset", ctypes.c_int, _lib.vp)
 _lib._sig("gpy_sched_destroy", ctypes.c_int, _lib.vp)
 _lib._sig("gpy_sched_defer", ctypes.c_int, _lib.vp, _lib.vp, _lib.u32)
 _lib._sig("gpy_sched_pending", _lib.u32, _lib.vp, _lib.vp)
@@ -154,6 +155,13 @@ class Scheduler:
         _lib.check(_lib.lib.gpy_sched_rates(self._handle(), out, 4))
         return {"read_factor": out[0], "write_factor": out[1], "read_observed": int(out[2]),
                 "write_observed": int(out[3])}
+
+    def reset_rates(self) -> None:
+        """Forgets what the calibration learnt: the factors back to 1 and the observation counts
+        to 0; transfers timed and not yet read back are dropped. For a workload whose conditions
+        changed (a new context length, a bench's next point), where the old factors would plan
+        its first slots."""
+        _lib.check(_lib.lib.gpy_sched_rates_reset(self._handle()))
 
     def drain(self, stream: torch.cuda.Stream | None = None) -> int:
         """Issues every deferred save (decode-phase slots without reads until the backlog is

@@ -249,4 +249,14 @@ def test_a_calibrating_scheduler_learns_that_loads_run_slower_than_configured(tm
         assert r["read_observed"] >= 2 * LAYERS  # the last slot's timer is read at a later slot
         assert r["read_factor"] > 4.0 and r["write_observed"] == 0
         assert ends[-1] > 4 * ends[0]
+        # A reset plans with the figures as given again, and learns again from there.
+        sched.reset_rates()
+        sched.idle()  # the stream was waited for: nothing carried into the next slot
+        assert sched.rates() == {"read_factor": 1.0, "write_factor": 1.0, "read_observed": 0, "write_observed": 0}
+        assert plan.load(list(range(BLOCKS)), range(BLOCKS)) == [True] * BLOCKS
+        again = [sched.slot(plan, layer, slack=0.0, stream=io).read_end for layer in range(LAYERS)]
+        io.synchronize()
+        assert all(r.rc == 0 for r in plan.finish())
+        assert again[0] == pytest.approx(ends[0], rel=1e-6)  # the first slot: nothing learnt yet
+        assert sched.rates()["read_observed"] >= 1
         sched.close()

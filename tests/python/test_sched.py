@@ -160,7 +160,11 @@ def test_calibration_is_the_gpu_engines_and_its_weight_is_checked(uris):
         sched = open_sched(store)  # no calibration: the model as given
         assert sched.rates() == {"read_factor": 1.0, "write_factor": 1.0, "read_observed": 0, "write_observed": 0}
         assert sched.engine == "cpu"
+        sched.reset_rates()  # nothing learnt, nothing to forget: the figures as given
+        assert sched.rates()["read_factor"] == 1.0
         sched.close()
+        with pytest.raises(ValueError):
+            sched.reset_rates()
         # The GPU engine's scheduler needs a pool on a GPU, as its plans do.
         with pytest.raises(giouring.GiouringError) as e:
             open_sched(store, engine="gpu")
