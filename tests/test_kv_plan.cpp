@@ -410,6 +410,18 @@ TEST_CASE("plan: chunks saved layer by layer come back into shuffled pool blocks
 	}
 }
 
+// Plans a load of chunks 0..n-1 (each stored) into pool blocks 0..n-1.
+void load_identity(Rig &r, uint32_t n)
+{
+	std::vector<gio_kv_u128> keys;
+	std::vector<uint32_t> blocks;
+	for (uint32_t i = 0; i < n; i++) {
+		keys.push_back(kv_chunk_key(i));
+		blocks.push_back(i);
+	}
+	REQUIRE(gio_kv_plan_load(r.plan, keys.data(), blocks.data(), n, nullptr) == int(n));
+}
+
 // Layers 0 and 1 run clean; then device 2's second command of layer 2 fails: one object's, or
 // (a command per run) the second run of its first chunk.
 void fail_mid_layer(Layout layout, bool prp)
@@ -417,13 +429,7 @@ void fail_mid_layer(Layout layout, bool prp)
 	Rig r(4, layout, prp);
 	save(r, 0, 16, identity);
 	r.pool.mem.poison();
-	std::vector<gio_kv_u128> keys;
-	std::vector<uint32_t> blocks;
-	for (uint32_t i = 0; i < 16; i++) {
-		keys.push_back(kv_chunk_key(i));
-		blocks.push_back(i);
-	}
-	REQUIRE(gio_kv_plan_load(r.plan, keys.data(), blocks.data(), 16, nullptr) == 16);
+	load_identity(r, 16);
 	gio_kv_io_plan v;
 	REQUIRE(gio_kv_plan_view(r.plan, &v) == 0);
 	for (uint32_t l = 0; l < 2; l++) {
@@ -457,7 +463,7 @@ void fail_mid_layer(Layout layout, bool prp)
 	// The failed chunk stays stored (a read failed, not the data): a second load serves it all.
 	REQUIRE(gio_ctx_inject(r.t.ctx[2], nullptr) == 0);
 	r.pool.mem.poison();
-	REQUIRE(gio_kv_plan_load(r.plan, keys.data(), blocks.data(), 16, nullptr) == 16);
+	load_identity(r, 16);
 	r.run_all(false);
 	REQUIRE(gio_kv_plan_finish(r.plan, res.data(), 0) == 0);
 	for (uint32_t i = 0; i < 16; i++)
@@ -581,6 +587,39 @@ TEST_CASE("plan: a batch of misses runs its layers and finishes", "[kv][io_uring
 	REQUIRE(gio_kv_plan_load(r.plan, nullptr, nullptr, 0, nullptr) == 0);
 	r.run_all(false);
 	CHECK(gio_kv_plan_finish(r.plan, nullptr, 0) == 0);
+}
+
+TEST_CASE("plan: the CPU engine times each layer it ran, kept until the next batch", "[kv][io_uring]")
+{
+	Rig r(4, kTogether);
+	save(r, 0, 16, identity);
+	uint64_t ns = 0;
+	// The save batch that just finished: every layer timed, and still readable.
+	for (uint32_t l = 0; l < kLayers; l++) {
+		INFO("layer " << l);
+		CHECK(gio_kv_plan_layer_time(r.plan, l, &ns) == 0);
+		CHECK(ns > 0);
+		CHECK(ns < 10 * kSecond);
+	}
+	load_identity(r, 16);
+	// A new batch: nothing of it has run, the last batch's times are gone.
+	for (uint32_t l = 0; l < kLayers; l++)
+		CHECK(gio_kv_plan_layer_time(r.plan, l, &ns) == -EAGAIN);
+	REQUIRE(gio_kv_plan_run_layer(r.plan, 1, 0) == 0);
+	REQUIRE(gio_kv_plan_wait_layer(r.plan, 1, 10 * kSecond) == 0);
+	// Once wait_layer saw the layer finish, its time is there (the call waits the microseconds
+	// between the thread's layer word and its stamp).
+	CHECK(gio_kv_plan_layer_time(r.plan, 1, &ns) == 0);
+	CHECK(gio_kv_plan_layer_time(r.plan, 0, &ns) == -EAGAIN); // not run
+	for (uint32_t l = 0; l < kLayers; l++)
+		if (l != 1)
+			REQUIRE(gio_kv_plan_run_layer(r.plan, l, 0) == 0);
+	REQUIRE(gio_kv_plan_finish(r.plan, nullptr, 0) == 0);
+	CHECK(gio_kv_plan_layer_time(r.plan, 0, &ns) == 0); // finish waited for every layer
+	CHECK(gio_kv_plan_layer_time(r.plan, kLayers, &ns) == -EINVAL);
+	CHECK(std::strstr(gio_last_error(), "layer") != nullptr);
+	CHECK(gio_kv_plan_layer_time(r.plan, 0, nullptr) == -EINVAL);
+	CHECK(gio_kv_plan_layer_time(nullptr, 0, &ns) == -EINVAL);
 }
 
 TEST_CASE("plan: bad input gets -EINVAL naming the problem", "[kv][io_uring]")

@@ -100,6 +100,8 @@ enum gpy_plan_stat {
 
 struct gpy_plan {
 	struct gpy_store *s;
+	uint64_t uid;                    /* this process's plans numbered from 1: a freed plan's address
+					    may be reused, its number never */
 	struct gio_kv_plan *plan;
 	uint32_t engine, layers, max_requests;
 	uint32_t nqps;                   /* CPU engine: queue pairs per device */
@@ -267,8 +269,8 @@ struct gpy_sched;
  *  store's order; its backlog holds at most @p max_items save layers and @p max_bytes (above
  *  @p soft_bytes a defer answers 1: pressure); @p timeout_ns bounds the CPU engine's load wait;
  *  @p calibrate, in (0, 1], the weight with which each measured transfer corrects the bandwidths
- *  (GPU engine: its layers timed on the stream), 0 for none; @p engine (GIO_KV_ENGINE_*) the one
- *  of every plan given to it. */
+ *  (GPU engine: its layers timed on the stream; CPU engine: by the plan's thread), 0 for none;
+ *  @p engine (GIO_KV_ENGINE_*) the one of every plan given to it. */
 GPY_EXPORT int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, uint32_t sm_min,
 				uint32_t sm_max, uint32_t max_items, uint64_t max_bytes, uint64_t soft_bytes,
 				uint64_t timeout_ns, double calibrate, uint32_t engine, struct gpy_sched **out);

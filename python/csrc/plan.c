@@ -18,9 +18,11 @@ static struct gpy_plan *live[GPY_MAX_PLANS];
 
 static int live_add(struct gpy_plan *p)
 {
+	static uint64_t next_uid;
 	uint32_t i;
 	int rc = -ENOSPC;
 	pthread_mutex_lock(&live_lock);
+	p->uid = ++next_uid;
 	for (i = 0; i < GPY_MAX_PLANS && rc; i++)
 		if (!live[i]) {
 			live[i] = p;

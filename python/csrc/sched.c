@@ -34,9 +34,16 @@ struct gpy_sched {
 	struct gio_sched_rate rate;
 	int calibrate;
 	void *timers; /* GPU engine: stream timers around each launch */
-	uint64_t modelled_ns[GPY_SCHED_TIMERS]; /* per timer: its launch's modelled time at `base` */
-	uint8_t write[GPY_SCHED_TIMERS];       /* per timer: GIO_SCHED_READ or GIO_SCHED_WRITE */
-	uint32_t t_head, t_tail;               /* timers read back, and started (free-running) */
+	/* One ring of observations for both engines: GPU, a timer (a pair of events around a
+	 * launch); CPU, the plan layer whose run the plan's thread timed (gio_kv_plan_layer_time()). */
+	uint64_t modelled_ns[GPY_SCHED_TIMERS]; /* per entry: its transfer's modelled time at `base` */
+	uint8_t write[GPY_SCHED_TIMERS];       /* per entry: GIO_SCHED_READ or GIO_SCHED_WRITE */
+	struct gpy_sched_obs {                 /* CPU engine: per entry, the plan layer it times */
+		struct gpy_plan *p;
+		uint64_t uid, batch;           /* the plan's, and its batch's, when issued */
+		uint32_t layer;
+	} obs[GPY_SCHED_TIMERS];
+	uint32_t t_head, t_tail;               /* entries read back, and started (free-running) */
 	void *stream;                          /* the slot's stream, for the timed launcher */
 	const uint64_t *read_bytes;            /* the slot's reads per device (its load's bytes) */
 	int timer_rc;                          /* a timer's first failure in a slot */
@@ -65,9 +72,6 @@ int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, ui
 	if (engine == GIO_KV_ENGINE_GPU && s->device < 0)
 		return gpy_fail(-EINVAL, "scheduler: the GPU engine moves data to and from GPU memory; this store's pool is "
 					 "in host memory");
-	if (calibrate > 0.0 && engine != GIO_KV_ENGINE_GPU)
-		return gpy_fail(-EOPNOTSUPP, "scheduler: calibrate measures the GPU engine's transfers on its stream; "
-					     "a CPU-engine scheduler has none to time");
 	if (!(x = calloc(1, sizeof(*x))))
 		return gpy_fail(-ENOMEM, "no memory");
 	x->s = s;
@@ -89,7 +93,7 @@ int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, ui
 	x->base = x->cfg;
 	(void)gio_sched_rate_init(&x->rate, calibrate > 0.0 ? calibrate : GIO_SCHED_ALPHA_DEFAULT);
 	x->calibrate = calibrate > 0.0;
-	if (x->calibrate && (rc = gpy_gpu_timers_create(s->device, GPY_SCHED_TIMERS, &x->timers)) != 0) {
+	if (x->calibrate && engine == GIO_KV_ENGINE_GPU && (rc = gpy_gpu_timers_create(s->device, GPY_SCHED_TIMERS, &x->timers)) != 0) {
 		free(x);
 		return rc; /* its message names the CUDA error */
 	}
@@ -106,10 +110,56 @@ int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, ui
 	return 0;
 }
 
+/* A plan's batches so far: an observation of an earlier batch's layer is gone (the plan keeps a
+ * layer's time only until its next batch). */
+static uint64_t batch_of(const struct gpy_plan *p)
+{
+	return p->stats[GPY_PLAN_LOADS] + p->stats[GPY_PLAN_SAVES];
+}
+
+/* CPU engine: the plan layer just issued, to be read back once its run is timed. */
+static void cpu_observe(struct gpy_sched *x, struct gpy_plan *p, uint32_t layer, uint32_t write, const uint64_t *bytes)
+{
+	const uint32_t i = x->t_tail % GPY_SCHED_TIMERS;
+	if (x->t_tail - x->t_head >= GPY_SCHED_TIMERS)
+		return; /* every entry still pending: this transfer goes unobserved */
+	x->obs[i].p = p;
+	x->obs[i].uid = p->uid;
+	x->obs[i].batch = batch_of(p);
+	x->obs[i].layer = layer;
+	x->modelled_ns[i] = gio_sched_rate_model_ns(&x->base, bytes, write);
+	x->write[i] = (uint8_t)write;
+	x->t_tail++;
+}
+
+/* CPU engine: the times of the layers issued, in issue order, into the rates. A layer still
+ * running stops the pass; one whose plan is gone or has begun another batch is dropped (the
+ * live list and the plan's id say so without touching freed memory). Nothing here waits. */
+static void cpu_rates_update(struct gpy_sched *x)
+{
+	while (x->t_head != x->t_tail) {
+		const uint32_t i = x->t_head % GPY_SCHED_TIMERS;
+		const struct gpy_sched_obs *o = &x->obs[i];
+		uint64_t ns = 0;
+		if (gpy_plan_lookup((int64_t)(uintptr_t)o->p) == o->p && o->p->uid == o->uid && batch_of(o->p) == o->batch) {
+			const int rc = gio_kv_plan_layer_time(o->p->plan, o->layer, &ns);
+			if (rc == -EAGAIN)
+				return;
+			if (rc == 0 && x->modelled_ns[i] && ns)
+				(void)gio_sched_rate_observe(&x->rate, x->write[i], x->modelled_ns[i], ns);
+		}
+		x->t_head++;
+	}
+}
+
 /* Reads back the timers whose launches ended, in launch order, into the rates: a timer still
  * pending stops the pass (the next slot asks again); nothing here waits. */
 static int rates_update(struct gpy_sched *x)
 {
+	if (x->engine != GIO_KV_ENGINE_GPU) {
+		cpu_rates_update(x);
+		return 0;
+	}
 	while (x->t_head != x->t_tail) {
 		const uint32_t i = x->t_head % GPY_SCHED_TIMERS;
 		uint64_t ns = 0;
@@ -317,6 +367,17 @@ int gpy_sched_slot(struct gpy_sched *x, struct gpy_plan *load, uint32_t layer, u
 	x->timer_rc = 0;
 	memset(&dec, 0, sizeof(dec));
 	rc = gio_sched_issue(&is, &slot, load ? load->plan : NULL, layer, x->writes, x->bl.cap, &dec);
+	if (rc == 0 && x->calibrate && x->engine != GIO_KV_ENGINE_GPU) {
+		uint64_t wbytes[GIO_SCHED_DEVS_MAX];
+		uint32_t k;
+		if (load)
+			cpu_observe(x, load, layer, GIO_SCHED_READ, slot.read_bytes);
+		for (k = 0; k < dec.nwrites; k++) {
+			struct gpy_plan *sp = x->saves[(uint32_t)(x->writes[k].id >> 32) % GPY_SCHED_SAVES];
+			if (sp && gio_kv_plan_layer_bytes(sp->plan, wbytes, GIO_SCHED_DEVS_MAX) == 0)
+				cpu_observe(x, sp, (uint32_t)x->writes[k].id, GIO_SCHED_WRITE, wbytes);
+		}
+	}
 	settle(x, 0); /* what was issued left the backlog, also when a later item failed */
 	if (rc == -EINVAL && dec.fault)
 		return gpy_fail(rc, "scheduler: %s (%u)", gio_sched_reason_name(dec.fault), dec.fault_index);

@@ -4,7 +4,7 @@ Per slot (a layer's compute window in prefill, or a decode step) the scheduler i
 layer's load first, then the deferred save layers that still end within the slot's slack, and
 never a save beside a read (docs/scheduler.md argues the rules). Bandwidths are the devices' (a
 model), corrected online from the transfers' measured times where the scheduler is asked to
-(``calibrate``, GPU engine).
+(``calibrate``).
 """
 
 from __future__ import annotations
@@ -70,11 +70,12 @@ class Scheduler:
         max_items, max_bytes: the backlog's bound (save layers, bytes); ``soft_bytes``: above it a
             :meth:`defer` answers ``"pressure"`` (evict or recompute before it fills).
         timeout: CPU engine: how long a slot waits for its load layer before it queues saves.
-        calibrate: GPU engine: the weight, in (0, 1], with which each measured transfer corrects
-            the bandwidths (0: none, the model as given). Every load and save layer a slot
-            launches is timed on its stream (a pair of CUDA events, read back at a later slot,
-            never waited for); each direction keeps a factor, measured over modelled time, that
-            divides its bandwidths (giouring/sched/rate.h). Where transfers run slower than the
+        calibrate: the weight, in (0, 1], with which each measured transfer corrects the
+            bandwidths (0: none, the model as given). Every load and save layer a slot issues is
+            timed: GPU engine, on its stream (a pair of CUDA events, read back at a later slot,
+            never waited for); CPU engine, by the plan's thread (read back at a later slot, while
+            the plan has not begun another batch). Each direction keeps a factor, measured over
+            modelled time, that divides its bandwidths (giouring/sched/rate.h). Where transfers run slower than the
             figures given, an uncorrected scheduler sees slack that is not there and puts saves
             into it, and each such save delays the next load. :meth:`rates` shows the factors.
         engine: the engine of every plan given to it (``"cpu"`` or ``"gpu"``); None: the one the

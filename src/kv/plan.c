@@ -86,6 +86,8 @@ struct gio_kv_plan {
 	pthread_cond_t cv;
 	uint32_t *jobs; /* layers, a ring of `layers` entries */
 	uint32_t jhead, jtail;
+	uint64_t *run_ns;    /* per layer: how long the thread took to run it (gio_kv_plan_layer_time()) */
+	uint32_t *run_epoch; /* per layer: the batch (epoch) run_ns is of; under mu */
 	int stop, have_thread;
 };
 
@@ -304,16 +306,22 @@ static void *cpu_engine(void *arg)
 	pthread_mutex_lock(&pl->mu);
 	for (;;) {
 		struct gio_kv_io_plan v;
-		uint32_t layer;
+		uint64_t t0, t1;
+		uint32_t layer, epoch;
 		while (pl->jhead == pl->jtail && !pl->stop)
 			pthread_cond_wait(&pl->cv, &pl->mu);
 		if (pl->jhead == pl->jtail)
 			break;
 		layer = pl->jobs[pl->jhead % pl->shape.layers];
 		(void)gio_kv_plan_view(pl, &v);
+		epoch = pl->epoch; /* the batch cannot change while one of its layers runs */
 		pthread_mutex_unlock(&pl->mu);
+		t0 = gio_now_ns();
 		(void)gio_kv_io_run_layer(&v, layer); /* results and the layer word say how it went */
+		t1 = gio_now_ns();
 		pthread_mutex_lock(&pl->mu);
+		pl->run_ns[layer] = t1 - t0;
+		pl->run_epoch[layer] = epoch;
 		pl->jhead++;
 		pthread_cond_broadcast(&pl->cv);
 	}
@@ -347,6 +355,8 @@ static void plan_free(struct gio_kv_plan *pl)
 	free(pl->req_of);
 	free(pl->key_of);
 	free(pl->jobs);
+	free(pl->run_ns);
+	free(pl->run_epoch);
 	free(pl);
 }
 
@@ -414,8 +424,10 @@ int gio_kv_plan_create(struct gio_kv_store *store, const struct gio_kv_plan_para
 	pl->req_of = calloc(cap, sizeof(*pl->req_of));
 	pl->key_of = calloc(req_cap(pl), sizeof(*pl->key_of));
 	pl->jobs = calloc(pl->shape.layers, sizeof(*pl->jobs));
+	pl->run_ns = calloc(pl->shape.layers, sizeof(*pl->run_ns));
+	pl->run_epoch = calloc(pl->shape.layers, sizeof(*pl->run_epoch));
 	if (!pl->ran || !pl->keys || !pl->locs || !pl->allocs || !pl->hit || !pl->ok || !pl->pre_rc || !pl->req_of ||
-	    !pl->key_of || !pl->jobs) {
+	    !pl->key_of || !pl->jobs || !pl->run_ns || !pl->run_epoch) {
 		plan_free(pl);
 		return gio__fail(-ENOMEM, "giouring: kv plan: no memory for %u requests", cap);
 	}
@@ -796,6 +808,41 @@ int gio_kv_plan_layer_cancel(struct gio_kv_plan *pl, uint32_t layer)
 	return 0;
 }
 
+static int layer_finished(const struct gio_kv_plan *pl, uint32_t layer);
+
+int gio_kv_plan_layer_time(const struct gio_kv_plan *pl, uint32_t layer, uint64_t *ns)
+{
+	struct gio_kv_plan *m = (struct gio_kv_plan *)pl; /* the lock only */
+	int rc = -EAGAIN;
+	gio__clear_error();
+	if (!pl || !ns || layer >= pl->shape.layers)
+		return gio__fail(-EINVAL, "giouring: gio_kv_plan_layer_time: %s",
+				 pl && ns ? "layer beyond the plan's" : "NULL argument");
+	if (pl->p.engine != GIO_KV_ENGINE_CPU)
+		return gio__fail(-EOPNOTSUPP, "giouring: gio_kv_plan_layer_time: a GPU-engine plan's layers run on a "
+				 "stream: time them there (CUDA events around the launch)");
+	/* The thread publishes the layer's word, then stamps its time: a caller that saw the word
+	 * (gio_kv_plan_wait_layer()) finds the time within microseconds, so it waits that long
+	 * (bounded); a layer not finished is -EAGAIN at once. */
+	uint64_t deadline = 0;
+	uint32_t spins = 0;
+	for (;;) {
+		pthread_mutex_lock(&m->mu);
+		if (pl->epoch && pl->run_epoch[layer] == pl->epoch) {
+			*ns = pl->run_ns[layer];
+			rc = 0;
+		}
+		pthread_mutex_unlock(&m->mu);
+		if (rc == 0 || !layer_finished(pl, layer))
+			return rc;
+		if (!deadline)
+			deadline = gio_deadline_in(10000000ull);
+		else if (gio_deadline_passed(deadline))
+			return -EAGAIN;
+		gio_backoff(&spins);
+	}
+}
+
 int gio_kv_plan_run_layer(struct gio_kv_plan *pl, uint32_t layer, int write)
 {
 	if (pl && pl->p.engine == GIO_KV_ENGINE_GPU)
@@ -917,6 +964,20 @@ int gio_kv_plan_finish(struct gio_kv_plan *pl, struct gio_kv_io_result *results,
 						 "(the batch stays open: finish again later)", l);
 			gio_backoff(&spins);
 		}
+	}
+	/* The CPU engine's thread publishes a layer's word before it stamps the layer's time and
+	 * takes the next job: microseconds after the last word, it is idle, and every time is in. */
+	for (uint32_t spins = 0; pl->have_thread;) {
+		int idle;
+		pthread_mutex_lock(&pl->mu);
+		idle = pl->jhead == pl->jtail;
+		pthread_mutex_unlock(&pl->mu);
+		if (idle)
+			break;
+		if (gio_deadline_passed(deadline))
+			return gio__fail(-ETIME, "giouring: kv plan: finish: the engine's thread has not taken up its "
+					 "last layer (the batch stays open: finish again later)");
+		gio_backoff(&spins);
 	}
 	for (i = 0; i < pl->n; i++) {
 		pl->ok[i] = pl->req_of[i] != NO_REQUEST && requests_result(pl, i).rc == 0;

@@ -306,6 +306,26 @@ int gio_kv_plan_layer_cancel(struct gio_kv_plan *plan, uint32_t layer);
 int gio_kv_plan_run_layer(struct gio_kv_plan *plan, uint32_t layer, int write);
 
 /**
+ * @brief How long the CPU engine's thread took to run layer @p layer of the open or last batch:
+ *        from taking the layer to its last completion, the transfer a scheduler's model predicts
+ *        (what it waited for in the queue before is not counted).
+ * @param plan   a CPU-engine plan.
+ * @param layer  the layer.
+ * @param ns     receives the time.
+ * @return 0; `-EAGAIN` (the layer has not finished in this batch: not run yet, still running, or
+ *         not run at all; a later batch starts every layer again; once gio_kv_plan_wait_layer()
+ *         saw the layer finish, its time is there: the thread stamps it microseconds after, and
+ *         this waits up to 10 ms for that); `-EOPNOTSUPP` (a GPU-engine
+ *         plan: its layers run on a stream, time them there); `-EINVAL` (NULL, @p layer out of
+ *         range).
+ *
+ * The thread that drives the plan (or one ordered with it); takes the plan's lock, never waits for
+ * I/O. Kept until the plan's next batch begins (gio_kv_plan_load() or _save()), so a scheduler may
+ * read it after the batch finished.
+ */
+int gio_kv_plan_layer_time(const struct gio_kv_plan *plan, uint32_t layer, uint64_t *ns);
+
+/**
  * @brief Waits on the host until layer @p layer of the batch has finished.
  * @param plan        the plan, with a batch open.
  * @param layer       the layer.
