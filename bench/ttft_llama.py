@@ -35,12 +35,13 @@ taken (wall clock, from a synchronized GPU to the token id on the host):
     drives' figures as given, never corrected: the baseline the correction is measured against.
 - giouring-staged (not in the default systems; contexts up to --staged-max): the staged path a
   machine without peer-to-peer takes (docs/staged.md), under the same scheduler on the same
-  partition: file targets in /dev/shm with path=staged, CPU-executed as cpu-per-object's are (a
-  thread per target stands in for each controller, at its own MEASURED speed, no timing model),
-  read into pinned staging slots, and the I/O kernel's warps move each object into the pool. What
-  it shows is what the mover and the completion polls across PCIe cost a real prefill's compute,
-  and the staged path end to end beside the CPU-driven cpu-per-object over the same kind of
-  target; its bandwidth is the stand-ins', not an SSD's.
+  partition: file targets in /dev/shm with path=staged, CPU-executed as cpu-per-object's are
+  (threads stand in for each controller, through the same SSD timing model as the GPU-executed
+  drives: MODELLED, and no faster than the threads' own copies, which --staged-model none
+  shows alone), read into pinned staging slots, and the I/O kernel's warps move each object into
+  the pool. Against giouring-sched at the same modelled drives it shows what the staged path
+  costs where peer-to-peer is missing: the mover's and the completion polls' reads across PCIe
+  beside a real prefill's compute.
 
 The stand-in drives' executors are persistent kernels holding 2 SMs each (8 in all) during every
 system's run, on a side of the SM partition of their own (--exec-placement): a real drive takes no
@@ -133,9 +134,14 @@ def args_parse():
     ap.add_argument("--shm", default="/dev/shm", help="where the CPU-executed file targets live")
     ap.add_argument("--staged-max", default="32K",
                     help="giouring-staged runs (and its file store is filled) only for contexts up to this")
+    ap.add_argument("--staged-model", choices=("drives", "none"), default="drives",
+                    help="giouring-staged: its file targets through the drives' timing model (--drive-*-gbps), "
+                         "or none (the executor threads' own speed)")
     ap.add_argument("--staged-gbps", type=float, default=8.0,
-                    help="giouring-staged: the scheduler's starting read and write GB/s per stand-in target "
-                         "(a figure to start from, corrected online from the measured loads and saves)")
+                    help="giouring-staged with --staged-model none: the scheduler's starting read and write GB/s "
+                         "per target (corrected online from the measured loads and saves)")
+    ap.add_argument("--staged-params", default="",
+                    help="more URI parameters of every giouring-staged file target, e.g. threads=4")
     ap.add_argument("--tiny", action="store_true", help="a 2-layer toy model (for a CPU check of this script)")
     ap.add_argument("--layers", type=int, default=0, help="Llama3-8B's dimensions with this many layers (0: its 32)")
     ap.add_argument("--json", help="write every figure here")
@@ -549,7 +555,10 @@ class Bench:
             # Room for the context's chunks and the new chunks of its runs, as the GPU store's.
             sbytes = staged_T // BLOCK * self.kvpool.object_bytes * self.L
             ssize = ((sbytes // a.drives) * 5 // 2 + (256 << 20)) >> 20
-            suris = [f"file://{self.shm}/st{i}.img?size={ssize}M&path=staged" for i in range(a.drives)]
+            model = (f"&model_read_gbps={a.drive_read_gbps}&model_write_gbps={a.drive_write_gbps}"
+                     f"&model_mixed_gbps={a.drive_mixed_gbps}") if a.staged_model == "drives" else ""
+            extra = f"&{a.staged_params.lstrip('&')}" if a.staged_params else ""
+            suris = [f"file://{self.shm}/st{i}.img?size={ssize}M&path=staged{model}{extra}" for i in range(a.drives)]
             self.staged_store = giouring.Store.create(suris, self.kvpool)
             paths = {p["path"] for p in self.staged_store.paths}
             if paths != {"staged"}:
@@ -574,13 +583,14 @@ class Bench:
 
         a = self.args
         calibrate = a.sched_calibrate if calibrate is None else calibrate
-        if staged:  # no model to start from: a figure, corrected from the measured transfers
+        if staged and a.staged_model == "none":  # no model: a figure, corrected from the measured transfers
             return giouring.Scheduler(self.staged_store, read_gbps=a.staged_gbps, write_gbps=a.staged_gbps,
                                       sm_min=1, sm_max=a.io_sms, max_items=4 * self.L, max_bytes=1 << 40,
                                       calibrate=calibrate, engine="gpu")
-        return giouring.Scheduler(self.gpu_store, read_gbps=a.drive_read_gbps, write_gbps=a.drive_write_gbps,
-                                        mixed_gbps=a.drive_mixed_gbps, sm_min=1, sm_max=a.io_sms,
-                                        max_items=4 * self.L, max_bytes=1 << 40, calibrate=calibrate)
+        return giouring.Scheduler(self.staged_store if staged else self.gpu_store, read_gbps=a.drive_read_gbps,
+                                  write_gbps=a.drive_write_gbps, mixed_gbps=a.drive_mixed_gbps, sm_min=1,
+                                  sm_max=a.io_sms, max_items=4 * self.L, max_bytes=1 << 40, calibrate=calibrate,
+                                  engine="gpu")
 
     def reset_scheds(self):
         """--sched-reset: every scheduler plans from the figures as given again (no CUDA call)."""

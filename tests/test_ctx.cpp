@@ -53,6 +53,20 @@ int rw(gio_qp *qp, gio_ctx *ctx, bool write, uint64_t slba, uint32_t nblocks, ui
 	return gio_qp_submit_wait(qp, &sqe, timeout, st, nullptr);
 }
 
+// A context opened from a URI, with one queue pair and one registered buffer (closed by the test).
+struct Opened {
+	gio_ctx *ctx = nullptr;
+	gio_qp *qp = nullptr;
+	Buf buf;
+	uint64_t addr = 0;
+	Opened(const char *uri, size_t bytes, uint32_t depth) : buf(bytes)
+	{
+		REQUIRE(gio_ctx_open(uri, &ctx) == 0);
+		REQUIRE(gio_ctx_qp_create(ctx, depth, &qp) == 0);
+		REQUIRE(gio_ctx_register(ctx, buf.p, buf.n, &addr) == 0);
+	}
+};
+
 } // namespace
 
 TEST_CASE("bad URIs get -EINVAL with a message naming the problem", "[ctx]")
@@ -259,6 +273,50 @@ TEST_CASE("write then read back through a queue pair, SGL and PRP", "[ctx][io_ur
 		CHECK(std::memcmp(out.p, in.p, 64 * 1024) == 0);
 		CHECK(gio_ctx_close(ctx) == 0);
 	}
+}
+
+TEST_CASE("the timing model: a CPU-executed target stands in for a drive of the given rates", "[ctx][model][io_uring]")
+{
+	// Sequential commands book one after another on the device's timeline, so the run takes at
+	// least its bytes at the modelled rate (and each command at least the latency): lower bounds
+	// that hold however fast the machine is. The upper bounds only say the model is not stuck.
+	const uint64_t kCmd = 64 * 1024, kCmds = 32;
+	for (const char *uri : {"mem://host?size=16M&model_read_gbps=0.25&model_write_gbps=0.125",
+				"?size=16M&model_read_gbps=0.25&model_write_gbps=0.125"}) {
+		INFO(uri);
+		Opened o(uri, kCmd, 16);
+		uint16_t st = 0xffff;
+		for (int write : {1, 0}) {
+			const double gbps = write ? 0.125 : 0.25, modelled = kCmds * kCmd / gbps; // ns
+			const auto t0 = std::chrono::steady_clock::now();
+			for (uint64_t i = 0; i < kCmds; i++) {
+				REQUIRE(rw(o.qp, o.ctx, write, i * 16, 16, o.addr, &st) == 0);
+				REQUIRE(st == 0);
+			}
+			const double ns = (double)std::chrono::duration_cast<std::chrono::nanoseconds>(
+						  std::chrono::steady_clock::now() - t0)
+						  .count();
+			INFO((write ? "writes " : "reads ") << ns / 1e6 << " ms, modelled " << modelled / 1e6 << " ms");
+			CHECK(ns >= modelled * 0.999);
+			CHECK(ns < modelled * 20 + 2e9);
+		}
+		CHECK(gio_ctx_close(o.ctx) == 0);
+	}
+	// Latency alone: each command at least model_lat_us after its fetch.
+	Opened o("mem://host?size=16M&model_lat_us=2000", 4096, 16);
+	uint16_t st = 0xffff;
+	const auto t0 = std::chrono::steady_clock::now();
+	for (int i = 0; i < 10; i++)
+		REQUIRE(rw(o.qp, o.ctx, false, 0, 1, o.addr, &st) == 0);
+	CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(20));
+	CHECK(gio_ctx_close(o.ctx) == 0);
+	gio_ctx *ctx = nullptr;
+	// The rates are checked like every URI number; a controller takes no model.
+	CHECK(gio_ctx_open("mem://host?size=16M&model_read_gbps=-1", &ctx) == -EINVAL);
+	CHECK(std::strstr(gio_last_error(), "model_read_gbps") != nullptr);
+	CHECK(gio_ctx_open("mem://host?size=16M&model_lat_us=x", &ctx) == -EINVAL);
+	CHECK(gio_ctx_open("nvme-pci://0000:00:00.0?model_read_gbps=1", &ctx) == -EINVAL);
+	CHECK(std::strstr(gio_last_error(), "model_read_gbps") != nullptr);
 }
 
 TEST_CASE("NVMe errors reach the caller intact", "[ctx]")

@@ -26,6 +26,8 @@ struct params {
 	int iommu;  /* GIO__IOMMU_*, nvme-pci */
 	int check;  /* check=1: checked submission on every queue pair */
 	int path;   /* GIO_GPU_PATH_*: how GPU memory reaches the controller */
+	double model[4]; /* software target: the timing model (gio__uri_model()) */
+	int modelled;
 };
 
 enum target_kind { TARGET_TEMP_FILE, TARGET_FILE, TARGET_MEM, TARGET_PCI };
@@ -84,6 +86,9 @@ static int parse_params(struct gio__uri *u, enum target_kind kind, struct params
 	    (rc = gio__uri_u32(u, "mqes", 1, 65535, NULL, &p->mqes)) < 0 ||
 	    (rc = gio__uri_u32(u, "idle_us", 20, 100000, "20 to 100000 (microseconds)", &p->idle_us)) < 0)
 		return rc;
+	if ((rc = gio__uri_model(u, p->model)) < 0)
+		return rc;
+	p->modelled = rc;
 	if (kind != TARGET_MEM) {
 		if ((rc = gio__uri_choice(u, "direct", direct_choices, "auto, 0 (page cache) or 1 (O_DIRECT, required)", &i)) < 0)
 			return rc;
@@ -126,6 +131,11 @@ static int start_software_target(struct gio_ctx *c, const struct params *p)
 	c->tgt.copy_map = &c->dev_map; /* after gio_tgt_init, which clears the target */
 	c->exec.tgt = &c->tgt;
 	c->exec.idle_us = p->idle_us;
+	c->exec.model.on = p->modelled;
+	c->exec.model.read_gbps = p->model[0];
+	c->exec.model.write_gbps = p->model[1];
+	c->exec.model.mixed_gbps = p->model[2];
+	c->exec.model.lat_us = p->model[3];
 	if ((rc = gio__exec_start(&c->exec, (int)p->threads)))
 		return rc;
 	c->started = 1;

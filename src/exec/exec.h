@@ -16,8 +16,20 @@ enum gio__backing { GIO__BACKING_MEM, GIO__BACKING_FILE };
 #define GIO__EXEC_MAX_THREADS 16
 #define GIO__EXEC_MAX_DROPPED 64 /* withheld completions remembered for Delete I/O SQ */
 
+/* The timing model (URI model_read_gbps, model_write_gbps, model_mixed_gbps, model_lat_us, as
+ * the GPU-executed targets take them): the backing store stands in for a drive of these rates. */
+struct gio__exec_model {
+	double read_gbps, write_gbps, mixed_gbps; /* GB/s = bytes per ns; 0: that direction untimed */
+	double lat_us;                            /* every batch takes at least this from its fetch */
+	int on;                                   /* any of them given */
+};
+
 struct gio__exec {
 	struct gio_tgt *tgt;
+	struct gio__exec_model model;
+	/* The modelled device's one timeline, for all its threads (atomic): when its booked
+	 * transfers end, and its reads' and writes' (a read booked before writes end is mixed). */
+	uint64_t model_busy_ns, model_reads_ns, model_writes_ns;
 	enum gio__backing kind;
 	unsigned char *mem; /* GIO__BACKING_MEM */
 	int fd;             /* GIO__BACKING_FILE: the file, opened once */

@@ -134,6 +134,71 @@ static void delay_us(const struct gio__exec *e, uint32_t us)
 	}
 }
 
+static void atomic_max(uint64_t *p, uint64_t v)
+{
+	uint64_t old = __atomic_load_n(p, __ATOMIC_RELAXED);
+	while (old < v && !__atomic_compare_exchange_n(p, &old, v, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+/* The timing model: books a fetched batch's bytes (rd read, wr written) on the device's one
+ * timeline and returns when the batch's modelled transfer ends, no earlier than the latency after
+ * `fetched`; 0 without a model. One timeline for all the executor's threads, so the device gives
+ * its bandwidth however many queues are busy, as a drive does. The rate is the mixed one where
+ * the batch reads and writes, or reads while a booked write has not ended (or writes while a read
+ * has not). Booked at the fetch, before the data moves: a drive's transfer starts when it takes
+ * the command, and the copy here is that transfer. */
+static uint64_t model_book(struct gio__exec *e, uint64_t fetched, uint64_t rd, uint64_t wr)
+{
+	const struct gio__exec_model *m = &e->model;
+	uint64_t old, end = fetched, xfer;
+	int mixed;
+	double gbps;
+	if (!m->on)
+		return 0;
+	if (rd + wr) {
+		mixed = (rd && wr) || (rd && __atomic_load_n(&e->model_writes_ns, __ATOMIC_RELAXED) > fetched) ||
+			(wr && __atomic_load_n(&e->model_reads_ns, __ATOMIC_RELAXED) > fetched);
+		gbps = mixed ? m->mixed_gbps : wr ? m->write_gbps : m->read_gbps;
+		xfer = gbps > 0 ? (uint64_t)((double)(rd + wr) / gbps) : 0;
+		old = __atomic_load_n(&e->model_busy_ns, __ATOMIC_RELAXED);
+		do
+			end = (old > fetched ? old : fetched) + xfer;
+		while (!__atomic_compare_exchange_n(&e->model_busy_ns, &old, end, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+		if (rd)
+			atomic_max(&e->model_reads_ns, end);
+		if (wr)
+			atomic_max(&e->model_writes_ns, end);
+	}
+	xfer = fetched + (uint64_t)(m->lat_us * 1000.0);
+	return end > xfer ? end : xfer;
+}
+
+/* Holds the batch's completions until `until` (model_book()), in slices that end early once
+ * close has begun. */
+static void model_hold(const struct gio__exec *e, uint64_t until)
+{
+	for (uint64_t now = gio_host_now_ns(); until && now < until && !gio_load_acquire(&e->stop);
+	     now = gio_host_now_ns()) {
+		const uint64_t left = until - now;
+		struct timespec ts = {0, (long)(left < 10000000u ? left : 10000000u)};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* A command's bytes as the model books them: what moves between the host and the backing store
+ * (Flush and failed commands move nothing). */
+static void model_bytes(const struct gio_tgt_io *io, uint16_t st, const struct cmd_fault *f, uint64_t *rd,
+			uint64_t *wr)
+{
+	if (st || f->fail || io->opc == GIO_NVM_OPC_FLUSH)
+		return;
+	if (io->opc == GIO_NVM_OPC_READ)
+		*rd += io->bytes;
+	else
+		*wr += io->bytes; /* Write, Write Zeroes */
+}
+
 static void complete(struct gio__exec *e, uint16_t qid, uint16_t cid, uint16_t st, const struct cmd_fault *f)
 {
 	if (f->drop) {
@@ -307,6 +372,8 @@ static int serve_mem(struct worker *w, uint16_t qid)
 		struct cmd_fault f;
 	} done[BATCH];
 	struct gio_sqe sqe;
+	const uint64_t fetched = e->model.on ? gio_host_now_ns() : 0;
+	uint64_t rd = 0, wr = 0;
 	uint32_t n = 0, ndev = 0, i;
 	while (n < BATCH && gio_tgt_fetch(e->tgt, qid, &sqe) == 1) {
 		struct gio_tgt_io io;
@@ -316,6 +383,7 @@ static int serve_mem(struct worker *w, uint16_t qid)
 		done[n].f = next_fault(e);
 		done[n].dev = 0;
 		done[n].st = gio_tgt_io_prepare(e->tgt, &sqe, &io);
+		model_bytes(&io, done[n].st, &done[n].f, &rd, &wr);
 		if (done[n].st == 0 && !done[n].f.fail) {
 			if (e->dc && has_device_seg(e, &io)) {
 				done[n].dev = 1;
@@ -336,6 +404,8 @@ static int serve_mem(struct worker *w, uint16_t qid)
 				if (done[i].dev)
 					done[i].st = xfer_error();
 	}
+	if (n)
+		model_hold(e, model_book(e, fetched, rd, wr));
 	for (i = 0; i < n; i++)
 		complete(e, qid, done[i].cid, done[i].st, &done[i].f);
 	return (int)n;
@@ -701,9 +771,15 @@ static int file_run(struct worker *w, struct pending *pend, uint32_t inflight)
 
 static int serve_file(struct worker *w, uint16_t qid, struct pending *pend)
 {
+	const uint64_t fetched = w->e->model.on ? gio_host_now_ns() : 0;
+	uint64_t rd = 0, wr = 0, until;
 	uint32_t inflight = 0, i;
 	const uint32_t n = file_fetch(w, qid, pend, &inflight);
-	int rc = inflight ? file_run(w, pend, inflight) : 0;
+	int rc;
+	for (i = 0; w->e->model.on && i < n; i++)
+		model_bytes(&pend[i].io, pend[i].st, &pend[i].f, &rd, &wr);
+	until = n ? model_book(w->e, fetched, rd, wr) : 0; /* at the fetch, before the data moves */
+	rc = inflight ? file_run(w, pend, inflight) : 0;
 	if (rc < 0) {
 		/* Nothing is posted for this batch: the hosts' deadlines report it (-ETIME), and no
 		 * completion claims data that may still be moving. Abandoned at close: close says so. */
@@ -735,6 +811,7 @@ static int serve_file(struct worker *w, uint16_t qid, struct pending *pend)
 		if (abandon)
 			pbounce_abandon(w, pend);
 	}
+	model_hold(w->e, until);
 	for (i = 0; i < n; i++)
 		complete(w->e, qid, pend[i].sqe.cid, pend[i].st, &pend[i].f);
 	return (int)n;

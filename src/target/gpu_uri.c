@@ -13,19 +13,9 @@ static const char *const rings_choices[] = {"hbm", "host", NULL};
 static const char *const scope_choices[] = {"gpu", "sys", NULL};
 static const char *const exec_choices[] = {"cpu", "gpu", NULL};
 
-static int model_param(struct gio__uri *u, const char *key, float *f, uint32_t *flags)
-{
-	double x = 0;
-	const int rc = gio__uri_double(u, key, 0, 1e6, &x);
-	if (rc == 1) {
-		*f = (float)x;
-		*flags |= GIO_GPU_MODEL;
-	}
-	return rc;
-}
-
 static int parse(struct gio__uri *u, struct gio_gpu_target_config *cfg)
 {
+	double model[4];
 	uint64_t v;
 	int rc, i, exec_gpu = 0;
 	if (!strcmp(u->location, "mem://host"))
@@ -78,18 +68,20 @@ static int parse(struct gio__uri *u, struct gio_gpu_target_config *cfg)
 		return rc;
 	if (rc && v)
 		cfg->flags |= GIO_GPU_CHECK;
-	if ((rc = model_param(u, "model_read_gbps", &cfg->model.read_gbps, &cfg->flags)) < 0 ||
-	    (rc = model_param(u, "model_write_gbps", &cfg->model.write_gbps, &cfg->flags)) < 0 ||
-	    (rc = model_param(u, "model_mixed_gbps", &cfg->model.mixed_gbps, &cfg->flags)) < 0 ||
-	    (rc = model_param(u, "model_lat_us", &cfg->model.lat_us, &cfg->flags)) < 0)
+	if ((rc = gio__uri_model(u, model)) < 0)
 		return rc;
+	if (rc) {
+		cfg->flags |= GIO_GPU_MODEL;
+		cfg->model.read_gbps = (float)model[0];
+		cfg->model.write_gbps = (float)model[1];
+		cfg->model.mixed_gbps = (float)model[2];
+		cfg->model.lat_us = (float)model[3];
+	}
 	if ((rc = gio__uri_done(u, "GPU-executed targets")))
 		return rc;
 	if (cfg->size & ((1ull << cfg->lba_shift) - 1))
 		return gio__fail(-EINVAL, "giouring: size=%" PRIu64 " is not a multiple of the %u-byte block", cfg->size,
 				 1u << cfg->lba_shift);
-	if ((cfg->flags & GIO_GPU_MODEL) && cfg->model.mixed_gbps == 0)
-		cfg->model.mixed_gbps = cfg->model.read_gbps < cfg->model.write_gbps ? cfg->model.read_gbps : cfg->model.write_gbps;
 	return 0;
 }
 

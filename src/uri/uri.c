@@ -134,6 +134,22 @@ int gio__uri_double(struct gio__uri *u, const char *key, double lo, double hi, d
 	return 1;
 }
 
+int gio__uri_model(struct gio__uri *u, double out[4])
+{
+	static const char *const keys[4] = {"model_read_gbps", "model_write_gbps", "model_mixed_gbps", "model_lat_us"};
+	int rc, given = 0;
+	for (int k = 0; k < 4; k++) {
+		out[k] = 0;
+		if ((rc = gio__uri_double(u, keys[k], 0, 1e6, &out[k])) < 0)
+			return rc;
+		given |= rc;
+	}
+	/* Reads and writes at once: the slower direction's rate, unless given. */
+	if (given && out[2] == 0)
+		out[2] = out[0] < out[1] ? out[0] : out[1];
+	return given;
+}
+
 int gio__uri_done(struct gio__uri *u, const char *what)
 {
 	uint32_t i;

@@ -49,6 +49,11 @@ int gio__uri_choice(struct gio__uri *u, const char *key, const char *const *choi
 
 /* A decimal number (strtod) within [lo, hi]. */
 int gio__uri_double(struct gio__uri *u, const char *key, double lo, double hi, double *out);
+/* The SSD timing model a software target stands in with (model_read_gbps, model_write_gbps,
+ * model_mixed_gbps: GB/s; model_lat_us: each batch's least time; each 0 to 1e6, absent 0; mixed
+ * absent: the smaller of read and write) into out[0..3]: 1 when any was given, 0 when none, or
+ * -EINVAL with a message. */
+int gio__uri_model(struct gio__uri *u, double out[4]);
 
 /* 0, or -EINVAL naming the first parameter that no getter asked for, for target @what. */
 int gio__uri_done(struct gio__uri *u, const char *what);

@@ -25,7 +25,12 @@
  * (`nvme-pci` only: `auto`, the default, takes iommufd where /dev/iommu and the device's VFIO cdev
  * exist and the legacy container otherwise; `iommufd` or `type1` demand one, and `iommufd` fails
  * with `-EOPNOTSUPP` where the kernel lacks it; gio_ctx_iommu() tells which was taken), `direct`
- * (files: `auto`, `0` page cache, `1` O_DIRECT required), `check` (`1`: every queue pair
+ * (files: `auto`, `0` page cache, `1` O_DIRECT required), `model_read_gbps`, `model_write_gbps`,
+ * `model_mixed_gbps`, `model_lat_us` (software target: the SSD timing model the GPU-executed
+ * targets take too, 0 to 1e6 each: every batch of commands books its bytes on the device's one
+ * timeline at its fetch, and its completions wait until that transfer ends and at least the
+ * latency after the fetch; mixed, by default the smaller of the two rates, where reads and
+ * writes are in flight at once; a backing store slower than the model still shows), `check` (`1`: every queue pair
  * checks each command's data pointer, PRP lists and SGL segments against registered memory
  * before it reaches the ring and refuses one outside with `-EFAULT`, giouring/ring/check.h; for
  * GPU producers the region tables are mirrored in pinned memory, and the PRP lists and SGL
