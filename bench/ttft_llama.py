@@ -20,6 +20,8 @@ taken (wall clock, from a synchronized GPU to the token id on the host):
 - cpu-per-object: giouring's store on file targets in /dev/shm with the CPU engine: a CPU thread
   issues one read per object and copies it into GPU memory (the LMCache-SSD / GDS shape); layer
   l + 1 is queued while layer l computes, and the host waits for each layer before its attention.
+  Its targets go through the same drive timing model as the others (--cpu-model; before
+  2026-12-05 they ran at the executor threads' own speed).
 - giouring: the GPU engine over GPU-executed targets standing in for 4 Gen5 drives (the SSD timing
   model: MODELLED bandwidths; the bytes themselves cross PCIe from pinned host memory): one launch
   of the I/O kernel per layer, layer l + 1's load starting when layer l starts, the new tokens' KV
@@ -129,6 +131,9 @@ def args_parse():
                     help="calibrating schedulers: forget the learnt factors before each context or each (context, "
                          "hit) point (never: one calibration over the whole grid, as before 2026-12-05; it saw "
                          "the write factor climb 1.18 -> 1.86 across the hit rates)")
+    ap.add_argument("--cpu-model", choices=("drives", "none"), default="drives",
+                    help="cpu-per-object: its file targets through the drives' timing model, as every SSD-tier "
+                         "system's (none: the executor threads' own speed, as before 2026-12-05)")
     ap.add_argument("--cpu-max", default="32K",
                     help="cpu-per-object runs (and its file store is filled) only for contexts up to this")
     ap.add_argument("--shm", default="/dev/shm", help="where the CPU-executed file targets live")
@@ -555,10 +560,9 @@ class Bench:
             # Room for the context's chunks and the new chunks of its runs, as the GPU store's.
             sbytes = staged_T // BLOCK * self.kvpool.object_bytes * self.L
             ssize = ((sbytes // a.drives) * 5 // 2 + (256 << 20)) >> 20
-            model = (f"&model_read_gbps={a.drive_read_gbps}&model_write_gbps={a.drive_write_gbps}"
-                     f"&model_mixed_gbps={a.drive_mixed_gbps}") if a.staged_model == "drives" else ""
             extra = f"&{a.staged_params.lstrip('&')}" if a.staged_params else ""
-            suris = [f"file://{self.shm}/st{i}.img?size={ssize}M&path=staged{model}{extra}" for i in range(a.drives)]
+            suris = [f"file://{self.shm}/st{i}.img?size={ssize}M&path=staged{self.drive_model(a.staged_model)}{extra}"
+                     for i in range(a.drives)]
             self.staged_store = giouring.Store.create(suris, self.kvpool)
             paths = {p["path"] for p in self.staged_store.paths}
             if paths != {"staged"}:
@@ -573,10 +577,17 @@ class Bench:
             self.shm = self.shm or tempfile.mkdtemp(prefix="gio-ttft-", dir=a.shm)
             cpu_bytes = cpu_T // BLOCK * self.kvpool.object_bytes * self.L
             fsize = ((cpu_bytes // a.drives) * 5 // 4 + (256 << 20)) >> 20  # no new chunks saved here
-            furis = [f"file://{self.shm}/kv{i}.img?size={fsize}M" for i in range(a.drives)]
+            furis = [f"file://{self.shm}/kv{i}.img?size={fsize}M{self.drive_model(a.cpu_model)}" for i in range(a.drives)]
             self.cpu_store = giouring.Store.create(furis, self.kvpool)
             self.cpu_load = self.cpu_store.plan(max_requests=maxreq)
             self.cpu_fill = self.cpu_store.plan(max_requests=maxreq)
+
+    def drive_model(self, which):
+        """URI parameters that put a CPU-executed file target through the drives' timing model
+        ("drives"), or none ("none": the executor threads' own speed)."""
+        a = self.args
+        return (f"&model_read_gbps={a.drive_read_gbps}&model_write_gbps={a.drive_write_gbps}"
+                f"&model_mixed_gbps={a.drive_mixed_gbps}") if which == "drives" else ""
 
     def make_sched(self, calibrate=None, staged=False):
         import giouring
