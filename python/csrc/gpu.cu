@@ -290,9 +290,11 @@ int gpy_gpu_plan_free(struct gpy_plan *p)
 	int ret = 0;
 	if (p->cuda_stream) {
 		DeviceScope scope(p->s->device);
-		// Each context's queue pairs as the GPU left them: the destroy reaps from there.
+		// Each context's queue pairs as the GPU left them: the destroy reaps from there. Only
+		// where a plan was made (else no kernel used them, and a copy that failed half way
+		// must not overwrite the host's structs with what the device memory held).
 		for (uint32_t d = 0; d < p->s->ndevs; d++) {
-			if (!p->dqps[d] || !p->qp_back)
+			if (!p->dqps[d] || !p->qp_back || !p->plan)
 				continue;
 			cudaError_t e = cudaMemcpyAsync(p->qp_back, p->dqps[d], p->nqps * sizeof(struct gio_qp),
 							cudaMemcpyDeviceToHost, (cudaStream_t)p->cuda_stream);
