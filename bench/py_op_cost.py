@@ -12,6 +12,8 @@ I/O: CPU engine (file:// targets), the host's check of a done layer; GPU engine 
   ... stream= another          (GPU) the same on a stream other than the current one: the
                                torch.cuda.stream() context around the op, as an engine's
                                compute stream has it
+  ... stream= the current one  (GPU) the stream given is already the current one (an engine
+                               inside its own torch.cuda.stream() context): no switch
   op, the layer's tensors      torch.ops.giouring.wait_layer with the same list
   op, every pool tensor        the same op given the whole pool's list (what Plan passed before)
   Plan.load_layer              a layer's load call (CPU engine: queued to the plan's thread; GPU
@@ -86,6 +88,9 @@ def main():
         if a.gpu:
             rows.append(("Plan.wait_layer, stream= another", timed(lambda: plan.wait_layer(layer, stream=side), a.calls,
                                                                   a.reps)))
+            cur = torch.cuda.current_stream()
+            rows.append(("Plan.wait_layer, stream= the current one", timed(lambda: plan.wait_layer(layer, stream=cur),
+                                                                          a.calls, a.reps)))
         rows.append(("op, the layer's tensors", timed(lambda: op(h, layer, 10**10, mine), a.calls, a.reps)))
         rows.append(("op, every pool tensor", timed(lambda: op(h, layer, 10**10, every), a.calls, a.reps)))
         if a.gpu:

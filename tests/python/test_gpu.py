@@ -135,7 +135,8 @@ def restore_layer_by_layer(backing, layout, exec_stream=None, uris=None, paths=N
         # The compute stream first: each layer's check waits on the device for its layer.
         with torch.cuda.stream(compute):
             for layer in range(LAYERS):
-                plan.wait_layer(layer, timeout=30)
+                # Odd layers name the stream that is current already (no switch: the fast path).
+                plan.wait_layer(layer, stream=compute if layer % 2 else None, timeout=30)
                 mism[layer] = (kv[layer][:, dst] != expected[layer]).sum()
         for layer in range(LAYERS):
             plan.load_layer(layer, stream=io)  # one launch a layer, every target in it
