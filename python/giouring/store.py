@@ -131,7 +131,8 @@ class Store:
         """Whether the targets are GPU-executed (they take the GPU engine)."""
         return bool(_lib.lib.gpy_store_gpu_targets(self._handle()))
 
-    def plan(self, max_requests: int, *, engine: str | None = None, queues: int = 2, queue_depth: int = 64,
+    def plan(self, max_requests: int, *, engine: str | None = None, queues: int | None = None,
+             queue_depth: int | None = None,
              io_ctas: int = 0, io_warps: int = 0, timeout: float | None = None, poll_ns: int = 0,
              move_depth: int = 0) -> Plan:
         """Makes a plan: batches of up to ``max_requests`` keys, then one call per layer.
@@ -144,8 +145,9 @@ class Store:
                 fills; the pool on a GPU); None: GPU-executed targets and a GPU pool with a
                 staged target take the GPU engine, the rest the CPU engine.
             queues, queue_depth: CPU-executed targets: queue pairs per target and their depth
-                (a staged target's staging area holds as many slots per queue pair, at least
-                32, rounded up to a power of two, each an object's command).
+                (None: 2 of 64 for the CPU engine, 4 of 256 for the GPU engine, whose I/O kernel
+                has 64 warps submitting; a staged target's staging area holds as many slots per
+                queue pair, 32 to 64, each a command's data).
             io_ctas, io_warps: GPU engine: thread blocks of the I/O kernel and warps in each
                 (0: the library's defaults, 8 and 8).
             timeout: deadline of each command group, seconds (None: the store's).
@@ -162,6 +164,10 @@ class Store:
         executors start with it.
         """
         engine = self.engine_for(engine)
+        if queues is None:
+            queues = 4 if engine == "gpu" else 2
+        if queue_depth is None:
+            queue_depth = 256 if engine == "gpu" else 64
         for name, v in (("poll_ns", poll_ns), ("move_depth", move_depth)):
             if not isinstance(v, int) or not 0 <= v < 1 << 32:
                 raise GiouringError(errno.EINVAL, f"{name} {v!r}: an int from 0")
