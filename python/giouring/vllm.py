@@ -460,8 +460,8 @@ class GiouringConnector(KVConnectorBase_V1):
         self._layer = {n: i for i, n in enumerate(names)}
         with _stores_lock:
             _stores[self._uris] = store
-        log.info("giouring: %s over %d target(s), layout %s, %s", pool, len(self._uris), layout.name,
-                 store.stats())
+        log.info("giouring: %s over %d target(s), layout %s, paths %s, %s engine, %s", pool, len(self._uris),
+                 layout.name, [p["path"] for p in store.paths], self._load_plan.engine, store.stats())
 
     def _open(self, pool: KVPool) -> Store:
         create, timeout = self._extra.get("create", "auto"), float(self._extra.get("timeout", 5.0))
