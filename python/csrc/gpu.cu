@@ -70,7 +70,7 @@ int stream_done(struct gpy_plan *p, const char *what)
 	}
 }
 
-// A context under the GPU engine (docs/python.md, "CPU-executed targets under the GPU engine"): its
+// A context under the GPU engine (docs/python.md, "Peer-to-peer or staged"): its
 // queue pairs pinned for the GPU (GIO_CTX_QP_PINNED) and their structs copied to device memory,
 // used by the I/O kernel alone from then on; on the peer-to-peer path its table in device memory
 // too. Stream-ordered allocations and copies on the plan's own stream, waited with a deadline.
