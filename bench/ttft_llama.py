@@ -557,21 +557,15 @@ class Bench:
         staged_T = max([T for T in self.contexts if T <= self.staged_max], default=0)
         if "giouring-staged" in a.systems.split(",") and staged_T:
             self.shm = tempfile.mkdtemp(prefix="gio-ttft-", dir=a.shm)
-            # Room for the context's chunks and the new chunks of its runs, as the GPU store's.
-            sbytes = staged_T // BLOCK * self.kvpool.object_bytes * self.L
-            ssize = ((sbytes // a.drives) * 5 // 2 + (256 << 20)) >> 20
-            extra = f"&{a.staged_params.lstrip('&')}" if a.staged_params else ""
-            suris = [f"file://{self.shm}/st{i}.img?size={ssize}M&path=staged{self.drive_model(a.staged_model)}{extra}"
-                     for i in range(a.drives)]
-            self.staged_store = giouring.Store.create(suris, self.kvpool)
-            paths = {p["path"] for p in self.staged_store.paths}
-            if paths != {"staged"}:
-                raise SystemExit(f"giouring-staged: the file targets took {paths}, not the staged path")
-            # Plans and their staging areas (pinned, GPU-mapped) now, before any executor runs:
-            # 4 queue pairs of 256 a target, a slot per command (64 MiB of slots a target).
-            self.staged_load = self.staged_store.plan(max_requests=maxreq, engine="gpu", queues=4, queue_depth=256)
-            self.staged_save = self.staged_store.plan(max_requests=maxreq, engine="gpu", queues=4, queue_depth=256)
-            self.scheds["giouring-staged"] = self.make_sched(staged=True)
+            try:
+                self.setup_staged(staged_T, maxreq)
+            except Exception as e:  # noqa: BLE001  (recorded; the other systems still run)
+                self.broken.add("giouring-staged")
+                self.results.append(dict(T=staged_T, hit=0.0, system="giouring-staged", error=f"setup: {e}"))
+                log(f"FAILED giouring-staged's setup: {type(e).__name__}: {e}")
+                if self.staged_store is not None:
+                    self.staged_store.close()
+                self.staged_store = None
         cpu_T = max([T for T in self.contexts if T <= self.cpu_max], default=0)
         if "cpu-per-object" in a.systems and cpu_T:
             self.shm = self.shm or tempfile.mkdtemp(prefix="gio-ttft-", dir=a.shm)
@@ -581,6 +575,27 @@ class Bench:
             self.cpu_store = giouring.Store.create(furis, self.kvpool)
             self.cpu_load = self.cpu_store.plan(max_requests=maxreq)
             self.cpu_fill = self.cpu_store.plan(max_requests=maxreq)
+
+    def setup_staged(self, staged_T, maxreq):
+        """giouring-staged's store over file targets with path=staged, its plans and scheduler."""
+        import giouring
+
+        a = self.args
+        # Room for the context's chunks and the new chunks of its runs, as the GPU store's.
+        sbytes = staged_T // BLOCK * self.kvpool.object_bytes * self.L
+        ssize = ((sbytes // a.drives) * 5 // 2 + (256 << 20)) >> 20
+        extra = f"&{a.staged_params.lstrip('&')}" if a.staged_params else ""
+        suris = [f"file://{self.shm}/st{i}.img?size={ssize}M&path=staged{self.drive_model(a.staged_model)}{extra}"
+                 for i in range(a.drives)]
+        self.staged_store = giouring.Store.create(suris, self.kvpool)
+        paths = {p["path"] for p in self.staged_store.paths}
+        if paths != {"staged"}:
+            raise RuntimeError(f"the file targets took {paths}, not the staged path")
+        # Plans and their staging areas (pinned, GPU-mapped) now, before any executor runs: 4
+        # queue pairs of 256 a target, rings of 64 slots (16 MiB of slots a target).
+        self.staged_load = self.staged_store.plan(max_requests=maxreq, engine="gpu", queues=4, queue_depth=256)
+        self.staged_save = self.staged_store.plan(max_requests=maxreq, engine="gpu", queues=4, queue_depth=256)
+        self.scheds["giouring-staged"] = self.make_sched(staged=True)
 
     def drive_model(self, which):
         """URI parameters that put a CPU-executed file target through the drives' timing model
