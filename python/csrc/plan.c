@@ -131,6 +131,8 @@ int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests,
 					"run now, and a plan's allocations must not wait behind them");
 	if (queues == 0)
 		queues = 2;
+	if (queue_depth == 0)
+		queue_depth = 64;
 	if (queues > GPY_MAX_QPS)
 		return gpy_fail(-EINVAL, "at most %u queue pairs per device, not %u", GPY_MAX_QPS, queues);
 	if (!(p = calloc(1, sizeof(*p))))
@@ -148,19 +150,19 @@ int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests,
 		p->devs[d].lba_shift = x->lba_shift;
 		p->devs[d].psdt = x->psdt;
 		p->devs[d].cmds = x->cmds;
-		if (x->path == GIO_GPU_PATH_STAGED && (rc = plan_stage(p, d, x, queue_depth ? queue_depth : 64)) != 0)
+		if (x->path == GIO_GPU_PATH_STAGED && (rc = plan_stage(p, d, x, queue_depth)) != 0)
 			goto fail;
 		if (engine == GIO_KV_ENGINE_GPU)
 			continue;
 		for (q = 0; q < queues; q++)
-			if ((rc = gio_ctx_qp_create(x->ctx, queue_depth ? queue_depth : 64, &p->qps[d][q])) != 0) {
+			if ((rc = gio_ctx_qp_create(x->ctx, queue_depth, &p->qps[d][q])) != 0) {
 				rc = gpy_lib(rc, "creating a queue pair");
 				goto fail;
 			}
 		p->devs[d].qps = p->qps[d];
 		p->devs[d].nqps = queues;
 	}
-	if (engine == GIO_KV_ENGINE_GPU && (rc = gpy_gpu_plan_init(p, queue_depth ? queue_depth : 64)) != 0)
+	if (engine == GIO_KV_ENGINE_GPU && (rc = gpy_gpu_plan_init(p, queue_depth)) != 0)
 		goto fail;
 	memset(&pp, 0, sizeof(pp));
 	pp.engine = engine;

@@ -272,6 +272,19 @@ uint32_t gpy_sched_pending(const struct gpy_sched *x, const struct gpy_plan *p)
 	return 0;
 }
 
+static const char *engine_name(uint32_t engine)
+{
+	return engine == GIO_KV_ENGINE_GPU ? "GPU" : "CPU";
+}
+
+/* A plan of the other engine than the scheduler's: its layers would run where the scheduler
+ * neither launches nor times them. */
+static int engine_mismatch(const struct gpy_sched *x, const struct gpy_plan *p, const char *what)
+{
+	return gpy_fail(-EINVAL, "scheduler: a %s-engine %s given to a %s-engine scheduler", engine_name(p->engine), what,
+			engine_name(x->engine));
+}
+
 int gpy_sched_defer(struct gpy_sched *x, struct gpy_plan *p, uint32_t layer)
 {
 	struct gio_sched_item it;
@@ -283,8 +296,7 @@ int gpy_sched_defer(struct gpy_sched *x, struct gpy_plan *p, uint32_t layer)
 	if (p->s != x->s)
 		return gpy_fail(-EINVAL, "scheduler: the plan is of another store");
 	if (p->engine != x->engine)
-		return gpy_fail(-EINVAL, "scheduler: a %s-engine plan given to a %s-engine scheduler",
-				p->engine == GIO_KV_ENGINE_GPU ? "GPU" : "CPU", x->engine == GIO_KV_ENGINE_GPU ? "GPU" : "CPU");
+		return engine_mismatch(x, p, "plan");
 	if (!p->batch_open || !p->batch_write)
 		return gpy_fail(-EINVAL, "scheduler: defer takes a plan with a save batch open");
 	if (layer >= p->layers)
@@ -333,9 +345,7 @@ int gpy_sched_slot(struct gpy_sched *x, struct gpy_plan *load, uint32_t layer, u
 		if (load->s != x->s)
 			return gpy_fail(-EINVAL, "scheduler: the load plan is of another store");
 		if (load->engine != x->engine)
-			return gpy_fail(-EINVAL, "scheduler: a %s-engine load plan given to a %s-engine scheduler",
-					load->engine == GIO_KV_ENGINE_GPU ? "GPU" : "CPU",
-					x->engine == GIO_KV_ENGINE_GPU ? "GPU" : "CPU");
+			return engine_mismatch(x, load, "load plan");
 		if (!load->batch_open || load->batch_write)
 			return gpy_fail(-EINVAL, "scheduler: the load plan has no load batch open");
 		if (layer >= load->layers)

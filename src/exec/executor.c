@@ -33,6 +33,7 @@
 
 #include <giouring/ring/clock.h>
 #include <giouring/proto/status.h>
+#include <giouring/target/model.h>
 
 #include "../internal.h"
 #include "exec.h"
@@ -144,23 +145,19 @@ static void atomic_max(uint64_t *p, uint64_t v)
 /* The timing model: books a fetched batch's bytes (rd read, wr written) on the device's one
  * timeline and returns when the batch's modelled transfer ends, no earlier than the latency after
  * `fetched`; 0 without a model. One timeline for all the executor's threads, so the device gives
- * its bandwidth however many queues are busy, as a drive does. The rate is the mixed one where
- * the batch reads and writes, or reads while a booked write has not ended (or writes while a read
- * has not). Booked at the fetch, before the data moves: a drive's transfer starts when it takes
- * the command, and the copy here is that transfer. */
+ * its bandwidth however many queues are busy, as a drive does; the rate by the GPU executor's
+ * rule (gio__ssd_model_xfer_ns()). Booked at the fetch, before the data moves: a drive's
+ * transfer starts when it takes the command, and the copy here is that transfer. */
 static uint64_t model_book(struct gio__exec *e, uint64_t fetched, uint64_t rd, uint64_t wr)
 {
 	const struct gio__exec_model *m = &e->model;
 	uint64_t old, end = fetched, xfer;
-	int mixed;
-	double gbps;
 	if (!m->on)
 		return 0;
 	if (rd + wr) {
-		mixed = (rd && wr) || (rd && __atomic_load_n(&e->model_writes_ns, __ATOMIC_RELAXED) > fetched) ||
-			(wr && __atomic_load_n(&e->model_reads_ns, __ATOMIC_RELAXED) > fetched);
-		gbps = mixed ? m->mixed_gbps : wr ? m->write_gbps : m->read_gbps;
-		xfer = gbps > 0 ? (uint64_t)((double)(rd + wr) / gbps) : 0;
+		xfer = gio__ssd_model_xfer_ns(m->read_gbps, m->write_gbps, m->mixed_gbps, rd, wr,
+					      __atomic_load_n(&e->model_reads_ns, __ATOMIC_RELAXED),
+					      __atomic_load_n(&e->model_writes_ns, __ATOMIC_RELAXED), fetched);
 		old = __atomic_load_n(&e->model_busy_ns, __ATOMIC_RELAXED);
 		do
 			end = (old > fetched ? old : fetched) + xfer;

@@ -26,6 +26,7 @@
 #include "../proto/status.h"
 #include "core.h"
 #include "gpu_target.h"
+#include "model.h"
 
 /** @brief Owned queues whose state an executor warp keeps in its gio_gpu_exec_env. */
 #define GIO_GPU_EXEC_ENV_QUEUES 32u
@@ -166,10 +167,9 @@ __device__ inline uint64_t gio__gpu_model_book(const struct gio_ssd_model *model
 	unsigned long long end = 0;
 	if ((threadIdx.x & 31u) == 0 && rd + wr) {
 		const uint64_t now = gio_now_ns();
-		const int mixed = (rd && wr) || (rd && *(volatile unsigned long long *)&clock->writes_ns > now) ||
-				  (wr && *(volatile unsigned long long *)&clock->reads_ns > now);
-		const float gbps = mixed ? model->mixed_gbps : wr ? model->write_gbps : model->read_gbps;
-		const uint64_t xfer_ns = gbps > 0 ? (uint64_t)((double)(rd + wr) / gbps) : 0;
+		const uint64_t xfer_ns = gio__ssd_model_xfer_ns(model->read_gbps, model->write_gbps, model->mixed_gbps, rd, wr,
+								*(volatile unsigned long long *)&clock->reads_ns,
+								*(volatile unsigned long long *)&clock->writes_ns, now);
 		unsigned long long old = *(volatile unsigned long long *)&clock->busy_ns;
 		for (;;) { /* this round's slot on the device's timeline */
 			const unsigned long long prev =
