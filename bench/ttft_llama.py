@@ -1009,7 +1009,7 @@ def analyse(bench, results):
     for r in results:
         if "error" not in r:
             by.setdefault((r["T"], r["system"]), []).append(r)
-    out = {"crossover": [], "rows": [], "cost": []}
+    out = {"crossover": [], "rows": [], "cost": [], "goals": []}
     bulk = statistics.median(bench.bulk)
     for T in bench.contexts:
         hbm = {r["hit"]: r for r in by.get((T, "hbm"), [])}
@@ -1065,6 +1065,49 @@ def analyse(bench, results):
                                          waits_timed=system != "offload"))
         out["rows"].append(dict(T=T, recompute_s=rec, limit=limit, limit_part=limit_part, bulk_gbps=bulk))
         out["cost"] += cost_rows(bench.args, T, rec, hbm, by, bench.kv_token_bytes * bench.L)
+        out["goals"] += goals_of(bench.args, T, limit, [c for c in out["crossover"] if c["T"] == T], by)
+    return out
+
+
+GOAL_GAP = 0.003    # the crossover within 0.3 points of the physical limit
+GOAL_BUBBLE = 0.05  # the bubble at most 5% of TTFT at every hit rate below the limit
+GOAL_IO_SMS = 8     # with at most 8 I/O SMs
+
+
+def goals_of(a, T, limit, crossovers, by):
+    """The issue's goals, per giouring system that ran at T, from the analysed rows: the measured
+    crossover against the physical limit (the I/O stall by the GPU clock where the system has it:
+    the GPU waiting for its I/O; else the event-timed waits), the largest bubble at the hit rates
+    below the limit (every hit rate run where the grid never reaches the limit), and the I/O SMs.
+    Each verdict is True, False, or None where the run cannot tell (no limit within the grid, or no
+    crossover up to its highest hit rate). A crossover past the limit with compute slowed beside
+    the I/O (more than 2% over hbm-part) is no win and fails."""
+    out = []
+    for c in crossovers:
+        system = c["system"]
+        if system not in SCHED_SYSTEMS:
+            continue
+        runs = sorted(by.get((T, system), []), key=lambda r: r["hit"])
+        runs = [r for r in runs if "wait_frac" in r]
+        has_io = any("io_wait_frac" in r for r in runs)
+        measured = c.get("crossover_io_wait") if has_io else c.get("crossover_wait")
+        below = [r for r in runs if limit is None or r["hit"] < limit]
+        bub_io = max((r["io_wait_frac"] for r in below if "io_wait_frac" in r), default=None)
+        bub_ev = max((r["wait_frac"] for r in below), default=None)
+        bubble = bub_io if bub_io is not None else bub_ev
+        gap = None if limit is None or measured is None else limit - measured
+        cf = c.get("compute_over_part_frac")
+        if gap is None:
+            cross_ok = None
+        else:
+            cross_ok = abs(gap) <= GOAL_GAP + 1e-12 and not (gap < 0 and cf is not None and cf > 0.02)
+        io_sms = getattr(a, "io_sms", None)
+        out.append(dict(T=T, system=system, limit=limit, crossover=measured,
+                        crossover_by="I/O stall (GPU clock)" if has_io else "GPU waits (events)", crossover_wait=c.get("crossover_wait"), gap=gap, crossover_met=cross_ok,
+                        highest_hit=runs[-1]["hit"] if runs else None, points_below=len(below),
+                        bubble_max=bubble, bubble_max_events=bub_ev,
+                        bubble_met=None if bubble is None else bubble <= GOAL_BUBBLE + 1e-12,
+                        io_sms=io_sms, io_sms_met=None if io_sms is None else io_sms <= GOAL_IO_SMS))
     return out
 
 
@@ -1249,6 +1292,23 @@ def report(b, an):
         "not timed: its bubble shows only in TTFT over hbm. The GPU waits are events around each wait on the compute "
         "stream: they also count a host behind its GPU (eager Python at small prefixes); the I/O stall is the GPU's "
         "clock inside the giouring waits: the stream waiting for the I/O alone)")
+    log("\n| T | system | physical limit | crossover (measured) | below the limit by, points | crossover within "
+        "0.3 points | largest bubble below the limit, % TTFT (GPU clock / events) | at most 5% | I/O SMs |")
+    log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    verdict = lambda v: {True: "yes", False: "no", None: "cannot tell"}[v]  # noqa: E731
+    for g in an.get("goals", []):
+        f = lambda x: "-" if x is None else f"{100 * x:.2f}%"  # noqa: E731
+        lim = f(g["limit"]) if g["limit"] is not None else "not within the grid"
+        cr = (f"{f(g['crossover'])} ({g['crossover_by']})" if g["crossover"] is not None
+              else f"not reached up to {f(g['highest_hit'])}")
+        gap = "-" if g["gap"] is None else f"{100 * g['gap']:+.2f}"
+        bio = "-" if g["bubble_max"] is None else f"{100 * g['bubble_max']:.1f}"
+        bev = "-" if g["bubble_max_events"] is None else f"{100 * g['bubble_max_events']:.1f}"
+        log(f"| {g['T'] // 1024}K | {g['system']} | {lim} | {cr} | {gap} | {verdict(g['crossover_met'])} | "
+            f"{bio} / {bev} ({g['points_below']} hit rates) | {verdict(g['bubble_met'])} | {g['io_sms']} |")
+    log("(the goals of the bench's issue: crossover within 0.3 points of the physical limit, bubble at most 5% of "
+        "TTFT below it, at most 8 I/O SMs; the bubble judged by the GPU clock inside the waits where the system has "
+        "it, the GPU waiting for its I/O; 'cannot tell': no limit or no crossover within the grid's hit rates)")
     log("\n| T | hit | system | tokens/s (measured) | GPU $ per 1M tokens | holding $ per 1M tokens and hour | "
         "SSD GB written per 1M tokens | drive writes per day |")
     log("| --- | --- | --- | --- | --- | --- | --- | --- |")

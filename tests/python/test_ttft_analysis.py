@@ -273,3 +273,49 @@ def test_the_stand_in_drives_uris_carry_backing_warps_and_the_model():
                                           "&model_mixed_gbps=3.0&queues=4")
     a.exec_warps, a.drive_params = 2, "&warps=8"
     assert "warps=2" not in m.drive_uris(a, 1 << 30)[0] and m.drive_uris(a, 1 << 30)[0].endswith("&warps=8")
+
+
+def test_the_goals_judge_the_stall_crossover_against_the_limit_and_the_bubble_below_it():
+    """The issue's goals, from the analysed rows: the crossover by the GPU clock within 0.3 points
+    of the physical limit, the largest bubble at the hit rates below the limit at most 5% of TTFT,
+    and the I/O SMs; 'cannot tell' (None) where the grid never reaches the limit or the crossover."""
+    m = bench()
+    T, L, bulk, kvb = 16384, 4, 50.0, 4096
+    layer_ms = 1.0
+    # The limit: C x kvb / bulk = 1 ms a layer at C = 12207 tokens: h = 0.745
+    rows = []
+    stall = {0.5: 0.001, 0.7: 0.04, 0.745: 0.045, 0.75: 0.2}  # fraction of TTFT in the waits' GPU clock
+    for h, f in stall.items():
+        C = int(h * T)
+        t = 0.01
+        rows += [dict(T=T, hit=h, C=C, system="hbm", ttft_s=[t], layer_ms=[layer_ms] * L, bubble_layer_ms=[0.0] * L),
+                 dict(T=T, hit=h, C=C, system="hbm-part", ttft_s=[t], layer_ms=[layer_ms] * L, bubble_layer_ms=[0.0] * L),
+                 dict(T=T, hit=h, C=C, system="giouring-sched", ttft_s=[t], layer_ms=[layer_ms] * L,
+                      bubble_layer_ms=[f * t * 1e3 / L * 1.2] * L, io_wait_layer_ms=[f * t * 1e3 / L] * L)]
+    b = argparse.Namespace(contexts=[T], bulk=[bulk], args=args(io_sms=8), kv_token_bytes=kvb, L=L)
+    an = m.analyse(b, rows)
+    lim = an["rows"][0]["limit"]
+    assert lim == pytest.approx(0.745, abs=0.001)
+    g = an["goals"][0]
+    assert g["system"] == "giouring-sched" and g["crossover_by"] == "I/O stall (GPU clock)"
+    # 5% crossed between 0.745 (4.5%) and 0.75 (20%): 0.745 + 0.005 x 0.5 / 15.5, within 0.3 points
+    assert g["crossover"] == pytest.approx(0.745 + 0.005 * 0.005 / 0.155)
+    assert g["gap"] == pytest.approx(lim - g["crossover"]) and abs(g["gap"]) < 0.003 and g["crossover_met"] is True
+    # Below the limit (0.745 moves 0.9999 ms a layer, just under it): 0.5, 0.7, 0.745; the largest stall 4.5%
+    assert g["points_below"] == 3 and g["bubble_max"] == pytest.approx(0.045) and g["bubble_met"] is True
+    assert g["bubble_max_events"] == pytest.approx(0.045 * 1.2) and g["io_sms_met"] is True
+    # A stall of 6% at 0.7 (below the limit): the bubble goal fails, and the crossover is 0.3+ points early.
+    for r in rows:
+        if r["system"] == "giouring-sched" and r["hit"] == 0.7:
+            r["io_wait_layer_ms"] = [0.06 * 10 / L] * L
+    g = m.analyse(b, rows)["goals"][0]
+    assert g["bubble_met"] is False and g["bubble_max"] == pytest.approx(0.06)
+    assert g["crossover"] < 0.7 and g["crossover_met"] is False
+    # Never crossing within the grid and no limit within it (a host-bound context): cannot tell.
+    few = [r for r in rows if r["hit"] <= 0.5]
+    g = m.analyse(b, few)["goals"][0]
+    assert g["limit"] is None and g["crossover"] is None and g["crossover_met"] is None
+    assert g["bubble_met"] is True and g["points_below"] == 1
+    # With 16 I/O SMs the SM goal fails.
+    b16 = argparse.Namespace(contexts=[T], bulk=[bulk], args=args(io_sms=16), kv_token_bytes=kvb, L=L)
+    assert m.analyse(b16, rows)["goals"][0]["io_sms_met"] is False
