@@ -145,8 +145,8 @@ static void atomic_max(uint64_t *p, uint64_t v)
 /* The timing model: books a fetched batch's bytes (rd read, wr written) on the device's one
  * timeline and returns when the batch's modelled transfer ends, no earlier than the latency after
  * `fetched`; 0 without a model. One timeline for all the executor's threads, so the device gives
- * its bandwidth however many queues are busy, as a drive does; the rate by the GPU executor's
- * rule (gio__ssd_model_xfer_ns()). Booked at the fetch, before the data moves: a drive's
+ * its bandwidth however many queues are busy, as a drive does; the rate by the rule the GPU
+ * executor shares (gio__ssd_model_xfer_ns()). Booked at the fetch, before the data moves: a drive's
  * transfer starts when it takes the command, and the copy here is that transfer. */
 static uint64_t model_book(struct gio__exec *e, uint64_t fetched, uint64_t rd, uint64_t wr)
 {
