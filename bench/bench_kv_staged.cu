@@ -34,13 +34,15 @@
 // restore GB/s meanwhile, the I/O SMs and the CPU time. Then the floors (unless --no-floor): the
 // same bytes moved from pinned host memory into HBM in bulk, by the same number of warps on the
 // I/O partition (the staged mover's copy without commands or polling) and by the copy engine,
-// beside the same kernels: what moving those bytes at all costs them.
+// beside the same kernels: what moving those bytes at all costs them. The last floor is design E's
+// copies (docs/staged.md): the copy engine moving each object's runs, in cudaMemcpyBatchAsync
+// calls of --ce-objects objects, as a completion proxy would issue them.
 //
 // Markdown on stdout, progress on stderr, JSON with --json. Exits 77 without a GPU.
 //
 //   bench_kv_staged [--quick] [--tokens N] [--targets D] [--io-sms LIST] [--io-warps N] [--reps N]
 //                   [--threads N] [--qps N] [--slots N] [--part-sms N] [--window-ms X]
-//                   [--no-interference] [--no-floor] [--json FILE]
+//                   [--no-interference] [--no-floor] [--ce-objects LIST] [--json FILE]
 #include <sys/resource.h>
 #include <time.h>
 
@@ -78,11 +80,15 @@ const int kMaxSms = 8;
 const char kDesign[] = "A: each lane polls its CQE in pinned host memory";
 // The interference table's movers: the library's restores, and two floors that move the same
 // bytes from pinned host memory into HBM with no NVMe command and no polling at all.
-enum mover { kRestore = 0, kSmBulk = 1, kCopyEngine = 2 };
+// kCopyObjects is design E's copy pattern (docs/staged.md): the copy engine moving each object's
+// runs from its place in pinned host memory to its place in the pool, as a host thread would issue
+// them as completions arrive, in calls of a group's objects or more.
+enum mover { kRestore = 0, kSmBulk = 1, kCopyEngine = 2, kCopyObjects = 3 };
 const char *const kMoverName[] = {
 	"restores (the I/O kernel, staged path)",
 	"floor: SM bulk copy by the same warps from pinned host memory, no commands, no polling",
 	"floor: copy engine (cudaMemcpyAsync H2D on the I/O partition's stream; no SMs)",
+	"floor: copy engine object by object (cudaMemcpyBatchAsync of each object's runs, design E's copies; no SMs)",
 };
 const char kTarget[] = "CPU-executed software target (mem://host) standing in for the SSD: its executor threads' "
 		       "memcpy into the staging slots is part of what is measured";
@@ -110,6 +116,8 @@ struct options {
 	int n_depths = 2;
 	uint32_t move_depth[kMaxSms] = {0}; // interference rows: gio_kv_plan_params::move_depth of each
 	int n_move = 1;
+	uint32_t ce_objects[kMaxSms] = {32}; // kCopyObjects rows: objects per cudaMemcpyBatchAsync call
+	int n_ce = 1;
 	double timeout_s = 120;
 	const char *json = nullptr;
 };
@@ -131,6 +139,8 @@ void usage(FILE *f)
 		     "  --no-interference  restore table only (no SM partition, no compute kernels)\n"
 		     "  --no-floor         no bulk-copy floor rows in the interference table\n"
 		     "  --floor-depths L   the SM floor's 16-byte loads in flight a lane, one row each (16,4)\n"
+		     "  --ce-objects LIST  the object-by-object copy-engine floor: objects per cudaMemcpyBatchAsync\n"
+		     "                     call, one row each (32: one command group; 0: no such row)\n"
 		     "  --move-depth LIST  interference rows per gio_kv_plan_params::move_depth (0: the default)\n"
 		     "  --poll-ns LIST     interference rows per least pause between completion polls (0: design A's\n"
 		     "                     back-off; e.g. 0,4000)\n"
@@ -561,7 +571,8 @@ struct interference_row {
 	uint64_t batches = 0;                       // restore batches in all windows
 	uint32_t poll_ns = 0;                       // the plan's least pause between completion polls
 	int mover = kRestore;
-	uint32_t depth = 0;                         // kSmBulk: loads in flight a lane
+	uint32_t depth = 0;                         // kSmBulk: loads in flight a lane; kCopyObjects: objects a call
+	uint64_t calls = 0;                         // kCopyObjects: cudaMemcpyBatchAsync calls a batch
 };
 
 struct interference_ctx {
@@ -572,8 +583,60 @@ struct interference_ctx {
 	uint32_t io_sms, compute_sms, io_warps;
 	cudaEvent_t c0, c1, rs, re;
 	int mover;
-	uint32_t depth; // kSmBulk
+	uint32_t depth; // kSmBulk: loads in flight a lane; kCopyObjects: objects per call
+	// kCopyObjects: every object's runs, layer after layer, the copies design E would issue.
+	std::vector<void *> ce_dst;
+	std::vector<const void *> ce_src;
+	std::vector<size_t> ce_len;
+	std::vector<size_t> ce_first; // the first copy of each object, and the count at the end
 };
+
+// The copies that move every object of the workload from its place in the host store to the same
+// place in the pool (the store holds the pool's image: a bulk copy lands it unshuffled), run by
+// run as the staged path's moves list them (gio_kv_stage_moves()).
+void copies_plan(interference_ctx &x)
+{
+	const kv_workload *w = x.g->w;
+	gio_kv_runs runs;
+	if (gio_kv_pool_runs(&x.g->pool, &runs))
+		die_gio("the pool's runs");
+	x.ce_dst.clear();
+	x.ce_src.clear();
+	x.ce_len.clear();
+	x.ce_first.clear();
+	gio_kv_stage_move mv[16];
+	for (uint32_t l = 0; l < w->n_layers; l++)
+		for (uint32_t b = 0; b < w->n_blocks; b++) {
+			const int n = gio_kv_stage_moves(&x.g->pool, &runs, l, b, 0, 1, mv, 16);
+			if (n <= 0)
+				kv_die("moves of layer %u block %u: %d", l, b, n);
+			x.ce_first.push_back(x.ce_dst.size());
+			for (int k = 0; k < n; k++) {
+				const uint64_t off = mv[k].dst - (uint64_t)(uintptr_t)w->pool_base;
+				x.ce_dst.push_back((void *)(uintptr_t)mv[k].dst);
+				x.ce_src.push_back((const unsigned char *)w->store + off);
+				x.ce_len.push_back(mv[k].len);
+			}
+		}
+	x.ce_first.push_back(x.ce_dst.size());
+}
+
+// One batch of the object-by-object floor: every object's copies in calls of x.depth objects.
+// Returns the calls made.
+uint64_t copies_launch(interference_ctx &x)
+{
+	cudaMemcpyAttributes at{};
+	at.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+	size_t idx = 0;
+	uint64_t calls = 0;
+	const size_t objs = x.ce_first.size() - 1;
+	for (size_t o = 0; o < objs; o += x.depth) {
+		const size_t e = std::min(objs, o + x.depth), c0 = x.ce_first[o], c1 = x.ce_first[e];
+		KV_CK(cudaMemcpyBatchAsync(&x.ce_dst[c0], &x.ce_src[c0], &x.ce_len[c0], c1 - c0, &at, &idx, 1, x.io));
+		calls++;
+	}
+	return calls;
+}
 
 // The SM floor's launch: the same warps as the I/O kernel's, in more blocks where the kernel's
 // registers hold fewer warps a block (as gio_kv_plan_launch_fit() does for the I/O kernel).
@@ -601,6 +664,8 @@ void launch_batch(interference_ctx &x)
 		sm_bulk_kernel<<<blocks, 32 * per, 0, x.io>>>(
 			(unsigned char *)w->pool_base, (const unsigned char *)w->store, bytes, x.g->slot_bytes, x.depth);
 		KV_CK(cudaGetLastError());
+	} else if (x.mover == kCopyObjects) {
+		(void)copies_launch(x);
 	} else {
 		KV_CK(cudaMemcpyAsync(w->pool_base, w->store, bytes, cudaMemcpyHostToDevice, x.io));
 	}
@@ -616,7 +681,9 @@ interference_row run_interference(interference_ctx &x, const compute_kernel &k, 
 	row.unit = k.unit;
 	row.reps = o.reps;
 	row.mover = x.mover;
-	row.depth = x.mover == kSmBulk ? x.depth : 0;
+	row.depth = x.mover == kSmBulk || x.mover == kCopyObjects ? x.depth : 0;
+	if (x.mover == kCopyObjects)
+		row.calls = (x.ce_first.size() - 1 + x.depth - 1) / x.depth;
 	uint32_t per = 0; // the SM floor's warps a block (sm_bulk_blocks())
 	const kv_workload *w = x.g->w;
 	const uint64_t bytes = kv_total_bytes(w);
@@ -710,6 +777,16 @@ interference_row run_interference(interference_ctx &x, const compute_kernel &k, 
 	return row;
 }
 
+// The table's words for a mover's setting: loads in flight, or objects and calls.
+std::string mover_detail(const interference_row &p)
+{
+	if (p.mover == kCopyEngine)
+		return "";
+	if (p.mover == kCopyObjects)
+		return ", " + std::to_string(p.depth) + " objects a call (" + std::to_string(p.calls) + " calls a batch)";
+	return ", " + std::to_string(p.depth) + " loads in flight a lane";
+}
+
 uint64_t parse_tokens(const char *v)
 {
 	char *end = nullptr;
@@ -780,6 +857,16 @@ int main(int argc, char **argv)
 			o.n_depths = kv_parse_u32_list(v, 1, 16, o.depths, kMaxSms);
 			if (o.n_depths <= 0)
 				kv_die("--floor-depths %s: 1 to 16 each", v);
+			i++;
+		} else if (a == "--ce-objects" && v) {
+			o.n_ce = kv_parse_u32_list(v, 0, 1u << 20, o.ce_objects, kMaxSms);
+			if (o.n_ce <= 0)
+				kv_die("--ce-objects %s", v);
+			if (o.n_ce == 1 && o.ce_objects[0] == 0)
+				o.n_ce = 0;
+			for (int k = 0; k < o.n_ce; k++)
+				if (o.ce_objects[k] == 0)
+					kv_die("--ce-objects %s: 0 only alone (no such row)", v);
 			i++;
 		} else if (a == "--move-depth" && v) {
 			o.n_move = kv_parse_u32_list(v, 0, 16, o.move_depth, kMaxSms);
@@ -967,6 +1054,14 @@ int main(int argc, char **argv)
 			for (const compute_kernel &k : kernels)
 				irows.push_back(run_interference(x, k, o));
 		}
+		if (o.floor && o.n_ce)
+			copies_plan(x);
+		for (int i = 0; o.floor && i < o.n_ce; i++) {
+			x.mover = kCopyObjects;
+			x.depth = o.ce_objects[i];
+			for (const compute_kernel &k : kernels)
+				irows.push_back(run_interference(x, k, o));
+		}
 	}
 
 	const double gib = kv_total_bytes(&w) / 1073741824.0;
@@ -1004,7 +1099,9 @@ int main(int argc, char **argv)
 			    "(the gaps between batches included). CPU: getrusage(RUSAGE_SELF) over the windows with restores. "
 			    "Target: %s. Floor rows: the same bytes from pinned host memory into HBM in bulk, looped the same "
 			    "way, by the same warps with the mover's copy and no commands or polls, or by the copy engine: "
-			    "what moving the bytes at all costs the kernel.%s\n\n",
+			    "what moving the bytes at all costs the kernel; the object-by-object row moves each object's runs "
+			    "with cudaMemcpyBatchAsync, the copies a host thread would issue for design E (docs/staged.md); its "
+			    "CPU column includes the thread issuing them.%s\n\n",
 			    pinfo.isolated ? "" : "; NOT isolated: ordinary streams, the figures mean nothing", pinfo.io_sms,
 			    pinfo.compute_sms, iface_sms, o.io_warps, o.reps, kTarget,
 #ifdef GIO_BENCH_CUBLAS
@@ -1021,7 +1118,7 @@ int main(int argc, char **argv)
 			std::printf("| %s | %s%s%s%s%s | %u (%u) | %u | %d | %.2f (%.1f %s) | %.2f | %+.2f%% [%+.2f, %+.2f] | %.2f [%.2f, %.2f] | "
 				    "%.3f | %.2f |\n",
 				    p.kernel.c_str(), kMoverName[p.mover],
-				    p.mover != kCopyEngine ? (", " + std::to_string(p.depth) + " loads in flight a lane").c_str() : "",
+				    mover_detail(p).c_str(),
 				    p.mover == kRestore ? "; " : "",
 				    p.mover == kRestore ? kDesign : "",
 				    p.mover == kRestore && p.poll_ns ? (", polls paced: " + std::to_string(p.poll_ns) + " ns at least between them").c_str() : "",
@@ -1064,7 +1161,8 @@ int main(int argc, char **argv)
 			kv_json_string(f, p.kernel.c_str());
 			std::fprintf(f, ", \"mover\": ");
 			kv_json_string(f, kMoverName[p.mover]);
-			std::fprintf(f, ", \"loads_in_flight\": %u, \"poll_ns\": %u", p.depth, p.poll_ns);
+			std::fprintf(f, ", \"loads_in_flight\": %u, \"objects_per_call\": %u, \"calls_per_batch\": %" PRIu64 ", \"poll_ns\": %u",
+				     p.mover == kCopyObjects ? 0 : p.depth, p.mover == kCopyObjects ? p.depth : 0, p.calls, p.poll_ns);
 			std::fprintf(f, ", \"io_sms\": %u, \"blocks\": %u, \"compute_sms\": %u, \"io_warps\": %u, \"launches\": %d, \"reps\": %d, "
 				     "\"alone_ms\": %.4f, \"with_restores_ms\": %.4f, \"rate_alone\": %.3f, \"rate_unit\": \"%s\", "
 				     "\"slowdown_pct\": [%.3f, %.3f, %.3f], \"restore_gbps\": [%.3f, %.3f, %.3f], \"batches\": %" PRIu64
