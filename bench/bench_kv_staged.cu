@@ -118,6 +118,7 @@ struct options {
 	int n_move = 1;
 	uint32_t ce_objects[kMaxSms] = {32}; // kCopyObjects rows: objects per cudaMemcpyBatchAsync call
 	int n_ce = 1;
+	bool ce_mover = false; // also restore with the copy-engine mover (gio_kv_plan_params::mover)
 	double timeout_s = 120;
 	const char *json = nullptr;
 };
@@ -139,6 +140,8 @@ void usage(FILE *f)
 		     "  --no-interference  restore table only (no SM partition, no compute kernels)\n"
 		     "  --no-floor         no bulk-copy floor rows in the interference table\n"
 		     "  --floor-depths L   the SM floor's 16-byte loads in flight a lane, one row each (16,4)\n"
+		     "  --ce-mover         also restore with the copy engine as the mover (GIO_KV_MOVER_COPY_ENGINE):\n"
+		     "                     a row per --io-sms value and an interference row per kernel\n"
 		     "  --ce-objects LIST  the object-by-object copy-engine floor: objects per cudaMemcpyBatchAsync\n"
 		     "                     call, one row each (32: one command group; 0: no such row)\n"
 		     "  --move-depth LIST  interference rows per gio_kv_plan_params::move_depth (0: the default)\n"
@@ -298,7 +301,7 @@ void rig_open(rig &g, const kv_workload *w, const options &o)
 }
 
 gio_kv_plan *plan_make(rig &g, uint32_t io_ctas, uint32_t io_warps, double timeout_s, uint32_t poll_ns = 0,
-		       uint32_t move_depth = 0)
+		       uint32_t move_depth = 0, uint32_t mover = GIO_KV_MOVER_SM)
 {
 	gio_kv_plan_params pp{};
 	pp.engine = GIO_KV_ENGINE_GPU;
@@ -311,6 +314,7 @@ gio_kv_plan *plan_make(rig &g, uint32_t io_ctas, uint32_t io_warps, double timeo
 	pp.pool = &g.pool;
 	pp.poll_ns = poll_ns;
 	pp.move_depth = move_depth;
+	pp.mover = mover;
 	gio_kv_plan *plan = nullptr;
 	if (gio_kv_plan_create(g.store, &pp, &plan))
 		die_gio("plan");
@@ -414,6 +418,7 @@ void rig_close(rig &g)
 
 struct restore_row {
 	uint32_t io_ctas = 0, io_warps = 0;
+	uint32_t mover = GIO_KV_MOVER_SM; // the plan's (gio_kv_plan_params::mover)
 	uint32_t groups = 0, blocks = 0; // command groups a layer; thread blocks each launch had
 	uint64_t bytes = 0;
 	double gbps = 0, gbps_min = 0, gbps_max = 0;
@@ -573,6 +578,7 @@ struct interference_row {
 	int mover = kRestore;
 	uint32_t depth = 0;                         // kSmBulk: loads in flight a lane; kCopyObjects: objects a call
 	uint64_t calls = 0;                         // kCopyObjects: cudaMemcpyBatchAsync calls a batch
+	uint32_t plan_mover = GIO_KV_MOVER_SM;      // kRestore: the plan's mover
 };
 
 struct interference_ctx {
@@ -784,6 +790,8 @@ std::string mover_detail(const interference_row &p)
 		return "";
 	if (p.mover == kCopyObjects)
 		return ", " + std::to_string(p.depth) + " objects a call (" + std::to_string(p.calls) + " calls a batch)";
+	if (p.mover == kRestore && p.plan_mover == GIO_KV_MOVER_COPY_ENGINE)
+		return ", the copy engine moving the objects (GIO_KV_MOVER_COPY_ENGINE, design E)";
 	return ", " + std::to_string(p.depth) + " loads in flight a lane";
 }
 
@@ -858,6 +866,8 @@ int main(int argc, char **argv)
 			if (o.n_depths <= 0)
 				kv_die("--floor-depths %s: 1 to 16 each", v);
 			i++;
+		} else if (a == "--ce-mover") {
+			o.ce_mover = true;
 		} else if (a == "--ce-objects" && v) {
 			o.n_ce = kv_parse_u32_list(v, 0, 1u << 20, o.ce_objects, kMaxSms);
 			if (o.n_ce <= 0)
@@ -992,6 +1002,9 @@ int main(int argc, char **argv)
 	std::vector<gio_kv_plan *> plans;
 	for (int i = 0; i < o.n_io_sms; i++)
 		plans.push_back(plan_make(g, o.io_sms[i], o.io_warps, o.timeout_s / 4));
+	std::vector<gio_kv_plan *> ce_plans; // --ce-mover: the same rows with the copy engine moving
+	for (int i = 0; o.ce_mover && i < o.n_io_sms; i++)
+		ce_plans.push_back(plan_make(g, o.io_sms[i], o.io_warps, o.timeout_s / 4, 0, 0, GIO_KV_MOVER_COPY_ENGINE));
 	std::vector<gio_kv_plan *> iplans; // one per --poll-ns and --move-depth value, depth varying first
 	const uint32_t iface_sms = o.interference ? (pinfo.isolated ? pinfo.io_sms : o.part_sms) : 0;
 	for (int k = 0; o.interference && k < o.n_poll * o.n_move; k++) {
@@ -1022,6 +1035,10 @@ int main(int argc, char **argv)
 	std::vector<restore_row> rows;
 	for (int i = 0; i < o.n_io_sms; i++)
 		rows.push_back(run_restore(g, plans[i], o.io_sms[i], o.io_warps, &r, bulk, b0, b1));
+	for (size_t i = 0; i < ce_plans.size(); i++) {
+		rows.push_back(run_restore(g, ce_plans[i], o.io_sms[i], o.io_warps, &r, bulk, b0, b1));
+		rows.back().mover = GIO_KV_MOVER_COPY_ENGINE;
+	}
 
 	// Table 2.
 	std::vector<interference_row> irows;
@@ -1046,6 +1063,16 @@ int main(int argc, char **argv)
 				irows.push_back(run_interference(x, k, o));
 				irows.back().poll_ns = o.poll_ns[pk / o.n_move];
 				irows.back().depth = o.move_depth[pk % o.n_move] ? o.move_depth[pk % o.n_move] : GIO_KV_MOVE_DEPTH_DEFAULT;
+			}
+		}
+		for (size_t i = 0; i < ce_plans.size(); i++) {
+			if (o.io_sms[i] != iface_sms)
+				continue;
+			x.plan = ce_plans[i];
+			for (const compute_kernel &k : kernels) {
+				irows.push_back(run_interference(x, k, o));
+				irows.back().plan_mover = GIO_KV_MOVER_COPY_ENGINE;
+				irows.back().depth = 0;
 			}
 		}
 		for (int i = 0; o.floor && i <= o.n_depths; i++) {
@@ -1081,11 +1108,12 @@ int main(int argc, char **argv)
 		    "%d repetitions after %d warm-up: median [min, max].\n\n",
 		    kTarget, o.targets, o.threads, o.qps, o.depth, o.slots, g.slot_bytes >> 10, GIO_KV_MOVE_DEPTH_DEFAULT, kDesign, w.geom_name, w.tokens,
 		    w.n_blocks, w.n_layers, 2 * w.obj_bytes >> 10, o.io_warps, o.reps, o.warmup);
-	std::printf("| I/O SMs (plan io_ctas) | blocks launched (groups a layer) | warps a block | GiB | load GB/s | "
+	std::printf("| mover | I/O SMs (plan io_ctas) | blocks launched (groups a layer) | warps a block | GiB | load GB/s | "
 		    "bulk H2D GB/s | load / bulk | SMs per 10 GB/s | CPU s / GB (process) | CPU cores busy | verified |\n");
-	std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+	std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 	for (const restore_row &p : rows)
-		std::printf("| %u | %u (%u) | %u | %.2f | %.2f [%.2f, %.2f] | %.2f [%.2f, %.2f] | %.1f%% | %.2f | %.3f | %.2f | yes |\n",
+		std::printf("| %s | %u | %u (%u) | %u | %.2f | %.2f [%.2f, %.2f] | %.2f [%.2f, %.2f] | %.1f%% | %.2f | %.3f | %.2f | yes |\n",
+			    p.mover == GIO_KV_MOVER_COPY_ENGINE ? "copy engine (design E)" : "the warps",
 			    p.io_ctas, p.blocks, p.groups, p.io_warps, gib, p.gbps, p.gbps_min, p.gbps_max, p.bulk_gbps, p.bulk_min,
 			    p.bulk_max, p.bulk_gbps > 0 ? 100.0 * p.gbps / p.bulk_gbps : 0.0,
 			    p.gbps > 0 ? p.blocks / (p.gbps / 10.0) : 0.0, p.cpu_s_per_gb, p.cpu_cores);
@@ -1146,10 +1174,10 @@ int main(int argc, char **argv)
 			     g.slot_bytes, o.reps, o.warmup);
 		for (size_t i = 0; i < rows.size(); i++) {
 			const restore_row &p = rows[i];
-			std::fprintf(f, "%s{\"io_sms\": %u, \"blocks\": %u, \"groups_per_layer\": %u, \"io_warps\": %u, \"load_gbps\": "
+			std::fprintf(f, "%s{\"mover\": \"%s\", \"io_sms\": %u, \"blocks\": %u, \"groups_per_layer\": %u, \"io_warps\": %u, \"load_gbps\": "
 				     "[%.3f, %.3f, %.3f], \"bulk_gbps\": [%.3f, %.3f, %.3f], \"sms_per_10gbps\": %.3f, \"cpu_s_per_gb\": %.4f, "
 				     "\"cpu_cores\": %.3f, \"verified\": true}",
-				     i ? ", " : "", p.io_ctas, p.blocks, p.groups, p.io_warps, p.gbps_min, p.gbps, p.gbps_max, p.bulk_min,
+				     i ? ", " : "", p.mover == GIO_KV_MOVER_COPY_ENGINE ? "copy engine" : "warps", p.io_ctas, p.blocks, p.groups, p.io_warps, p.gbps_min, p.gbps, p.gbps_max, p.bulk_min,
 				     p.bulk_gbps, p.bulk_max, p.gbps > 0 ? p.blocks / (p.gbps / 10.0) : 0.0, p.cpu_s_per_gb, p.cpu_cores);
 		}
 		std::fprintf(f, "], \"partition\": {\"made\": %s, \"io_sms\": %u, \"compute_sms\": %u, \"isolated\": %u}, "
@@ -1161,6 +1189,7 @@ int main(int argc, char **argv)
 			kv_json_string(f, p.kernel.c_str());
 			std::fprintf(f, ", \"mover\": ");
 			kv_json_string(f, kMoverName[p.mover]);
+			std::fprintf(f, ", \"plan_mover\": \"%s\"", p.plan_mover == GIO_KV_MOVER_COPY_ENGINE ? "copy engine" : "warps");
 			std::fprintf(f, ", \"loads_in_flight\": %u, \"objects_per_call\": %u, \"calls_per_batch\": %" PRIu64 ", \"poll_ns\": %u",
 				     p.mover == kCopyObjects ? 0 : p.depth, p.mover == kCopyObjects ? p.depth : 0, p.calls, p.poll_ns);
 			std::fprintf(f, ", \"io_sms\": %u, \"blocks\": %u, \"compute_sms\": %u, \"io_warps\": %u, \"launches\": %d, \"reps\": %d, "
@@ -1179,6 +1208,8 @@ int main(int argc, char **argv)
 		std::fclose(f);
 	}
 
+	for (gio_kv_plan *p : ce_plans)
+		plans.push_back(p);
 	for (gio_kv_plan *p : plans)
 		if (gio_kv_plan_destroy(p))
 			die_gio("plan destroy");

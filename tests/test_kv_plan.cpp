@@ -334,6 +334,7 @@ void round_trip(Layout layout, bool prp = false)
 	// A request per command: one per object, or one per run where PRPs cannot chain the runs.
 	CHECK(v.nreqs == n * r.cmds);
 	CHECK(v.move_depth == GIO_KV_MOVE_DEPTH_DEFAULT); // the params left it 0
+	CHECK(v.move_req == nullptr); // the warps move (the copy-engine mover is the GPU engine's)
 	// Round-robin placement: each of the 4 devices holds a quarter; groups alternate devices, and
 	// a device's 10 chunks make one group per queue pair (2 of 5 chunks), not one of 10.
 	std::vector<uint32_t> per_dev(4, 0);
@@ -671,6 +672,18 @@ TEST_CASE("plan: bad input gets -EINVAL naming the problem", "[kv][io_uring]")
 	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
 	CHECK(std::string(gio_last_error()).find("move_depth 17: 1 to 16") != std::string::npos);
 	pp.move_depth = 0;
+	// The copy-engine mover: a known mover, the GPU engine's, for staged devices only.
+	pp.mover = 2;
+	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("mover 2 unknown") != std::string::npos);
+	pp.mover = GIO_KV_MOVER_COPY_ENGINE;
+	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("the copy-engine mover is for the GPU engine") != std::string::npos);
+	pp.engine = GIO_KV_ENGINE_GPU; // refused before any GPU is asked for: these devices are peer-to-peer
+	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("no device of the plan is staged") != std::string::npos);
+	pp.engine = GIO_KV_ENGINE_CPU;
+	pp.mover = GIO_KV_MOVER_SM;
 	devs[1].lba_shift = 9;
 	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
 	CHECK(std::string(gio_last_error()).find("device 1: lba_shift 9") != std::string::npos);

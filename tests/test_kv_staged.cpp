@@ -11,26 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "kv_contiguous.h"
 #include "kv_one_request.h"
 
 namespace {
 
-// A pool over a host buffer whose dimensions, outermost first, are `order` (letters of LBPNHC):
-// the strides of a contiguous tensor of that shape.
 gio_kv_pool contiguous(const std::string &order, const uint32_t ext[GIO_KV_DIMS], uint64_t base)
 {
-	gio_kv_pool pool{};
-	uint64_t s = 1;
-	pool.base = base;
-	pool.elem_bytes = 2;
-	for (uint32_t d = 0; d < GIO_KV_DIMS; d++)
-		pool.extent[d] = ext[d];
-	for (size_t i = order.size(); i-- > 0;) {
-		const uint32_t d = (uint32_t)std::string("LBPNHC").find(order[i]);
-		pool.stride[d] = s;
-		s *= ext[d];
-	}
-	return pool;
+	return kv_contiguous_pool(order, ext, 2, base);
 }
 
 uint8_t image_byte(uint32_t layer, uint32_t block, uint64_t k)

@@ -48,6 +48,13 @@ static void load(void)
 	*(void **)&rt.memset_async = dlsym(h, "cudaMemsetAsync");
 	*(void **)&rt.malloc_async = dlsym(h, "cudaMallocAsync");
 	*(void **)&rt.free_async = dlsym(h, "cudaFreeAsync");
+	*(void **)&rt.runtime_get_version = dlsym(h, "cudaRuntimeGetVersion");
+	{
+		int v = 0;
+		/* CUDA 12.8 and 12.9 export the same name with a failIdx argument before the stream. */
+		if (rt.runtime_get_version && rt.runtime_get_version(&v) == 0 && v >= 13000)
+			*(void **)&rt.memcpy_batch_async = dlsym(h, "cudaMemcpyBatchAsync");
+	}
 	if (!rt.get_device_count || !rt.host_alloc || !rt.free_host) {
 		snprintf(why, sizeof(why), "libcudart.so lacks cudaGetDeviceCount, cudaHostAlloc or cudaFreeHost");
 		return;

@@ -10,6 +10,16 @@
 
 GIO_EXTERN_C_BEGIN
 
+/* cudaMemcpyAttributes (CUDA 12.8 on): the copy's source order and location hints. */
+struct gio__cuda_memcpy_attrs {
+	int src_access_order;          /* GIO__CUDA_SRC_ORDER_* */
+	int src_loc_type, src_loc_id;  /* cudaMemLocation: ignored for pinned and device memory */
+	int dst_loc_type, dst_loc_id;
+	unsigned int flags;
+};
+#define GIO__CUDA_SRC_ORDER_STREAM 1   /* cudaMemcpySrcAccessOrderStream */
+#define GIO__CUDA_SRC_ORDER_API_CALL 2 /* cudaMemcpySrcAccessOrderDuringApiCall: read before the call returns */
+
 /* The entry points used; optional ones are NULL where the runtime lacks them. */
 struct gio__cudart {
 	int (*get_device_count)(int *);
@@ -36,6 +46,11 @@ struct gio__cudart {
 	 * not wait for kernels running on the device. */
 	int (*malloc_async)(void **, size_t, void *);
 	int (*free_async)(void *, void *);
+	/* The copy-engine mover (src/kv/mover.h): CUDA 13's signature of cudaMemcpyBatchAsync, NULL
+	 * on an older runtime (CUDA 12.8's takes one more argument). */
+	int (*memcpy_batch_async)(void *const *, const void *const *, const size_t *, size_t,
+				  struct gio__cuda_memcpy_attrs *, size_t *, size_t, void *);
+	int (*runtime_get_version)(int *);
 };
 
 /* Numbers of the CUDA runtime API used without its headers (errors: cuda_errno.h). */

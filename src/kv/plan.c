@@ -18,10 +18,12 @@
 #include <giouring/kv/store.h>
 #include <giouring/ring/clock.h>
 
+#include "../cuda/cecopy.h"
 #include "../cuda/cudart.h"
 #include "../cuda/hbm.h"
 #include "../internal.h"
 #include "index.h"
+#include "mover.h"
 #include "store_internal.h"
 
 enum { BATCH_NONE = 0, BATCH_LOAD = 1, BATCH_SAVE = 2 };
@@ -67,6 +69,13 @@ struct gio_kv_plan {
 	int has_pool;
 	struct gio_kv_plan_stats stats; /* counted at finish */
 	const struct gio_kv_io_stage *user_stage[GIO_KV_STORE_MAX_DEVICES]; /* GPU engine: the caller's */
+	/* GIO_KV_MOVER_COPY_ENGINE: the mover thread, its copier, the groups' request words (pinned,
+	 * after done_host) and their marks (GPU memory, after the image), gcap per layer. */
+	struct gio__kv_mover *mover;
+	struct gio__ce_copier ce;
+	struct gio_kv_move_req *move_req;
+	uint32_t *move_done;
+	uint32_t gcap;
 
 	/* The open batch. */
 	int batch;
@@ -249,7 +258,7 @@ static int check_stage(const struct gio_kv_plan_params *p, const struct gio__kv_
 
 static int check_params(struct gio_kv_store *store, const struct gio_kv_plan_params *p, const struct gio__kv_shape *sh)
 {
-	uint32_t d;
+	uint32_t d, staged = 0;
 	if (p->engine > GIO_KV_ENGINE_GPU)
 		return gio__fail(-EINVAL, "giouring: kv plan: engine %u unknown (GIO_KV_ENGINE_CPU or _GPU)", p->engine);
 	if (p->max_requests == 0 || p->blocks == 0)
@@ -264,6 +273,11 @@ static int check_params(struct gio_kv_store *store, const struct gio_kv_plan_par
 				 p->move_depth, GIO_KV_MOVE_DEPTH_DEFAULT);
 	if (p->scope != GIO_SCOPE_GPU && p->scope != GIO_SCOPE_SYS)
 		return gio__fail(-EINVAL, "giouring: kv plan: scope %u unknown", p->scope);
+	if (p->mover > GIO_KV_MOVER_COPY_ENGINE)
+		return gio__fail(-EINVAL, "giouring: kv plan: mover %u unknown (GIO_KV_MOVER_SM or _COPY_ENGINE)", p->mover);
+	if (p->mover == GIO_KV_MOVER_COPY_ENGINE && p->engine != GIO_KV_ENGINE_GPU)
+		return gio__fail(-EINVAL, "giouring: kv plan: the copy-engine mover is for the GPU engine (the CPU engine "
+				 "moves with its own thread)");
 	if (!p->devs)
 		return gio__fail(-EINVAL, "giouring: kv plan: devs is NULL");
 	if (sh->layers > 0xffffu)
@@ -294,7 +308,11 @@ static int check_params(struct gio_kv_store *store, const struct gio_kv_plan_par
 		rc = check_stage(p, sh, d);
 		if (rc)
 			return rc;
+		staged += v->stage != NULL;
 	}
+	if (p->mover == GIO_KV_MOVER_COPY_ENGINE && !staged)
+		return gio__fail(-EINVAL, "giouring: kv plan: the copy-engine mover moves staged devices' objects, and no "
+				 "device of the plan is staged");
 	(void)store;
 	return 0;
 }
@@ -340,6 +358,7 @@ static void plan_free(struct gio_kv_plan *pl)
 	}
 	pthread_mutex_destroy(&pl->mu);
 	pthread_cond_destroy(&pl->cv);
+	gio__kv_mover_destroy(pl->mover); /* before the GPU memory its marks go to */
 	free(pl->host_mem);
 	/* A batch the GPU may still write keeps its pinned memory out of the cache for good. */
 	if (pl->pinned && !pl->abandoned)
@@ -447,10 +466,27 @@ int gio_kv_plan_create(struct gio_kv_store *store, const struct gio_kv_plan_para
 		}
 		pl->have_thread = 1;
 	} else {
-		/* Pinned: the staging image, the results the GPU writes, the host's layer words. */
-		rc = gio__pinned_alloc(done_off + align16(sizeof(uint32_t) * pl->shape.layers), "kv plan", &pl->pinned);
+		/* Pinned: the staging image, the results the GPU writes, the host's layer words, and
+		 * with the copy-engine mover the groups' requests. GPU memory: the image, and the
+		 * groups' marks. */
+		const size_t req_off = done_off + align16(sizeof(uint32_t) * pl->shape.layers);
+		size_t moves = 0;
+		if (p->mover == GIO_KV_MOVER_COPY_ENGINE) {
+			pl->gcap = (uint32_t)(req_cap(pl) + pl->shape.devices); /* image_layout()'s groups */
+			moves = (size_t)pl->shape.layers * pl->gcap;
+		}
+		rc = gio__pinned_alloc(req_off + sizeof(struct gio_kv_move_req) * moves, "kv plan", &pl->pinned);
 		if (!rc)
-			rc = gio__hbm_alloc(&pl->hbm, pl->img_bytes, "kv plan");
+			rc = gio__hbm_alloc(&pl->hbm, pl->img_bytes + sizeof(uint32_t) * moves, "kv plan");
+		if (!rc && moves) {
+			pl->move_req = (struct gio_kv_move_req *)((char *)pl->pinned + req_off);
+			pl->move_done = (uint32_t *)((char *)pl->hbm.base + pl->img_bytes);
+			/* The plan's own stream: its memory is freed in stream order after the last mark. */
+			rc = gio__ce_copier_init(&pl->ce, pl->hbm.stream, "kv plan");
+			if (!rc)
+				rc = gio__kv_mover_create(&gio__ce_copier_ops, &pl->ce, pl->shape.layers, pl->gcap, pl->move_req,
+							  pl->move_done, 1, &pl->mover);
+		}
 		if (rc) {
 			plan_free(pl);
 			return rc;
@@ -637,6 +673,21 @@ static int plan_done(struct gio_kv_plan *pl, int rc)
 		drop_batch(pl);
 		return gio__fail(u, "%s", msg);
 	}
+	if (pl->mover && pl->batch == BATCH_LOAD) {
+		/* The mover reads the pinned image, which stays as it is until the batch is finished. */
+		struct gio__kv_mover_batch b;
+		memset(&b, 0, sizeof(b));
+		b.epoch = pl->epoch;
+		b.layers = pl->shape.layers;
+		b.ngroups = pl->ngroups;
+		b.groups = pl->img.groups;
+		b.reqs = pl->img.reqs;
+		b.devs = pl->img.devs;
+		b.stages = pl->user_stage;
+		b.pool = &pl->pool;
+		b.runs = &pl->runs;
+		gio__kv_mover_open(pl->mover, &b);
+	}
 	return rc;
 }
 
@@ -734,6 +785,11 @@ int gio_kv_plan_view(const struct gio_kv_plan *pl, struct gio_kv_io_plan *v)
 	v->scope = pl->p.engine == GIO_KV_ENGINE_GPU ? pl->p.scope : GIO_SCOPE_SYS;
 	v->poll_ns = pl->p.poll_ns;
 	v->move_depth = pl->p.move_depth ? pl->p.move_depth : GIO_KV_MOVE_DEPTH_DEFAULT;
+	if (pl->mover && pl->batch == BATCH_LOAD) {
+		v->move_req = pl->move_req;
+		v->move_done = pl->move_done;
+		v->move_gcap = pl->gcap;
+	}
 	if (pl->stage_rings) { /* the GPU engine's copies, in GPU memory */
 		v->pool = im->pool;
 		v->runs = im->runs;
@@ -938,6 +994,14 @@ int gio_kv_plan_info(const struct gio_kv_plan *pl, struct gio_kv_plan_stats *out
 	if (!pl || !out)
 		return gio__fail(-EINVAL, "giouring: gio_kv_plan_info: NULL argument");
 	*out = pl->stats;
+	if (pl->mover) {
+		struct gio__kv_mover_stats ms;
+		gio__kv_mover_info(pl->mover, &ms);
+		out->mover_copies = ms.copies;
+		out->mover_calls = ms.calls;
+		out->mover_bytes = ms.bytes;
+		out->mover_cpu_ns = ms.cpu_ns;
+	}
 	out->devices = pl->shape.devices;
 	for (d = 0; d < pl->shape.devices; d++)
 		out->dev[d].path = pl->img.devs[d].stage ? GIO_GPU_PATH_STAGED : GIO_GPU_PATH_P2P;
@@ -948,7 +1012,8 @@ int gio_kv_plan_finish(struct gio_kv_plan *pl, struct gio_kv_io_result *results,
 {
 	const uint64_t deadline = gio_deadline_in(timeout_ns ? timeout_ns : (pl ? pl->p.timeout_ns : 0));
 	uint32_t i, l;
-	int first = 0;
+	int first = 0, mover_rc = 0;
+	char mover_msg[512] = "";
 	gio__clear_error();
 	if (!pl || pl->batch == BATCH_NONE)
 		return gio__fail(-EINVAL, "giouring: kv plan: finish: no batch open");
@@ -979,6 +1044,21 @@ int gio_kv_plan_finish(struct gio_kv_plan *pl, struct gio_kv_io_result *results,
 					 "last layer (the batch stays open: finish again later)");
 		gio_backoff(&spins);
 	}
+	/* No copy of the copy engine may land in the pool after the batch's results are out: a group
+	 * whose warp gave up waiting may still have copies queued. */
+	if (pl->mover && pl->batch == BATCH_LOAD) {
+		struct gio__kv_mover_stats ms;
+		mover_rc = gio__kv_mover_close(pl->mover, deadline);
+		if (mover_rc == -ETIME)
+			return mover_rc;
+		if (mover_rc)
+			snprintf(mover_msg, sizeof(mover_msg), "%s", gio_last_error());
+		gio__kv_mover_info(pl->mover, &ms);
+		pl->stats.mover_copies = ms.copies;
+		pl->stats.mover_calls = ms.calls;
+		pl->stats.mover_bytes = ms.bytes;
+		pl->stats.mover_cpu_ns = ms.cpu_ns;
+	}
 	for (i = 0; i < pl->n; i++) {
 		pl->ok[i] = pl->req_of[i] != NO_REQUEST && requests_result(pl, i).rc == 0;
 		for (l = 0; pl->ok[i] && l < pl->shape.layers; l++)
@@ -1008,6 +1088,8 @@ int gio_kv_plan_finish(struct gio_kv_plan *pl, struct gio_kv_io_result *results,
 	}
 	count_batch(pl);
 	pl->batch = BATCH_NONE;
+	if (mover_rc) /* what the groups it left unmoved timed out for; its message is the last error */
+		return gio__fail(mover_rc, "%s", mover_msg);
 	return first;
 }
 

@@ -9,7 +9,8 @@
 // (docs/staged.md): the same checks with the pool never registered with the targets, every
 // object moved by the I/O kernel's warps through staging slots in pinned host memory
 // (gio_ctx_stage_create() with GIO_CTX_STAGE_GPU), rings of 32 slots, far fewer than a layer's
-// objects, so every slot is reused; a command whose completion never comes leaves its slot LOST.
+// objects, so every slot is reused; a command whose completion never comes leaves its slot LOST;
+// and the same with the copy engine moving the loads' objects (gio_kv_plan_params::mover).
 #include <cuda_runtime.h>
 
 #include <cerrno>
@@ -136,7 +137,7 @@ struct Rig {
 
 // pad: elements after each block's part where K and V are apart (runs that start inside pages).
 bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s, uint32_t io_warps, bool staged,
-	   uint32_t move_depth)
+	   uint32_t move_depth, uint32_t mover)
 {
 	const uint64_t pool_bytes = (uint64_t)kLayers * kBlocks * (kObject + 2 * pad * kElem);
 	r.pool_bytes = pool_bytes;
@@ -272,6 +273,7 @@ bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s, uint32
 	pp.devs = devs.data();
 	pp.pool = staged ? &p : nullptr;
 	pp.move_depth = move_depth;
+	pp.mover = mover;
 	rc = gio_kv_plan_create(r.store, &pp, &r.plan);
 	EXPECT(rc == 0, "plan: %s", gio_last_error());
 	r.ok = rc == 0;
@@ -304,19 +306,20 @@ void teardown(Rig &r)
 
 // sms: the loads' SM budget (gio_kv_layer_launch()); 0: the plan's blocks.
 // move_depth: the staged mover's loads in flight a lane (gio_kv_plan_params::move_depth; 0: the default).
+// mover: who moves a staged load's objects (gio_kv_plan_params::mover).
 void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint32_t sms = 0, bool staged = false,
-	 uint32_t move_depth = 0)
+	 uint32_t move_depth = 0, uint32_t mover = GIO_KV_MOVER_SM)
 {
-	std::printf("== K and V %s%s, %s %s, %u warps a block%s, move_depth %u\n", kv_apart ? "apart (two runs)" : "together (one run)",
+	std::printf("== K and V %s%s, %s %s, %u warps a block%s, move_depth %u%s\n", kv_apart ? "apart (two runs)" : "together (one run)",
 		    pad ? " starting inside pages" : "", prp ? pad ? "PRP (a target without SGLs), a command per run" : "PRP (a target without SGLs)" : "SGL",
 		    staged ? "staged through 32 slots per queue pair" : "table", io_warps, sms ? ", loads on one SM (an SM budget)" : "",
-		    move_depth);
+		    move_depth, mover == GIO_KV_MOVER_COPY_ENGINE ? ", loads moved by the copy engine" : "");
 	cudaStream_t io, compute, other;
 	CK(cudaStreamCreateWithFlags(&io, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
 	Rig r;
-	if (!setup(r, kv_apart, prp, pad, io, io_warps, staged, move_depth)) {
+	if (!setup(r, kv_apart, prp, pad, io, io_warps, staged, move_depth, mover)) {
 		std::printf("   setup failed\n");
 		return;
 	}
@@ -481,6 +484,16 @@ void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint3
 			       ps.dev[2].timed_out >= lost && ps.dev[0].staged_objects == ps.dev[0].objects && ps.dev[0].objects > 0,
 		       "plan statistics: device 2 path %u, %" PRIu64 " timed out; device 0 %" PRIu64 " of %" PRIu64 " staged",
 		       ps.dev[2].path, ps.dev[2].timed_out, ps.dev[0].staged_objects, ps.dev[0].objects);
+		// The copy engine moved every staged load's objects (runs), the warps none: it copied at
+		// least a run per object loaded, none where the warps move.
+		if (mover == GIO_KV_MOVER_COPY_ENGINE)
+			EXPECT(ps.mover_copies >= ps.dev[0].staged_objects / 2 && ps.mover_bytes > 0 && ps.mover_calls > 0,
+			       "copy-engine mover: %" PRIu64 " copies, %" PRIu64 " bytes in %" PRIu64 " calls, %.3f ms of its thread's CPU",
+			       ps.mover_copies, ps.mover_bytes, ps.mover_calls, ps.mover_cpu_ns / 1e6);
+		else
+			EXPECT(ps.mover_copies == 0, "the warps move, yet %" PRIu64 " copy-engine copies", ps.mover_copies);
+		std::printf("   copy-engine mover: %" PRIu64 " copies, %" PRIu64 " bytes, %" PRIu64 " calls, %.3f ms of its thread's CPU\n",
+			    ps.mover_copies, ps.mover_bytes, ps.mover_calls, ps.mover_cpu_ns / 1e6);
 		// The plan's LOST slot goes back to the area's own rings when the plan is destroyed.
 		EXPECT(gio_kv_plan_destroy(r.plan) == 0, "plan destroy: %s", gio_last_error());
 		r.plan = nullptr;
@@ -528,6 +541,9 @@ int main()
 	run(false, false, 0, 8, 0, true);
 	run(true, false, 0, 8, 0, true, 16); // the mover at its deepest
 	run(true, true, 256, 8, 0, true, 1); // PRP staging table, a command per run; one load in flight a lane
+	// The copy engine as the mover of staged loads (docs/staged.md, design E): the same checks.
+	run(true, false, 0, 8, 0, true, 0, GIO_KV_MOVER_COPY_ENGINE);
+	run(true, true, 256, 8, 0, true, 0, GIO_KV_MOVER_COPY_ENGINE);
 	std::printf(failures ? "FAILED: %d\n" : "PASSED\n", failures);
 	return failures ? 1 : 0;
 }

@@ -94,6 +94,21 @@ struct gio_kv_io_result {
 	uint16_t layer;  /**< The layer that failed. */
 };
 
+/**
+ * @brief A staged load group's request to the copy-engine mover (gio_kv_plan_params::mover,
+ *        docs/staged.md "Design E"): written by the group's warp, in pinned host memory, once its
+ *        commands have completed; read by the plan's mover thread.
+ *
+ * The warp writes `mask` and `slot0` (one 8-byte store), then a system-scope fence, then `epoch`:
+ * a reader that sees the batch's epoch (acquire) sees the rest.
+ */
+struct gio_kv_move_req {
+	uint32_t mask;  /**< Lanes whose command succeeded: their objects are moved. */
+	uint32_t slot0; /**< The group's first staging ticket (lane k's slot is slot0 + k). */
+	uint32_t epoch; /**< The batch (gio_kv_io_plan::epoch); written last. */
+	uint32_t rsvd;  /**< Zero. */
+};
+
 /** @brief The plan of one batch as an engine reads it: plain data, passed to kernels by value. */
 struct gio_kv_io_plan {
 	const struct gio_kv_io_dev *devs;     /**< Devices, `ndevs`. */
@@ -123,6 +138,13 @@ struct gio_kv_io_plan {
 					           (gio_kv_plan_params::poll_ns; 0: the default back-off). */
 	uint32_t move_depth;                  /**< GPU engine, staged devices: loads in flight a lane while
 					           moving (gio_kv_plan_params::move_depth), 1 to 16. */
+	uint32_t move_gcap;                   /**< With move_req: entries per layer in move_req and move_done. */
+	struct gio_kv_move_req *move_req;     /**< GPU engine, a load with the copy-engine mover
+					           (gio_kv_plan_params::mover): group g of layer l asks for its
+					           moves at `move_req[l x move_gcap + g]` (pinned host memory);
+					           NULL: the warps move the objects themselves. */
+	const uint32_t *move_done;            /**< With move_req: the mover stores the epoch at the same index
+					           (GPU memory), in stream order after the group's copies. */
 };
 
 /* Request i's Read or Write for `layer` without its data pointer: the checks and the encoding

@@ -66,7 +66,7 @@ GIO_DEV void gio_kv_layer_warp(const struct gio_kv_io_plan *p, uint32_t layer, u
 		const int active = lane < grp.count;
 		if (d->stage) { /* the staged path: the same results and counts, through slots */
 			uint16_t nvme;
-			const int src = gio_kv_stage_group_warp(p, layer, grp, qp, grp.qp % d->nqps, &nvme);
+			const int src = gio_kv_stage_group_warp(p, layer, grp, g, qp, grp.qp % d->nqps, &nvme);
 			if (active)
 				gio_kv_io_result_only(p, layer, grp.first + lane, src, nvme);
 			__syncwarp();

@@ -96,7 +96,19 @@ struct gio_kv_plan_params {
 				    SM partition (docs/staged.md, "The mover's loads in flight": moving the
 				    same bytes at the same rate, 16 cost a GEMM 4.4-5.0%, 4 cost it
 				    0.6-0.9%; restores at 4 ran at 37 GB/s against 45 at 16). */
+	uint32_t mover;        /**< GPU engine, staged devices: who moves a load's objects from their slots
+				    into the pool: GIO_KV_MOVER_SM (0: the group's warp, move_depth loads
+				    in flight a lane) or GIO_KV_MOVER_COPY_ENGINE (a thread of the plan
+				    issues the copies to the copy engine as groups complete; the warps only
+				    submit, reap and wait on a word in GPU memory: docs/staged.md, "Design
+				    E"). Saves are moved by the warps either way. */
 };
+
+/** gio_kv_plan_params::mover: the I/O kernel's warps move the objects (the default). */
+#define GIO_KV_MOVER_SM 0u
+/** gio_kv_plan_params::mover: the copy engine moves a load's objects, driven by a thread of the
+ *  plan (needs the CUDA 13 runtime's cudaMemcpyBatchAsync). */
+#define GIO_KV_MOVER_COPY_ENGINE 1u
 
 /** gio_kv_plan_params::move_depth where it is 0. */
 #define GIO_KV_MOVE_DEPTH_DEFAULT 4u
@@ -213,6 +225,10 @@ struct gio_kv_plan_stats {
 	uint64_t batches;  /**< Batches finished. */
 	uint32_t devices;  /**< Entries of dev[] in use: the store's devices. */
 	uint32_t reserved; /**< Zero. */
+	uint64_t mover_copies; /**< GIO_KV_MOVER_COPY_ENGINE: copies issued to the copy engine. */
+	uint64_t mover_calls;  /**< Their cudaMemcpyBatchAsync calls (the marks in GPU memory included). */
+	uint64_t mover_bytes;  /**< Their bytes. */
+	uint64_t mover_cpu_ns; /**< CPU time of the plan's mover thread so far (its thread CPU clock). */
 	struct gio_kv_plan_dev_stats dev[GIO_KV_STORE_MAX_DEVICES]; /**< In the store's device order. */
 };
 

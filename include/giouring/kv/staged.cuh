@@ -19,6 +19,11 @@
  * a save's stores into the slot come before every lane's system-scope fence, the __syncwarp()
  * and the doorbell's release; a slot's release store (gio_stage_release()) comes after the last
  * read or write of it by any lane (__syncwarp() first).
+ *
+ * With the copy-engine mover (gio_kv_io_plan::move_req, a load): the warp moves nothing; lane 0
+ * writes the group's request (which lanes succeeded, the first slot) into pinned host memory after
+ * the lanes' completions, and waits for the mover's mark in GPU memory, which the copy engine
+ * stores after the group's copies (stream order); the slots go back after the mark.
  */
 #ifndef GIOURING_KV_STAGED_CUH
 #define GIOURING_KV_STAGED_CUH
@@ -60,6 +65,34 @@ GIO_DEV int gio__kv_stage_copy_warp(const struct gio_kv_io_plan *p, uint32_t lay
 	return first ? 0 : -EINVAL;
 }
 
+/* The copy-engine mover's half of load group g (gio_kv_io_plan::move_req): lane 0 asks for the
+ * moves of the lanes in mask (their slots from s0 on) and, where there is one, waits up to the
+ * deadline for the mover's mark, in GPU memory: no poll of host memory. 1 once the objects are in
+ * the pool (or none was asked for), 0 at the deadline; the same on every lane. */
+GIO_DEV int gio__kv_stage_ask_move(const struct gio_kv_io_plan *p, uint32_t layer, uint32_t g, uint32_t mask,
+				   uint32_t s0, uint64_t deadline)
+{
+	int moved = 1;
+	if ((threadIdx.x & 31u) == 0) {
+		const uint64_t idx = (uint64_t)layer * p->move_gcap + g;
+		struct gio_kv_move_req *r = &p->move_req[idx];
+		const volatile uint32_t *done = &p->move_done[idx];
+		uint32_t spins = 0;
+		/* mask and slot0 in one store, then the epoch: the mover reads them after it sees it. */
+		*(volatile uint64_t *)&r->mask = (uint64_t)mask | (uint64_t)s0 << 32;
+		__threadfence_system();
+		*(volatile uint32_t *)&r->epoch = p->epoch;
+		while (mask && *done != p->epoch) {
+			if (gio_deadline_passed(deadline)) {
+				moved = 0;
+				break;
+			}
+			gio_backoff(&spins);
+		}
+	}
+	return __shfl_sync(0xffffffffu, moved, 0);
+}
+
 /** @endcond */
 
 /**
@@ -68,6 +101,7 @@ GIO_DEV int gio__kv_stage_copy_warp(const struct gio_kv_io_plan *p, uint32_t lay
  * @param p       the plan's view.
  * @param layer   the layer.
  * @param grp     the group (every lane the same).
+ * @param g       its index in the plan's groups (the copy-engine mover's request and mark).
  * @param qp      its queue pair.
  * @param q       the queue pair's index in its device (its staging ring).
  * @param status  receives this lane's NVMe status (0 where none).
@@ -78,7 +112,7 @@ GIO_DEV int gio__kv_stage_copy_warp(const struct gio_kv_io_plan *p, uint32_t lay
  * All 32 lanes of the warp together.
  */
 GIO_DEV int gio_kv_stage_group_warp(const struct gio_kv_io_plan *p, uint32_t layer, const struct gio_kv_io_group &grp,
-				    struct gio_qp *qp, uint32_t q, uint16_t *status)
+				    uint32_t g, struct gio_qp *qp, uint32_t q, uint16_t *status)
 {
 	const uint32_t lane = threadIdx.x & 31u;
 	const struct gio_kv_io_dev *d = &p->devs[grp.dev];
@@ -127,7 +161,14 @@ GIO_DEV int gio_kv_stage_group_warp(const struct gio_kv_io_plan *p, uint32_t lay
 		rc = -EINVAL;
 		nvme = 0;
 	}
-	if (!p->write) {
+	if (!p->write && p->move_req) {
+		/* The copy engine moves the good objects out of their slots (a thread of the plan issues
+		 * the copies); a group it has not moved by the deadline times out, its slots LOST (a copy
+		 * may still read them). */
+		const uint32_t good = __ballot_sync(0xffffffffu, active && rc == 0);
+		if (!gio__kv_stage_ask_move(p, layer, g, good, s0, deadline) && (good >> lane & 1u))
+			rc = -ETIME;
+	} else if (!p->write) {
 		/* Each good object out of its slot, the whole warp per object, before the results count. */
 		uint32_t todo = __ballot_sync(0xffffffffu, active && rc == 0);
 		__syncwarp(); /* every lane's completion acquired before any lane reads a slot */
