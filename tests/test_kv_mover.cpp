@@ -257,6 +257,15 @@ TEST_CASE("a copier error stops the mover and close names it", "[kv][mover]")
 	const int rc = gio__kv_mover_close(m, gio_deadline_in(1000000000ull));
 	CHECK(rc == gio_cuda_errno(700));
 	CHECK(std::string(gio_last_error()).find("copy-engine mover") != std::string::npos);
+	// The next batch starts afresh: the error was the last batch's, and its close reported it.
+	const gio__kv_mover_batch b5 = r.batch(5);
+	gio__kv_mover_open(m, &b5);
+	r.fill(1, 0, 0);
+	r.ask(1, 0, 0x7, 0, 5);
+	CHECK(gio__kv_mover_pass(m) == 1);
+	CHECK(r.done[1 * kGcap] == 5);
+	CHECK(r.moved(1, 0));
+	CHECK(gio__kv_mover_close(m, gio_deadline_in(1000000000ull)) == 0);
 	gio__kv_mover_destroy(m);
 }
 

@@ -6,14 +6,21 @@
 #include "cecopy.h"
 #include "cudart.h"
 
+enum { CHUNK = 4096 };
+
 static int ce_copy(void *ctx, void *const *dst, const void *const *src, const size_t *len, size_t n)
 {
 	const struct gio__ce_copier *c = ctx;
 	struct gio__cuda_memcpy_attrs at;
-	size_t idx = 0;
+	size_t idx = 0, k;
+	int e = 0;
 	memset(&at, 0, sizeof(at));
 	at.src_access_order = GIO__CUDA_SRC_ORDER_STREAM; /* the slots are read when the copy runs */
-	return gio__cudart()->memcpy_batch_async(dst, src, len, n, &at, &idx, 1, c->stream);
+	/* Calls of at most CHUNK copies: a pass after a stall may find a whole batch's groups. */
+	for (k = 0; k < n && !e; k += CHUNK)
+		e = gio__cudart()->memcpy_batch_async(dst + k, src + k, len + k, n - k < CHUNK ? n - k : CHUNK, &at, &idx, 1,
+						      c->stream);
+	return e;
 }
 
 static int ce_mark(void *ctx, uint32_t *const *dst, uint32_t value, size_t n)

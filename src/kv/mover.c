@@ -267,6 +267,8 @@ void gio__kv_mover_open(struct gio__kv_mover *m, const struct gio__kv_mover_batc
 	if (m->b.ngroups > m->gcap)
 		m->b.ngroups = m->gcap;
 	memset(m->handled, 0, sizeof(*m->handled) * m->layers);
+	m->err = 0; /* the last batch's close reported it; this batch starts afresh */
+	m->bad_req = 0;
 	m->active = 1;
 	pthread_cond_broadcast(&m->cv);
 	pthread_mutex_unlock(&m->mu);

@@ -62,7 +62,8 @@ struct gio__kv_mover_stats {
 int gio__kv_mover_create(const struct gio__kv_mover_ops *ops, void *ctx, uint32_t layers, uint32_t gcap,
 			 struct gio_kv_move_req *req, uint32_t *done, int thread, struct gio__kv_mover **out);
 
-/* Starts watching batch b's requests. The previous batch must have been closed. */
+/* Starts watching batch b's requests, with no error left from the last batch (its close reported
+ * it). The previous batch must have been closed. */
 void gio__kv_mover_open(struct gio__kv_mover *m, const struct gio__kv_mover_batch *b);
 
 /* Stops watching the open batch (no copy of it is queued after this returns), then waits until
