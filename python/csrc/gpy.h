@@ -197,7 +197,7 @@ int gpy_table_build(struct gpy_store *s, struct gpy_dev *d, const struct gio_kv_
 /** poll_ns, move_depth: gio_kv_plan_params' (GPU engine; 0: the library's defaults). */
 GPY_EXPORT int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests, uint32_t queues,
 			       uint32_t queue_depth, uint32_t io_ctas, uint32_t io_warps, uint64_t timeout_ns,
-			       uint32_t poll_ns, uint32_t move_depth, struct gpy_plan **out);
+			       uint32_t poll_ns, uint32_t move_depth, uint32_t mover, struct gpy_plan **out);
 GPY_EXPORT int gpy_plan_destroy(struct gpy_plan *p);
 /** keys: n pairs (hi, lo). Returns the hits. */
 GPY_EXPORT int gpy_plan_load(struct gpy_plan *p, const uint64_t *keys, const uint32_t *blocks, uint32_t n,

@@ -106,7 +106,7 @@ static int plan_stage(struct gpy_plan *p, uint32_t d, const struct gpy_dev *x, u
 
 int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests, uint32_t queues,
 		    uint32_t queue_depth, uint32_t io_ctas, uint32_t io_warps, uint64_t timeout_ns, uint32_t poll_ns,
-		    uint32_t move_depth, struct gpy_plan **out)
+		    uint32_t move_depth, uint32_t mover, struct gpy_plan **out)
 {
 	struct gio_kv_plan_params pp;
 	struct gpy_plan *p;
@@ -173,6 +173,7 @@ int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests,
 	pp.timeout_ns = p->timeout_ns;
 	pp.poll_ns = poll_ns;
 	pp.move_depth = move_depth;
+	pp.mover = mover;
 	pp.devs = p->devs;
 	for (d = 0; d < s->ndevs; d++)
 		if (p->areas[d])

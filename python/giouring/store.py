@@ -16,6 +16,8 @@ STORE_STATS = ("capacity", "valid", "free", "pinned", "hits", "misses", "evictio
                "unreadable", "bytes_read", "bytes_written", "next_seq", "devices", "store_id_hi", "store_id_lo")
 
 ENGINES = {"cpu": 0, "gpu": 1}
+# gio_kv_plan_params::mover: who moves a staged load's objects into the pool.
+MOVERS = {"warps": 0, "copy_engine": 1}
 
 #: Removals :meth:`Store.removed` keeps (GIO_KV_STORE_REMOVED_KEPT).
 REMOVED_KEPT = 65536
@@ -134,7 +136,7 @@ class Store:
     def plan(self, max_requests: int, *, engine: str | None = None, queues: int | None = None,
              queue_depth: int | None = None,
              io_ctas: int = 0, io_warps: int = 0, timeout: float | None = None, poll_ns: int = 0,
-             move_depth: int = 0) -> Plan:
+             move_depth: int = 0, mover: str = "warps") -> Plan:
         """Makes a plan: batches of up to ``max_requests`` keys, then one call per layer.
 
         Args:
@@ -159,11 +161,18 @@ class Store:
                 object moves between its staging slot and the pool, 1 to 16 (0: the library's
                 default, 4). Deeper moves faster and costs kernels in the other SM partition more
                 (docs/staged.md).
+            mover: GPU engine, staged devices: who moves a load's objects from their slots into
+                the pool: ``"warps"`` (the I/O kernel's, ``move_depth`` loads in flight a lane) or
+                ``"copy_engine"`` (a thread of the plan issues the copies to the copy engine; the
+                warps only submit, reap and wait: docs/staged.md, "Design E"). Saves are moved by
+                the warps either way.
 
         With GPU-executed targets, make every plan before the first batch: the targets'
         executors start with it.
         """
         engine = self.engine_for(engine)
+        if mover not in MOVERS:
+            raise ValueError(f"mover: 'warps' or 'copy_engine', not {mover!r}")
         if queues is None:
             queues = 4 if engine == "gpu" else 2
         if queue_depth is None:
@@ -174,6 +183,7 @@ class Store:
         h = ctypes.c_void_p()
         _lib.check(_lib.lib.gpy_plan_create(self._handle(), ENGINES[engine], max_requests, queues, queue_depth,
                                             io_ctas, io_warps, int((timeout or 0) * 1e9), poll_ns, move_depth,
+                                            MOVERS[mover],
                                             ctypes.byref(h)))
         p = Plan(self, h.value, engine)
         self._plans.append(p)

@@ -148,6 +148,10 @@ def test_bad_input_raises_with_errno_and_the_library_message(uris, tmp_path):
         expect(errno.EINVAL, lambda: store.plan(max_requests=4, poll_ns=2_000_000), "poll_ns above 1 ms")
         expect(errno.EINVAL, lambda: store.plan(max_requests=4, poll_ns=-1), "poll_ns -1")
         expect(errno.EINVAL, lambda: store.plan(max_requests=4, move_depth=1 << 32), "move_depth")
+        # The copy engine moves a GPU-engine plan's staged loads; the CPU engine moves its own.
+        expect(errno.EINVAL, lambda: store.plan(max_requests=4, mover="copy_engine"), "for the GPU engine")
+        with pytest.raises(ValueError, match="mover"):
+            store.plan(max_requests=4, mover="dma")
         expect(errno.EINVAL, lambda: plan.wait_layer(-1), "layer -1 out of range")
         with pytest.raises(TypeError):
             plan.wait_layer(0.5)
