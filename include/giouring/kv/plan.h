@@ -101,7 +101,11 @@ struct gio_kv_plan_params {
 				    in flight a lane) or GIO_KV_MOVER_COPY_ENGINE (a thread of the plan
 				    issues the copies to the copy engine as groups complete; the warps only
 				    submit, reap and wait on a word in GPU memory: docs/staged.md, "Design
-				    E"). Saves are moved by the warps either way. */
+				    E"). Saves are moved by the warps either way. The copies run on
+				    a stream of the plan while the I/O kernel waits for them: as for
+				    the CPU-executed targets' copies (gio_ctx_register_device()), set
+				    CUDA_DEVICE_MAX_CONNECTIONS=32 before the process's first CUDA call,
+				    so that no copy shares a hardware queue with a waiting kernel. */
 };
 
 /** gio_kv_plan_params::mover: the I/O kernel's warps move the objects (the default). */
