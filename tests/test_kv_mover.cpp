@@ -11,6 +11,7 @@
 #include <giouring/ring/clock.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -330,5 +331,26 @@ TEST_CASE("the mover's thread serves groups that ask from other threads", "[kv][
 	gio__kv_mover_info(m, &s);
 	CHECK(s.groups == 3 * kLayers * 2);
 	CHECK(s.copies == 3 * kLayers * 5 * 2);
+	gio__kv_mover_destroy(m);
+}
+
+TEST_CASE("the mover's thread costs no CPU while no batch is open", "[kv][mover]")
+{
+	rig r;
+	memcpy_copier c;
+	gio__kv_mover *m = nullptr;
+	REQUIRE(gio__kv_mover_create(&kOps, &c, kLayers, kGcap, r.req.data(), r.done.data(), 1, &m) == 0);
+	std::this_thread::sleep_for(std::chrono::milliseconds(200));
+	gio__kv_mover_stats s{};
+	gio__kv_mover_info(m, &s);
+	CHECK(s.cpu_ns < 20000000ull); // it sleeps on its condition, not in a poll loop
+	// Open, nobody asks: it backs off to short sleeps, well below a core.
+	const gio__kv_mover_batch b = r.batch(1);
+	gio__kv_mover_open(m, &b);
+	std::this_thread::sleep_for(std::chrono::milliseconds(300));
+	gio__kv_mover_info(m, &s);
+	const uint64_t open_ns = s.cpu_ns;
+	CHECK(gio__kv_mover_close(m, gio_deadline_in(1000000000ull)) == 0);
+	CHECK(open_ns < 250000000ull);
 	gio__kv_mover_destroy(m);
 }
