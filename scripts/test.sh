@@ -110,14 +110,15 @@ fi
 # ThreadSanitizer: the ring stress test (many producers, queue pairs, executor threads) and the
 # context tests (controller bring-up, reset and shutdown while executor threads serve; faults;
 # queue pairs destroyed and memory unregistered while they serve), and the staged path's (slot
-# rings shared by a reserver, a controller or executor, and a mover thread).
+# rings shared by a reserver, a controller or executor, and a mover thread), and the copy-engine
+# mover's thread beside the groups that ask it.
 # A TSan report makes the test exit non-zero (exitcode 66) after printing every report.
 export GIO_STRESS_COMMANDS="$san_stress"
 # TSan maps its shadow memory at fixed addresses: ctest runs without address randomisation.
 TSAN_OPTIONS="${TSAN_OPTIONS:-second_deadlock_stack=1}" GIO_CTEST_WRAP=gio_no_aslr \
   GIO_CHURN_CYCLES="${GIO_SAN_CHURN_CYCLES:-10000}" \
-  stage "ThreadSanitizer" build-tsan gio_sanitizer_build build-tsan thread "test_stress test_ctx test_uring test_lifecycle test_stage test_kv_staged_cpu" -- \
-  -R '^test_(stress|ctx|uring|lifecycle|stage|kv_staged_cpu)(\.io_uring)?$' || { summary+=("AddressSanitizer+UBSan: not run" "aarch64 (qemu-user): not run"); finish; }
+  stage "ThreadSanitizer" build-tsan gio_sanitizer_build build-tsan thread "test_stress test_ctx test_uring test_lifecycle test_stage test_kv_staged_cpu test_kv_mover" -- \
+  -R '^test_(stress|ctx|uring|lifecycle|stage|kv_staged_cpu|kv_mover)(\.io_uring)?$' || { summary+=("AddressSanitizer+UBSan: not run" "aarch64 (qemu-user): not run"); finish; }
 
 # AddressSanitizer + UndefinedBehaviorSanitizer (no recovery: any report fails): every host unit
 # test, the stress test included, and test_lifecycle's churn at its full 100000 cycles (about 6 s
