@@ -321,6 +321,15 @@ gio_kv_plan *plan_make(rig &g, uint32_t io_ctas, uint32_t io_warps, double timeo
 	return plan;
 }
 
+// The CPU time of the plan's copy-engine mover thread so far, seconds (0 where the warps move).
+double mover_cpu_s(gio_kv_plan *plan)
+{
+	gio_kv_plan_stats ps{};
+	if (gio_kv_plan_info(plan, &ps))
+		die_gio("plan info");
+	return ps.mover_cpu_ns * 1e-9;
+}
+
 // Ends a batch; a failed request fails the bench with its NVMe status.
 void finish_or_die(rig &g, gio_kv_plan *plan, const char *what)
 {
@@ -425,6 +434,7 @@ struct restore_row {
 	double bulk_gbps = 0, bulk_min = 0, bulk_max = 0;
 	double cpu_s_per_gb = 0; // median
 	double cpu_cores = 0;    // median: process CPU time over the restore's wall time
+	double mover_s_per_gb = 0; // median: the copy-engine mover thread's CPU alone
 	int reps = 0;
 };
 
@@ -438,10 +448,11 @@ restore_row run_restore(rig &g, gio_kv_plan *plan, uint32_t io_ctas, uint32_t io
 	row.io_warps = io_warps;
 	row.bytes = bytes;
 	row.reps = r->reps;
-	std::vector<double> gbps, bulks, cpu, cores;
+	std::vector<double> gbps, bulks, cpu, cores, mover;
 	for (int rep = 0; rep < r->warmup + r->reps; rep++) {
 		kv_poison_pool(w, r);
 		row.groups = plan_batch(g, plan); // untimed: lookups and the requests' upload
+		const double m0 = mover_cpu_s(plan);
 		const double a0 = rusage_s(), t0 = kv_now_s();
 		KV_CK(cudaEventRecord(r->ev_start, r->stream));
 		launch_layers(g, plan, r->stream);
@@ -450,6 +461,7 @@ restore_row run_restore(rig &g, gio_kv_plan *plan, uint32_t io_ctas, uint32_t io
 			kv_die("%u I/O SMs: a load did not finish within %.0f s", io_ctas, r->timeout_s);
 		const double a1 = rusage_s(), t1 = kv_now_s();
 		finish_or_die(g, plan, "load");
+		const double m1 = mover_cpu_s(plan);
 		int64_t first = -1;
 		const uint64_t bad = kv_verify_pool(w, r, KV_VERIFY_SHUFFLED, &first);
 		if (bad)
@@ -470,12 +482,14 @@ restore_row run_restore(rig &g, gio_kv_plan *plan, uint32_t io_ctas, uint32_t io
 		bulks.push_back(bytes / (bms * 1e6));
 		cpu.push_back((a1 - a0) / (bytes / 1e9));
 		cores.push_back((a1 - a0) / (t1 - t0));
+		mover.push_back((m1 - m0) / (bytes / 1e9));
 	}
 	double mn, mx;
 	row.gbps = median_of(gbps, &row.gbps_min, &row.gbps_max);
 	row.bulk_gbps = median_of(bulks, &row.bulk_min, &row.bulk_max);
 	row.cpu_s_per_gb = median_of(cpu, &mn, &mx);
 	row.cpu_cores = median_of(cores, &mn, &mx);
+	row.mover_s_per_gb = median_of(mover, &mn, &mx);
 	row.blocks = blocks_launched(io_ctas, io_warps, row.groups);
 	std::fprintf(stderr, "  %2u I/O SMs x %u warps: %.2f GB/s [%.2f, %.2f], bulk %.2f GB/s, %.3f CPU s/GB, verified\n",
 		     io_ctas, io_warps, row.gbps, row.gbps_min, row.gbps_max, row.bulk_gbps, row.cpu_s_per_gb);
@@ -573,6 +587,7 @@ struct interference_row {
 	double slow = 0, slow_min = 0, slow_max = 0; // %
 	double restore_gbps = 0, restore_min = 0, restore_max = 0;
 	double cpu_s_per_gb = 0, cpu_cores = 0;     // medians over the windows with restores
+	double mover_s_per_gb = 0;                  // median: the copy-engine mover thread's CPU alone
 	uint64_t batches = 0;                       // restore batches in all windows
 	uint32_t poll_ns = 0;                       // the plan's least pause between completion polls
 	int mover = kRestore;
@@ -700,7 +715,7 @@ interference_row run_interference(interference_ctx &x, const compute_kernel &k, 
 	const double one = time_launches(k, x.comp, 1, x.c0, x.c1, x.r->timeout_s);
 	const int n = std::max(3, std::min(400, (int)(o.window_ms / std::max(one, 1e-3)) + 1));
 	row.launches = n;
-	std::vector<double> alone, with, slow, rgbps, cpu, cores;
+	std::vector<double> alone, with, slow, rgbps, cpu, cores, mover;
 	for (int rep = 0; rep < o.reps; rep++) {
 		double t_alone = 0, t_with = 0;
 		// Alternate which goes first, so that a drift (clocks, heat) does not land on one side.
@@ -715,6 +730,7 @@ interference_row run_interference(interference_ctx &x, const compute_kernel &k, 
 			kv_poison_pool(w, x.r);
 			row.blocks = x.mover == kRestore ? blocks_launched(x.io_sms, x.io_warps, plan_batch(*x.g, x.plan))
 						       : x.mover == kSmBulk ? sm_bulk_blocks(x, &per) : 0;
+			const double m0 = x.mover == kRestore ? mover_cpu_s(x.plan) : 0;
 			const double a0 = rusage_s(), t0 = kv_now_s();
 			KV_CK(cudaEventRecord(x.rs, x.io));
 			launch_batch(x);
@@ -763,6 +779,7 @@ interference_row run_interference(interference_ctx &x, const compute_kernel &k, 
 			rgbps.push_back(moved / (rms * 1e6)); // gaps between batches included
 			cpu.push_back((a1 - a0) / (moved / 1e9));
 			cores.push_back((a1 - a0) / (t1 - t0));
+			mover.push_back(x.mover == kRestore ? (mover_cpu_s(x.plan) - m0) / (moved / 1e9) : 0.0);
 			row.batches += batches;
 		}
 		alone.push_back(t_alone);
@@ -777,6 +794,7 @@ interference_row run_interference(interference_ctx &x, const compute_kernel &k, 
 	row.restore_gbps = median_of(rgbps, &row.restore_min, &row.restore_max);
 	row.cpu_s_per_gb = median_of(cpu, &mn, &mx);
 	row.cpu_cores = median_of(cores, &mn, &mx);
+	row.mover_s_per_gb = median_of(mover, &mn, &mx);
 	std::fprintf(stderr, "  %s: %d launches, alone %.2f ms, beside restores %.2f ms (%+.2f%% [%+.2f, %+.2f]), restores "
 			     "%.2f GB/s\n",
 		     k.name, n, row.alone_ms, row.with_ms, row.slow, row.slow_min, row.slow_max, row.restore_gbps);
@@ -1109,14 +1127,14 @@ int main(int argc, char **argv)
 		    kTarget, o.targets, o.threads, o.qps, o.depth, o.slots, g.slot_bytes >> 10, GIO_KV_MOVE_DEPTH_DEFAULT, kDesign, w.geom_name, w.tokens,
 		    w.n_blocks, w.n_layers, 2 * w.obj_bytes >> 10, o.io_warps, o.reps, o.warmup);
 	std::printf("| mover | I/O SMs (plan io_ctas) | blocks launched (groups a layer) | warps a block | GiB | load GB/s | "
-		    "bulk H2D GB/s | load / bulk | SMs per 10 GB/s | CPU s / GB (process) | CPU cores busy | verified |\n");
-	std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+		    "bulk H2D GB/s | load / bulk | SMs per 10 GB/s | CPU s / GB (process) | CPU cores busy | mover thread CPU s / GB | verified |\n");
+	std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 	for (const restore_row &p : rows)
-		std::printf("| %s | %u | %u (%u) | %u | %.2f | %.2f [%.2f, %.2f] | %.2f [%.2f, %.2f] | %.1f%% | %.2f | %.3f | %.2f | yes |\n",
+		std::printf("| %s | %u | %u (%u) | %u | %.2f | %.2f [%.2f, %.2f] | %.2f [%.2f, %.2f] | %.1f%% | %.2f | %.3f | %.2f | %.4f | yes |\n",
 			    p.mover == GIO_KV_MOVER_COPY_ENGINE ? "copy engine (design E)" : "the warps",
 			    p.io_ctas, p.blocks, p.groups, p.io_warps, gib, p.gbps, p.gbps_min, p.gbps_max, p.bulk_gbps, p.bulk_min,
 			    p.bulk_max, p.bulk_gbps > 0 ? 100.0 * p.gbps / p.bulk_gbps : 0.0,
-			    p.gbps > 0 ? p.blocks / (p.gbps / 10.0) : 0.0, p.cpu_s_per_gb, p.cpu_cores);
+			    p.gbps > 0 ? p.blocks / (p.gbps / 10.0) : 0.0, p.cpu_s_per_gb, p.cpu_cores, p.mover_s_per_gb);
 	if (o.interference) {
 		std::printf("\nInterference, MEASURED: does restoring slow compute in the other SM partition? An SM partition "
 			    "(green contexts%s): I/O %u SMs, compute %u SMs. Each compute kernel: N back-to-back launches on the "
@@ -1129,7 +1147,8 @@ int main(int argc, char **argv)
 			    "way, by the same warps with the mover's copy and no commands or polls, or by the copy engine: "
 			    "what moving the bytes at all costs the kernel; the object-by-object row moves each object's runs "
 			    "with cudaMemcpyBatchAsync, the copies a host thread would issue for design E (docs/staged.md); its "
-			    "CPU column includes the thread issuing them.%s\n\n",
+			    "CPU column includes the thread issuing them. Mover thread CPU: the copy-engine mover's own thread "
+			    "(gio_kv_plan_stats::mover_cpu_ns), per GB restored; 0 where the warps move.%s\n\n",
 			    pinfo.isolated ? "" : "; NOT isolated: ordinary streams, the figures mean nothing", pinfo.io_sms,
 			    pinfo.compute_sms, iface_sms, o.io_warps, o.reps, kTarget,
 #ifdef GIO_BENCH_CUBLAS
@@ -1140,11 +1159,11 @@ int main(int argc, char **argv)
 		);
 		std::printf("| compute kernel (compute partition) | mover; completions (design) | I/O SMs (blocks launched) | compute SMs | launches | "
 			    "alone: ms (rate) | beside the mover: ms | slowdown | GB/s moved meanwhile | CPU s / GB (process) | "
-			    "CPU cores busy |\n");
-		std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+			    "CPU cores busy | mover thread CPU s / GB |\n");
+		std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 		for (const interference_row &p : irows)
 			std::printf("| %s | %s%s%s%s%s | %u (%u) | %u | %d | %.2f (%.1f %s) | %.2f | %+.2f%% [%+.2f, %+.2f] | %.2f [%.2f, %.2f] | "
-				    "%.3f | %.2f |\n",
+				    "%.3f | %.2f | %.4f |\n",
 				    p.kernel.c_str(), kMoverName[p.mover],
 				    mover_detail(p).c_str(),
 				    p.mover == kRestore ? "; " : "",
@@ -1152,7 +1171,7 @@ int main(int argc, char **argv)
 				    p.mover == kRestore && p.poll_ns ? (", polls paced: " + std::to_string(p.poll_ns) + " ns at least between them").c_str() : "",
 				    p.io_sms, p.blocks, p.compute_sms, p.launches, p.alone_ms, p.rate_alone, p.unit,
 				    p.with_ms, p.slow, p.slow_min, p.slow_max, p.restore_gbps, p.restore_min, p.restore_max,
-				    p.cpu_s_per_gb, p.cpu_cores);
+				    p.cpu_s_per_gb, p.cpu_cores, p.mover_s_per_gb);
 	}
 
 	if (o.json) {
@@ -1176,9 +1195,10 @@ int main(int argc, char **argv)
 			const restore_row &p = rows[i];
 			std::fprintf(f, "%s{\"mover\": \"%s\", \"io_sms\": %u, \"blocks\": %u, \"groups_per_layer\": %u, \"io_warps\": %u, \"load_gbps\": "
 				     "[%.3f, %.3f, %.3f], \"bulk_gbps\": [%.3f, %.3f, %.3f], \"sms_per_10gbps\": %.3f, \"cpu_s_per_gb\": %.4f, "
-				     "\"cpu_cores\": %.3f, \"verified\": true}",
+				     "\"cpu_cores\": %.3f, \"mover_cpu_s_per_gb\": %.5f, \"verified\": true}",
 				     i ? ", " : "", p.mover == GIO_KV_MOVER_COPY_ENGINE ? "copy engine" : "warps", p.io_ctas, p.blocks, p.groups, p.io_warps, p.gbps_min, p.gbps, p.gbps_max, p.bulk_min,
-				     p.bulk_gbps, p.bulk_max, p.gbps > 0 ? p.blocks / (p.gbps / 10.0) : 0.0, p.cpu_s_per_gb, p.cpu_cores);
+				     p.bulk_gbps, p.bulk_max, p.gbps > 0 ? p.blocks / (p.gbps / 10.0) : 0.0, p.cpu_s_per_gb, p.cpu_cores,
+				     p.mover_s_per_gb);
 		}
 		std::fprintf(f, "], \"partition\": {\"made\": %s, \"io_sms\": %u, \"compute_sms\": %u, \"isolated\": %u}, "
 			     "\"interference\": [",
@@ -1195,10 +1215,10 @@ int main(int argc, char **argv)
 			std::fprintf(f, ", \"io_sms\": %u, \"blocks\": %u, \"compute_sms\": %u, \"io_warps\": %u, \"launches\": %d, \"reps\": %d, "
 				     "\"alone_ms\": %.4f, \"with_restores_ms\": %.4f, \"rate_alone\": %.3f, \"rate_unit\": \"%s\", "
 				     "\"slowdown_pct\": [%.3f, %.3f, %.3f], \"restore_gbps\": [%.3f, %.3f, %.3f], \"batches\": %" PRIu64
-				     ", \"cpu_s_per_gb\": %.4f, \"cpu_cores\": %.3f}",
+				     ", \"cpu_s_per_gb\": %.4f, \"cpu_cores\": %.3f, \"mover_cpu_s_per_gb\": %.5f}",
 				     p.io_sms, p.blocks, p.compute_sms, p.io_warps, p.launches, p.reps, p.alone_ms, p.with_ms, p.rate_alone, p.unit,
 				     p.slow_min, p.slow, p.slow_max, p.restore_min, p.restore_gbps, p.restore_max, p.batches,
-				     p.cpu_s_per_gb, p.cpu_cores);
+				     p.cpu_s_per_gb, p.cpu_cores, p.mover_s_per_gb);
 		}
 #ifdef GIO_BENCH_CUBLAS
 		std::fprintf(f, "], \"gemm\": true}\n");
