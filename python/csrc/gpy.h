@@ -218,6 +218,9 @@ GPY_EXPORT int gpy_plan_wait_times(const struct gpy_plan *p, uint64_t *out, uint
  *  staged objects, staged bytes, failed, timed out) into @p out, room for @p ndev devices; returns
  *  the store's devices or -errno. @p out NULL and @p ndev 0: the count alone. */
 GPY_EXPORT int gpy_plan_devices(const struct gpy_plan *p, uint64_t *out, uint32_t ndev);
+/** The copy-engine mover's counters (gio_kv_plan_stats): copies, calls, bytes, its thread's CPU ns. */
+#define GPY_PLAN_MOVER_STATS 4u
+GPY_EXPORT int gpy_plan_mover(const struct gpy_plan *p, uint64_t *out, uint32_t n);
 /** The plan's engine (GIO_KV_ENGINE_*) and layers. */
 GPY_EXPORT uint32_t gpy_plan_engine(const struct gpy_plan *p);
 /** The live plan whose handle is @p handle, or NULL (a destroyed or made-up handle): the torch

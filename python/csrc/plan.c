@@ -373,6 +373,24 @@ int gpy_plan_devices(const struct gpy_plan *p, uint64_t *out, uint32_t ndev)
 	return (int)st.devices;
 }
 
+int gpy_plan_mover(const struct gpy_plan *p, uint64_t *out, uint32_t n)
+{
+	struct gio_kv_plan_stats st;
+	uint64_t v[GPY_PLAN_MOVER_STATS];
+	int rc;
+	gpy_clear_error();
+	if (!p || !out || n > GPY_PLAN_MOVER_STATS)
+		return gpy_fail(-EINVAL, "no plan, or more than %u numbers asked", GPY_PLAN_MOVER_STATS);
+	if ((rc = gio_kv_plan_info(p->plan, &st)) != 0)
+		return gpy_lib(rc, "the plan's statistics");
+	v[0] = st.mover_copies;
+	v[1] = st.mover_calls;
+	v[2] = st.mover_bytes;
+	v[3] = st.mover_cpu_ns;
+	memcpy(out, v, n * sizeof(uint64_t));
+	return 0;
+}
+
 int gpy_plan_check_pool(const struct gpy_plan *p, uint32_t layer, const uint64_t *ptrs, uint32_t n)
 {
 	const struct gio_kv_pool *pool = &p->s->pool;

@@ -69,6 +69,7 @@ _sig("gpy_plan_finish", ctypes.c_int, vp, P(i32), P(ctypes.c_uint16), P(ctypes.c
 _sig("gpy_plan_batch_keys", u32, vp)
 _sig("gpy_plan_stats", ctypes.c_int, vp, P(u64), u32)
 _sig("gpy_plan_devices", ctypes.c_int, vp, P(u64), u32)
+_sig("gpy_plan_mover", ctypes.c_int, vp, P(u64), u32)
 _sig("gpy_plan_wait_times", ctypes.c_int, vp, P(u64), u32)
 
 if ctypes.sizeof(PoolDesc) != lib.gpy_pool_desc_size():
