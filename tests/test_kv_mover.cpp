@@ -270,6 +270,25 @@ TEST_CASE("a copier error stops the mover and close names it", "[kv][mover]")
 	gio__kv_mover_destroy(m);
 }
 
+TEST_CASE("a thread that cannot attach to its device fails every batch, not only the first", "[kv][mover]")
+{
+	rig r;
+	memcpy_copier c;
+	const gio__kv_mover_ops ops = {cp_copy, cp_mark, cp_query, [](void *) { return 101; }}; // cudaErrorInvalidDevice
+	gio__kv_mover *m = nullptr;
+	REQUIRE(gio__kv_mover_create(&ops, &c, kLayers, kGcap, r.req.data(), r.done.data(), 1, &m) == 0);
+	for (uint32_t epoch = 1; epoch <= 2; epoch++) {
+		const gio__kv_mover_batch b = r.batch(epoch);
+		gio__kv_mover_open(m, &b);
+		r.ask(0, 0, 0x1, 0, epoch);
+		std::this_thread::sleep_for(std::chrono::milliseconds(50));
+		CHECK(r.done[0] == 0); // nothing moved, nothing marked
+		CHECK(gio__kv_mover_close(m, gio_deadline_in(1000000000ull)) == gio_cuda_errno(101));
+	}
+	CHECK(c.copies == 0);
+	gio__kv_mover_destroy(m);
+}
+
 TEST_CASE("a request the mover cannot place is not moved and close says which", "[kv][mover]")
 {
 	rig r;

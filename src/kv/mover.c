@@ -28,6 +28,7 @@ struct gio__kv_mover {
 	uint32_t *seen;    /* layers x gcap: the epoch whose request was taken */
 	uint32_t *handled; /* per layer: groups taken in the open batch */
 	int err;           /* the copier's first error (positive), or -errno of the mover's own */
+	int attach_err;    /* the thread's attach (its CUDA device): every batch fails with it */
 	uint32_t bad_req;  /* with err -EINVAL: the request the mover could not place */
 	/* The pass's copies and marks (grown as needed). */
 	void **cdst;
@@ -106,7 +107,6 @@ static int group_copies(struct gio__kv_mover *m, uint32_t layer, uint32_t g, uin
 				m->cdst[*nc] = (void *)(uintptr_t)mv[k].dst;
 				m->csrc[*nc] = slot + mv[k].src_off;
 				m->clen[*nc] = (size_t)mv[k].len;
-				m->st.bytes += mv[k].len;
 			}
 			first += (uint32_t)n;
 		} while (n == 8);
@@ -155,9 +155,14 @@ int gio__kv_mover_pass(struct gio__kv_mover *m)
 		/* The copies first, then the marks: stream order puts every group's bytes in the pool
 		 * before its word says so. */
 		if (nc) {
-			if ((e = m->ops->copy(m->ctx, m->cdst, m->csrc, m->clen, nc)) != 0)
+			size_t k;
+			if ((e = m->ops->copy(m->ctx, m->cdst, m->csrc, m->clen, nc)) != 0) {
 				m->err = e;
-			m->st.copies += nc;
+			} else { /* counted once queued */
+				m->st.copies += nc;
+				for (k = 0; k < nc; k++)
+					m->st.bytes += m->clen[k];
+			}
 			m->st.calls++;
 		}
 		if (nm && !m->err) {
@@ -179,7 +184,7 @@ static void *mover_main(void *arg)
 	int e = m->ops->attach ? m->ops->attach(m->ctx) : 0;
 	pthread_mutex_lock(&m->mu);
 	if (e)
-		m->err = e;
+		m->err = m->attach_err = e;
 	while (!m->stop) {
 		if (!m->active || m->err) {
 			pthread_cond_wait(&m->cv, &m->mu);
@@ -267,7 +272,7 @@ void gio__kv_mover_open(struct gio__kv_mover *m, const struct gio__kv_mover_batc
 	if (m->b.ngroups > m->gcap)
 		m->b.ngroups = m->gcap;
 	memset(m->handled, 0, sizeof(*m->handled) * m->layers);
-	m->err = 0; /* the last batch's close reported it; this batch starts afresh */
+	m->err = m->attach_err; /* the last batch's close reported its error; this batch starts afresh */
 	m->bad_req = 0;
 	m->active = 1;
 	pthread_cond_broadcast(&m->cv);

@@ -1047,17 +1047,11 @@ int gio_kv_plan_finish(struct gio_kv_plan *pl, struct gio_kv_io_result *results,
 	/* No copy of the copy engine may land in the pool after the batch's results are out: a group
 	 * whose warp gave up waiting may still have copies queued. */
 	if (pl->mover && pl->batch == BATCH_LOAD) {
-		struct gio__kv_mover_stats ms;
 		mover_rc = gio__kv_mover_close(pl->mover, deadline);
 		if (mover_rc == -ETIME)
 			return mover_rc;
 		if (mover_rc)
 			snprintf(mover_msg, sizeof(mover_msg), "%s", gio_last_error());
-		gio__kv_mover_info(pl->mover, &ms);
-		pl->stats.mover_copies = ms.copies;
-		pl->stats.mover_calls = ms.calls;
-		pl->stats.mover_bytes = ms.bytes;
-		pl->stats.mover_cpu_ns = ms.cpu_ns;
 	}
 	for (i = 0; i < pl->n; i++) {
 		pl->ok[i] = pl->req_of[i] != NO_REQUEST && requests_result(pl, i).rc == 0;

@@ -32,6 +32,7 @@
 #define GIOURING_KV_IO_H
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../config.h"
@@ -108,6 +109,11 @@ struct gio_kv_move_req {
 	uint32_t epoch; /**< The batch (gio_kv_io_plan::epoch); written last. */
 	uint32_t rsvd;  /**< Zero. */
 };
+/* The warp stores mask and slot0 as one little-endian 8-byte word (mask low), then the epoch. */
+GIO_STATIC_ASSERT(offsetof(struct gio_kv_move_req, mask) == 0 && offsetof(struct gio_kv_move_req, slot0) == 4,
+		  "gio_kv_move_req: mask and slot0 one 8-byte word");
+GIO_STATIC_ASSERT(offsetof(struct gio_kv_move_req, epoch) == 8 && sizeof(struct gio_kv_move_req) == 16,
+		  "gio_kv_move_req: 16 bytes, the epoch apart");
 
 /** @brief The plan of one batch as an engine reads it: plain data, passed to kernels by value. */
 struct gio_kv_io_plan {
