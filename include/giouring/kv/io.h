@@ -127,7 +127,7 @@ struct gio_kv_io_plan {
 	uint32_t *layer_done_host;            /**< Per layer: the same for the host to poll (pinned memory,
 					           written at system scope), or NULL. */
 	uint64_t object_bytes;                /**< Bytes of one layer's object: whole blocks of every device. */
-	uint64_t timeout_ns;                  /**< Deadline of each group's commands, from its submission. */
+	uint64_t timeout_ns;                  /**< Deadline of each group's commands, from its submission; with the copy-engine mover, also of a load group's moves, from its request. */
 	uint32_t ndevs;                       /**< Devices. */
 	uint32_t nreqs;                       /**< Requests (may be 0: a layer pass then only signals). */
 	uint32_t ngroups;                     /**< Groups. */

@@ -66,14 +66,17 @@ GIO_DEV int gio__kv_stage_copy_warp(const struct gio_kv_io_plan *p, uint32_t lay
 }
 
 /* The copy-engine mover's half of load group g (gio_kv_io_plan::move_req): lane 0 asks for the
- * moves of the lanes in mask (their slots from s0 on) and, where there is one, waits up to the
- * deadline for the mover's mark, in GPU memory: no poll of host memory. 1 once the objects are in
- * the pool (or none was asked for), 0 at the deadline; the same on every lane. */
+ * moves of the lanes in mask (their slots from s0 on) and, where there is one, waits for the
+ * mover's mark, in GPU memory (no poll of host memory), up to a deadline of its own, the plan's
+ * timeout from the ask: a group one of whose commands used up the command deadline still has its
+ * good objects moved (the first GPU run lost a whole group's slots to that). 1 once the objects
+ * are in the pool (or none was asked for), 0 at the deadline; the same on every lane. */
 GIO_DEV int gio__kv_stage_ask_move(const struct gio_kv_io_plan *p, uint32_t layer, uint32_t g, uint32_t mask,
-				   uint32_t s0, uint64_t deadline)
+				   uint32_t s0)
 {
 	int moved = 1;
 	if ((threadIdx.x & 31u) == 0) {
+		const uint64_t deadline = gio_deadline_in(p->timeout_ns);
 		const uint64_t idx = (uint64_t)layer * p->move_gcap + g;
 		struct gio_kv_move_req *r = &p->move_req[idx];
 		const volatile uint32_t *done = &p->move_done[idx];
@@ -163,10 +166,10 @@ GIO_DEV int gio_kv_stage_group_warp(const struct gio_kv_io_plan *p, uint32_t lay
 	}
 	if (!p->write && p->move_req) {
 		/* The copy engine moves the good objects out of their slots (a thread of the plan issues
-		 * the copies); a group it has not moved by the deadline times out, its slots LOST (a copy
-		 * may still read them). */
+		 * the copies); a group it has not moved by the move's own deadline times out, its slots
+		 * LOST (a copy may still read them). */
 		const uint32_t good = __ballot_sync(0xffffffffu, active && rc == 0);
-		if (!gio__kv_stage_ask_move(p, layer, g, good, s0, deadline) && (good >> lane & 1u))
+		if (!gio__kv_stage_ask_move(p, layer, g, good, s0) && (good >> lane & 1u))
 			rc = -ETIME;
 	} else if (!p->write) {
 		/* Each good object out of its slot, the whole warp per object, before the results count. */
