@@ -60,12 +60,15 @@ struct Aligned {
 	Aligned &operator=(const Aligned &) = delete;
 };
 
-// A pool (layer, part, block, token, head, channel) of 2-byte elements in host memory, poisoned.
+// A pool (layer, part, block, token, head, channel) of 2-byte elements in host memory, poisoned;
+// with `per_layer`, addressed as vLLM's tensor per layer is: a table of bases, one a layer
+// (GIO_KV_BASE_LAYER).
 struct Pool {
 	Aligned mem{kLayers * kBlocks * kObject};
 	gio_kv_pool pool{};
 	gio_kv_runs runs{};
-	Pool()
+	std::vector<uint64_t> bases;
+	explicit Pool(bool per_layer = false)
 	{
 		pool.base = reinterpret_cast<uint64_t>(mem.p);
 		pool.elem_bytes = 2;
@@ -78,6 +81,14 @@ struct Pool {
 		pool.stride[GIO_KV_BLOCK] = kChannels * kHeads * kTokens;
 		pool.stride[GIO_KV_PART] = pool.stride[GIO_KV_BLOCK] * kBlocks;
 		pool.stride[GIO_KV_LAYER] = pool.stride[GIO_KV_PART] * 2;
+		if (per_layer) {
+			for (uint32_t l = 0; l < kLayers; l++)
+				bases.push_back(reinterpret_cast<uint64_t>(mem.p) + l * kBlocks * kObject);
+			pool.base = 0;
+			pool.bases = bases.data();
+			pool.base_mode = GIO_KV_BASE_LAYER;
+			pool.stride[GIO_KV_LAYER] = 0;
+		}
 		REQUIRE(gio_kv_pool_check(&pool, nullptr) == 0);
 		REQUIRE(gio_kv_pool_runs(&pool, &runs) == 0);
 		REQUIRE(runs.nruns == 2);
@@ -764,7 +775,7 @@ struct StagedStore {
 	std::vector<gio_kv_io_dev> devs = std::vector<gio_kv_io_dev>(2);
 	std::unique_ptr<Staging> stg[2];
 	gio_kv_plan_params pp{};
-	explicit StagedStore(uint32_t slots)
+	explicit StagedStore(uint32_t slots, bool per_layer = false) : pool(per_layer)
 	{
 		store = two_device_store(t, pool);
 		for (uint32_t d = 0; d < 2; d++) {
@@ -800,18 +811,26 @@ struct StagedStore {
 namespace {
 
 // Through a plan over `store` with `devs` (staged) and `pool`: n chunks saved, committed (found
-// in the store), the pool poisoned, loaded back, every byte compared.
+// in the store), the pool poisoned, loaded back, every byte compared. The pool is given as a copy
+// whose table of bases (where it has one) is overwritten once the plan exists: the plan keeps its
+// own (the GPU engine's warps cannot read a caller's table in pageable memory).
 void plan_round_trip(gio_kv_store *store, std::vector<gio_kv_io_dev> &devs, Pool &pool, uint32_t n)
 {
+	gio_kv_pool given = pool.pool;
+	std::vector<uint64_t> bases = pool.bases;
+	if (given.bases)
+		given.bases = bases.data();
 	gio_kv_plan_params pp{};
 	pp.engine = GIO_KV_ENGINE_CPU;
 	pp.max_requests = kBlocks;
 	pp.blocks = kBlocks;
 	pp.devs = devs.data();
-	pp.pool = &pool.pool;
+	pp.pool = &given;
 	gio_kv_plan *plan = nullptr;
 	INFO(gio_last_error());
 	REQUIRE(gio_kv_plan_create(store, &pp, &plan) == 0);
+	std::fill(bases.begin(), bases.end(), 0);
+	given = gio_kv_pool{};
 	std::vector<gio_kv_u128> keys;
 	std::vector<uint32_t> blocks;
 	for (uint32_t c = 0; c < n; c++) {
@@ -862,6 +881,16 @@ TEST_CASE("a staged save and load through the plan over two devices: committed b
 		for (uint32_t q = 0; q < 2; q++) // its half, over both of its queue pairs
 			CHECK(ss.stg[d]->rings[q].reserved == 2 * kLayers * n / 4);
 	}
+}
+
+TEST_CASE("a staged plan over a pool with a tensor per layer keeps its own table of bases", "[kv][staged][engine]")
+{
+	const uint32_t n = 24;
+	StagedStore ss(GIO_KV_IO_GROUP_MAX, true);
+	REQUIRE(ss.pool.pool.base_mode == GIO_KV_BASE_LAYER);
+	plan_round_trip(ss.store, ss.devs, ss.pool, n);
+	for (uint32_t d = 0; d < 2; d++)
+		CHECK(ss.stg[d]->count(GIO_STAGE_FREE) == 2 * GIO_KV_IO_GROUP_MAX);
 }
 
 TEST_CASE("a plan refuses staged devices it cannot run, saying why", "[kv][staged][engine]")

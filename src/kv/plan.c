@@ -45,6 +45,7 @@ struct image {
 	uint32_t *words;                /* their slot words */
 	struct gio_kv_pool *pool;
 	struct gio_kv_runs *runs;
+	uint64_t *bases; /* the pool's table of bases, where it has one (pool->bases points here) */
 };
 
 struct gio_kv_plan {
@@ -65,6 +66,8 @@ struct gio_kv_plan {
 	struct gio__hbm hbm;         /* GPU engine */
 	int abandoned;               /* a batch never finished: the GPU may still write pinned memory */
 	struct gio_kv_pool pool;     /* where a device is staged: the pool the engine copies to and from */
+	uint64_t *bases;             /* the plan's own copy of the pool's table of bases (NULL: none) */
+	uint64_t nbases;
 	struct gio_kv_runs runs;
 	int has_pool;
 	struct gio_kv_plan_stats stats; /* counted at finish */
@@ -150,6 +153,8 @@ static size_t image_layout(const struct gio_kv_plan *pl, char *base, struct imag
 		o = align16(o + sizeof(struct gio_kv_pool));
 		im->runs = (struct gio_kv_runs *)(base ? base + o : NULL);
 		o = align16(o + sizeof(struct gio_kv_runs));
+		im->bases = (uint64_t *)(base ? base + o : NULL);
+		o = align16(o + sizeof(uint64_t) * pl->nbases);
 	}
 	return o;
 }
@@ -188,14 +193,18 @@ static int stage_upload(struct gio_kv_plan *pl, const struct gio_kv_io_dev *devs
 	}
 	*pl->img.pool = pl->pool;
 	*pl->img.runs = pl->runs;
+	if (pl->nbases) { /* the warps read the table in GPU memory, not the caller's */
+		memcpy(pl->img.bases, pl->bases, sizeof(uint64_t) * pl->nbases);
+		pl->img.pool->bases = pl->dimg.bases;
+	}
 	if (!rt || !rt->memcpy_async)
 		return gio__fail(-ENODEV, "giouring: kv plan: no CUDA runtime with cudaMemcpyAsync");
 	e = rt->memcpy_async(pl->dimg.stages, pl->img.stages, (size_t)((char *)(pl->img.words + w) - (char *)pl->img.stages),
 			     GIO__CUDA_MEMCPY_DEFAULT, pl->hbm.stream);
 	if (!e)
 		e = rt->memcpy_async(pl->dimg.pool, pl->img.pool,
-				     (size_t)((char *)(pl->img.runs + 1) - (char *)pl->img.pool), GIO__CUDA_MEMCPY_DEFAULT,
-				     pl->hbm.stream);
+				     (size_t)((char *)(pl->img.bases + pl->nbases) - (char *)pl->img.pool),
+				     GIO__CUDA_MEMCPY_DEFAULT, pl->hbm.stream);
 	if (!e)
 		e = gio__cuda_stream_wait(rt, pl->hbm.stream, 10000000000ull);
 	if (e == GIO__CUDA_ERR_NOT_READY)
@@ -376,6 +385,7 @@ static void plan_free(struct gio_kv_plan *pl)
 	free(pl->jobs);
 	free(pl->run_ns);
 	free(pl->run_epoch);
+	free(pl->bases);
 	free(pl);
 }
 
@@ -407,6 +417,19 @@ int gio_kv_plan_create(struct gio_kv_store *store, const struct gio_kv_plan_para
 	if (p->pool) { /* checked where a device is staged; kept only where it is valid */
 		pl->pool = *p->pool;
 		pl->has_pool = gio_kv_pool_runs(&pl->pool, &pl->runs) == 0;
+		/* The plan's own table of bases: the caller's may go once the plan exists, and the GPU
+		 * engine's warps need one in GPU memory (stage_upload()). */
+		pl->nbases = pl->has_pool ? gio__kv_nbases(&pl->pool) : 0;
+		if (pl->nbases) {
+			if (!(pl->bases = malloc(sizeof(uint64_t) * pl->nbases))) {
+				plan_free(pl);
+				return gio__fail(-ENOMEM, "giouring: kv plan: no memory for the pool's table of bases");
+			}
+			memcpy(pl->bases, p->pool->bases, sizeof(uint64_t) * pl->nbases);
+			pl->pool.bases = pl->bases;
+		} else if (!pl->has_pool) {
+			pl->pool.bases = NULL; /* never read: no copy kept of what may go */
+		}
 	}
 	if (!pl->p.io_ctas)
 		pl->p.io_ctas = 8;

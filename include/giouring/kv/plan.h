@@ -84,7 +84,8 @@ struct gio_kv_plan_params {
 					       while this one runs batches. */
 	const struct gio_kv_pool *pool;   /**< The pool as the engine reaches it (giouring/kv/pool.h): needed
 					       where a device is staged, since the engine copies each object
-					       between its slot and the pool; else may be NULL. Copied. */
+					       between its slot and the pool; else may be NULL. Copied, with its table of bases
+					       (the plan keeps its own, in GPU memory too for the GPU engine). */
 	uint32_t poll_ns;      /**< GPU engine: the least pause between a warp's polls of its completions
 				    (0: a back-off from 32 ns to 1 us). Where the completion queues are in
 				    host memory (pinned queue pairs, the staged path) each poll reads across
