@@ -118,7 +118,8 @@ def args_parse():
     ap.add_argument("--drive-backing", choices=("host", "hbm"), default="host",
                     help="the stand-in drives' data: 'host' (mapped pinned host memory, read across PCIe by the "
                          "executors' warps) or 'hbm' (no SM reads host memory, as with a drive's DMA; needs "
-                         "the drives' size in GPU memory)")
+                         "the drives' size in GPU memory; their reads are then modelled no faster than the "
+                         "measured bulk H2D shared among them, the link a real drive's DMA crosses)")
     ap.add_argument("--exec-placement", choices=("partition", "shared"), default="partition",
                     help="where the stand-in drives' executors run: on SMs of their own (a third side of the "
                          "SM partition, as a real drive needs no SM), or 'shared': on any SM, beside the compute "
@@ -542,7 +543,12 @@ class Bench:
                 raise SystemExit(f"--drive-backing hbm: {a.drives} drives of {per_drive >> 20} MiB need more than "
                                  f"half of the {free >> 20} MiB of GPU memory free; use fewer or shorter contexts, "
                                  f"or --drive-backing host")
-        uris = drive_uris(a, per_drive)
+        bulk = statistics.median(self.bulk)
+        uris = drive_uris(a, per_drive, bulk)
+        if drive_read_gbps(a, bulk) < a.drive_read_gbps:
+            log(f"stand-in drives in HBM: reads modelled at {drive_read_gbps(a, bulk):.3f} GB/s each, the measured "
+                f"bulk H2D ({bulk:.1f} GB/s) shared by {a.drives}, not {a.drive_read_gbps} (a real drive's DMA "
+                f"crosses that link)")
         self.uris = uris
         self.gpu_store = giouring.Store.create(uris, self.kvpool, exec_stream=self.part.exec_stream)
         maxreq = self.blocks
@@ -876,9 +882,10 @@ class Bench:
         io_systems = [s for s in systems if s in (*SCHED_SYSTEMS, "giouring-naive", "cpu-per-object", "offload")]
         if "giouring-staged" in io_systems and not any(T <= parse_tokens(a.staged_max) for T in self.contexts):
             io_systems.remove("giouring-staged")
-        self.setup_io()
+        # Bulk H2D first: stand-in drives in HBM read no faster than it (drive_read_gbps()).
         self.bulk = self.bulk_h2d_gbps()
         log(f"bulk H2D (measured, pinned, 4 GiB): {', '.join(f'{x:.1f}' for x in self.bulk)} GB/s; {self.memory()}")
+        self.setup_io()
         # Warm-up: every kernel the runs use is loaded before the stores' executors start (lazy loading).
         tag = 1
         warm_T = min(self.contexts)
@@ -1167,11 +1174,21 @@ def cost_rows(a, T, rec, hbm, by, token_bytes):
     return rows
 
 
-def drive_uris(a, per_drive):
+def drive_read_gbps(a, bulk_gbps=None):
+    """Each stand-in drive's modelled read rate: --drive-read-gbps, but backed by HBM no more than
+    its share of the measured bulk H2D (bulk_gbps), the link a real drive's DMA into HBM crosses and
+    these stand-ins do not (in host memory their warps cross it already)."""
+    if a.drive_backing == "hbm" and bulk_gbps:
+        return min(a.drive_read_gbps, bulk_gbps / a.drives)
+    return a.drive_read_gbps
+
+
+def drive_uris(a, per_drive, bulk_gbps=None):
     """The stand-in drives' URIs: --drive-backing, --exec-sms, --exec-warps (0: the target's
-    default; a warps= in --drive-params wins), the timing model, then --drive-params."""
+    default; a warps= in --drive-params wins), the timing model (reads capped by drive_read_gbps()),
+    then --drive-params."""
     base = "mem://host?exec=gpu&" if a.drive_backing == "host" else "mem://hbm?"
-    model = (f"&model_read_gbps={a.drive_read_gbps}&model_write_gbps={a.drive_write_gbps}"
+    model = (f"&model_read_gbps={drive_read_gbps(a, bulk_gbps)}&model_write_gbps={a.drive_write_gbps}"
              f"&model_mixed_gbps={a.drive_mixed_gbps}")
     extra = f"&{a.drive_params.lstrip('&')}" if a.drive_params else ""
     warps = f"&warps={a.exec_warps}" if a.exec_warps and "warps=" not in a.drive_params else ""

@@ -275,6 +275,21 @@ def test_the_stand_in_drives_uris_carry_backing_warps_and_the_model():
     assert "warps=2" not in m.drive_uris(a, 1 << 30)[0] and m.drive_uris(a, 1 << 30)[0].endswith("&warps=8")
 
 
+def test_stand_in_drives_in_hbm_read_no_faster_than_the_link_a_real_drive_crosses():
+    """Backed by HBM, the stand-ins' data never crosses PCIe; a real drive's DMA does. The first
+    H100 run of 32K with 4 drives of 14 GB/s (56 GB/s) beside a bulk H2D of 52.5 GB/s crossed 0.53
+    points past the physical limit, which no machine could: their reads are capped at the measured
+    bulk H2D shared by the drives; in host memory they cross PCIe already, and are not."""
+    m = bench()
+    a = argparse.Namespace(drives=4, exec_sms=2, exec_warps=0, drive_backing="hbm", drive_params="",
+                           drive_read_gbps=14.0, drive_write_gbps=7.0, drive_mixed_gbps=3.0)
+    assert "model_read_gbps=13.125&" in m.drive_uris(a, 1 << 30, bulk_gbps=52.5)[0]
+    assert "model_read_gbps=14.0&" in m.drive_uris(a, 1 << 30, bulk_gbps=60.0)[0]
+    assert "model_read_gbps=14.0&" in m.drive_uris(a, 1 << 30)[0]  # no bulk measured: the model as given
+    a.drive_backing = "host"
+    assert "model_read_gbps=14.0&" in m.drive_uris(a, 1 << 30, bulk_gbps=52.5)[0]
+
+
 def test_the_goals_judge_the_stall_crossover_against_the_limit_and_the_bubble_below_it():
     """The issue's goals, from the analysed rows: the crossover by the GPU clock within 0.3 points
     of the physical limit, the largest bubble at the hit rates below the limit at most 5% of TTFT,
