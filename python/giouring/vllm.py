@@ -146,6 +146,15 @@ def _config(vllm_config: "VllmConfig") -> dict[str, Any]:
     if create not in ("auto", True, False):
         raise ValueError(f"GiouringConnector: kv_connector_extra_config['create'] is 'auto', true or false, "
                          f"not {create!r}")
+    mover = extra.get("mover", "warps")
+    if mover not in ("warps", "copy_engine"):
+        raise ValueError(f"GiouringConnector: kv_connector_extra_config['mover'] is 'warps' or 'copy_engine', "
+                         f"not {mover!r}")
+    for key in ("move_depth", "poll_ns"):
+        v = extra.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"GiouringConnector: kv_connector_extra_config[{key!r}] is a whole number of at least "
+                             f"0, not {v!r}")
     if _world(vllm_config) > 1 and not all("{rank}" in u for u in uris):
         raise ValueError("GiouringConnector: with several workers (tensor/pipeline parallel) each needs its own "
                          "targets: write {rank} in every URI of kv_connector_extra_config['uris'] "
@@ -454,8 +463,11 @@ class GiouringConnector(KVConnectorBase_V1):
                                 f"the KV cache config {self._kv_cache_config.num_blocks}")
         store = self._open(pool)
         timeout = float(self._extra.get("timeout", 5.0))
-        self._load_plan = store.plan(max_requests=pool.blocks, timeout=timeout)
-        self._save_plan = store.plan(max_requests=pool.blocks, timeout=timeout)
+        # The GPU engine's knobs (Store.plan()); the copy engine moves loads only, saves keep the warps.
+        knobs = dict(move_depth=int(self._extra.get("move_depth", 0)), poll_ns=int(self._extra.get("poll_ns", 0)))
+        self._load_plan = store.plan(max_requests=pool.blocks, timeout=timeout,
+                                     mover=self._extra.get("mover", "warps"), **knobs)
+        self._save_plan = store.plan(max_requests=pool.blocks, timeout=timeout, **knobs)
         self._store, self._pool = store, pool
         self._layer = {n: i for i, n in enumerate(names)}
         with _stores_lock:
