@@ -260,10 +260,15 @@ def test_a_calibrating_scheduler_learns_that_loads_run_slower_than_configured(tm
         sched.reset_rates()
         sched.idle()  # the stream was waited for: nothing carried into the next slot
         assert sched.rates() == {"read_factor": 1.0, "write_factor": 1.0, "read_observed": 0, "write_observed": 0}
-        assert plan.load(list(range(BLOCKS)), range(BLOCKS)) == [True] * BLOCKS
-        again = [sched.slot(plan, layer, slack=0.0, stream=io).read_end for layer in range(LAYERS)]
-        io.synchronize()
-        assert all(r.rc == 0 for r in plan.finish())
+        # A slot reads back the timers of transfers already done: a batch's own are read at the
+        # next batch's first slot (the GPU is behind the host within one; on the H100 no timer of
+        # a batch was done while its slots were issued), so two batches.
+        again = []
+        for rep in range(2):
+            assert plan.load(list(range(BLOCKS)), range(BLOCKS)) == [True] * BLOCKS
+            again += [sched.slot(plan, layer, slack=0.0, stream=io).read_end for layer in range(LAYERS)]
+            io.synchronize()
+            assert all(r.rc == 0 for r in plan.finish())
         assert again[0] == pytest.approx(ends[0], rel=1e-6)  # the first slot: nothing learnt yet
-        assert sched.rates()["read_observed"] >= 1
+        assert sched.rates()["read_observed"] >= LAYERS
         sched.close()
