@@ -1025,6 +1025,14 @@ int main(int argc, char **argv)
 		ce_plans.push_back(plan_make(g, o.io_sms[i], o.io_warps, o.timeout_s / 4, 0, 0, GIO_KV_MOVER_COPY_ENGINE));
 	std::vector<gio_kv_plan *> iplans; // one per --poll-ns and --move-depth value, depth varying first
 	const uint32_t iface_sms = o.interference ? (pinfo.isolated ? pinfo.io_sms : o.part_sms) : 0;
+	// --ce-mover with --poll-ns: design E with its polls paced too (the warps still poll their
+	// completions in host memory), one plan per nonzero pause, on the interference table's SMs.
+	std::vector<std::pair<gio_kv_plan *, uint32_t>> ce_iplans;
+	for (int k = 0; o.ce_mover && o.interference && k < o.n_poll; k++)
+		if (o.poll_ns[k])
+			ce_iplans.push_back({plan_make(g, iface_sms, o.io_warps, o.timeout_s / 4, o.poll_ns[k], 0,
+						      GIO_KV_MOVER_COPY_ENGINE),
+					     o.poll_ns[k]});
 	for (int k = 0; o.interference && k < o.n_poll * o.n_move; k++) {
 		const uint32_t poll = o.poll_ns[k / o.n_move], depth = o.move_depth[k % o.n_move];
 		gio_kv_plan *ip = nullptr;
@@ -1090,6 +1098,15 @@ int main(int argc, char **argv)
 			for (const compute_kernel &k : kernels) {
 				irows.push_back(run_interference(x, k, o));
 				irows.back().plan_mover = GIO_KV_MOVER_COPY_ENGINE;
+				irows.back().depth = 0;
+			}
+		}
+		for (const auto &cp : ce_iplans) {
+			x.plan = cp.first;
+			for (const compute_kernel &k : kernels) {
+				irows.push_back(run_interference(x, k, o));
+				irows.back().plan_mover = GIO_KV_MOVER_COPY_ENGINE;
+				irows.back().poll_ns = cp.second;
 				irows.back().depth = 0;
 			}
 		}
@@ -1230,6 +1247,8 @@ int main(int argc, char **argv)
 
 	for (gio_kv_plan *p : ce_plans)
 		plans.push_back(p);
+	for (const auto &cp : ce_iplans)
+		plans.push_back(cp.first);
 	for (gio_kv_plan *p : plans)
 		if (gio_kv_plan_destroy(p))
 			die_gio("plan destroy");
