@@ -119,6 +119,7 @@ struct options {
 	uint32_t ce_objects[kMaxSms] = {32}; // kCopyObjects rows: objects per cudaMemcpyBatchAsync call
 	int n_ce = 1;
 	bool ce_mover = false; // also restore with the copy-engine mover (gio_kv_plan_params::mover)
+	bool ce_mirror = false; // and with its completions mirrored (gio_kv_plan_params::completions)
 	double timeout_s = 120;
 	const char *json = nullptr;
 };
@@ -142,6 +143,8 @@ void usage(FILE *f)
 		     "  --floor-depths L   the SM floor's 16-byte loads in flight a lane, one row each (16,4)\n"
 		     "  --ce-mover         also restore with the copy engine as the mover (GIO_KV_MOVER_COPY_ENGINE):\n"
 		     "                     a row per --io-sms value and an interference row per kernel\n"
+		     "  --ce-mirror        --ce-mover, and the same rows again with the warps told of their\n"
+		     "                     completions by words in GPU memory (GIO_KV_COMPLETIONS_MIRROR)\n"
 		     "  --ce-objects LIST  the object-by-object copy-engine floor: objects per cudaMemcpyBatchAsync\n"
 		     "                     call, one row each (32: one command group; 0: no such row)\n"
 		     "  --move-depth LIST  interference rows per gio_kv_plan_params::move_depth (0: the default)\n"
@@ -301,7 +304,8 @@ void rig_open(rig &g, const kv_workload *w, const options &o)
 }
 
 gio_kv_plan *plan_make(rig &g, uint32_t io_ctas, uint32_t io_warps, double timeout_s, uint32_t poll_ns = 0,
-		       uint32_t move_depth = 0, uint32_t mover = GIO_KV_MOVER_SM)
+		       uint32_t move_depth = 0, uint32_t mover = GIO_KV_MOVER_SM,
+		       uint32_t completions = GIO_KV_COMPLETIONS_POLL)
 {
 	gio_kv_plan_params pp{};
 	pp.engine = GIO_KV_ENGINE_GPU;
@@ -315,6 +319,7 @@ gio_kv_plan *plan_make(rig &g, uint32_t io_ctas, uint32_t io_warps, double timeo
 	pp.poll_ns = poll_ns;
 	pp.move_depth = move_depth;
 	pp.mover = mover;
+	pp.completions = completions;
 	gio_kv_plan *plan = nullptr;
 	if (gio_kv_plan_create(g.store, &pp, &plan))
 		die_gio("plan");
@@ -428,6 +433,7 @@ void rig_close(rig &g)
 struct restore_row {
 	uint32_t io_ctas = 0, io_warps = 0;
 	uint32_t mover = GIO_KV_MOVER_SM; // the plan's (gio_kv_plan_params::mover)
+	uint32_t completions = GIO_KV_COMPLETIONS_POLL; // the plan's (gio_kv_plan_params::completions)
 	uint32_t groups = 0, blocks = 0; // command groups a layer; thread blocks each launch had
 	uint64_t bytes = 0;
 	double gbps = 0, gbps_min = 0, gbps_max = 0;
@@ -594,6 +600,7 @@ struct interference_row {
 	uint32_t depth = 0;                         // kSmBulk: loads in flight a lane; kCopyObjects: objects a call
 	uint64_t calls = 0;                         // kCopyObjects: cudaMemcpyBatchAsync calls a batch
 	uint32_t plan_mover = GIO_KV_MOVER_SM;      // kRestore: the plan's mover
+	uint32_t completions = GIO_KV_COMPLETIONS_POLL; // kRestore: how its warps learn of completions
 };
 
 struct interference_ctx {
@@ -809,7 +816,10 @@ std::string mover_detail(const interference_row &p)
 	if (p.mover == kCopyObjects)
 		return ", " + std::to_string(p.depth) + " objects a call (" + std::to_string(p.calls) + " calls a batch)";
 	if (p.mover == kRestore && p.plan_mover == GIO_KV_MOVER_COPY_ENGINE)
-		return ", the copy engine moving the objects (GIO_KV_MOVER_COPY_ENGINE, design E)";
+		return p.completions == GIO_KV_COMPLETIONS_MIRROR
+			       ? ", the copy engine moving the objects (design E), completions mirrored into GPU memory by its "
+				 "thread (GIO_KV_COMPLETIONS_MIRROR, design C over E)"
+			       : ", the copy engine moving the objects (GIO_KV_MOVER_COPY_ENGINE, design E)";
 	return ", " + std::to_string(p.depth) + " loads in flight a lane";
 }
 
@@ -886,6 +896,8 @@ int main(int argc, char **argv)
 			i++;
 		} else if (a == "--ce-mover") {
 			o.ce_mover = true;
+		} else if (a == "--ce-mirror") {
+			o.ce_mover = o.ce_mirror = true;
 		} else if (a == "--ce-objects" && v) {
 			o.n_ce = kv_parse_u32_list(v, 0, 1u << 20, o.ce_objects, kMaxSms);
 			if (o.n_ce <= 0)
@@ -1023,6 +1035,10 @@ int main(int argc, char **argv)
 	std::vector<gio_kv_plan *> ce_plans; // --ce-mover: the same rows with the copy engine moving
 	for (int i = 0; o.ce_mover && i < o.n_io_sms; i++)
 		ce_plans.push_back(plan_make(g, o.io_sms[i], o.io_warps, o.timeout_s / 4, 0, 0, GIO_KV_MOVER_COPY_ENGINE));
+	std::vector<gio_kv_plan *> mirror_plans; // --ce-mirror: and with completions mirrored
+	for (int i = 0; o.ce_mirror && i < o.n_io_sms; i++)
+		mirror_plans.push_back(plan_make(g, o.io_sms[i], o.io_warps, o.timeout_s / 4, 0, 0, GIO_KV_MOVER_COPY_ENGINE,
+						 GIO_KV_COMPLETIONS_MIRROR));
 	std::vector<gio_kv_plan *> iplans; // one per --poll-ns and --move-depth value, depth varying first
 	const uint32_t iface_sms = o.interference ? (pinfo.isolated ? pinfo.io_sms : o.part_sms) : 0;
 	// --ce-mover with --poll-ns: design E with its polls paced too (the warps still poll their
@@ -1065,6 +1081,11 @@ int main(int argc, char **argv)
 		rows.push_back(run_restore(g, ce_plans[i], o.io_sms[i], o.io_warps, &r, bulk, b0, b1));
 		rows.back().mover = GIO_KV_MOVER_COPY_ENGINE;
 	}
+	for (size_t i = 0; i < mirror_plans.size(); i++) {
+		rows.push_back(run_restore(g, mirror_plans[i], o.io_sms[i], o.io_warps, &r, bulk, b0, b1));
+		rows.back().mover = GIO_KV_MOVER_COPY_ENGINE;
+		rows.back().completions = GIO_KV_COMPLETIONS_MIRROR;
+	}
 
 	// Table 2.
 	std::vector<interference_row> irows;
@@ -1098,6 +1119,17 @@ int main(int argc, char **argv)
 			for (const compute_kernel &k : kernels) {
 				irows.push_back(run_interference(x, k, o));
 				irows.back().plan_mover = GIO_KV_MOVER_COPY_ENGINE;
+				irows.back().depth = 0;
+			}
+		}
+		for (size_t i = 0; i < mirror_plans.size(); i++) {
+			if (o.io_sms[i] != iface_sms)
+				continue;
+			x.plan = mirror_plans[i];
+			for (const compute_kernel &k : kernels) {
+				irows.push_back(run_interference(x, k, o));
+				irows.back().plan_mover = GIO_KV_MOVER_COPY_ENGINE;
+				irows.back().completions = GIO_KV_COMPLETIONS_MIRROR;
 				irows.back().depth = 0;
 			}
 		}
@@ -1148,7 +1180,9 @@ int main(int argc, char **argv)
 	std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 	for (const restore_row &p : rows)
 		std::printf("| %s | %u | %u (%u) | %u | %.2f | %.2f [%.2f, %.2f] | %.2f [%.2f, %.2f] | %.1f%% | %.2f | %.3f | %.2f | %.4f | yes |\n",
-			    p.mover == GIO_KV_MOVER_COPY_ENGINE ? "copy engine (design E)" : "the warps",
+			    p.mover != GIO_KV_MOVER_COPY_ENGINE ? "the warps"
+			    : p.completions == GIO_KV_COMPLETIONS_MIRROR ? "copy engine, completions mirrored (design C over E)"
+									  : "copy engine (design E)",
 			    p.io_ctas, p.blocks, p.groups, p.io_warps, gib, p.gbps, p.gbps_min, p.gbps_max, p.bulk_gbps, p.bulk_min,
 			    p.bulk_max, p.bulk_gbps > 0 ? 100.0 * p.gbps / p.bulk_gbps : 0.0,
 			    p.gbps > 0 ? p.blocks / (p.gbps / 10.0) : 0.0, p.cpu_s_per_gb, p.cpu_cores, p.mover_s_per_gb);
@@ -1213,7 +1247,11 @@ int main(int argc, char **argv)
 			std::fprintf(f, "%s{\"mover\": \"%s\", \"io_sms\": %u, \"blocks\": %u, \"groups_per_layer\": %u, \"io_warps\": %u, \"load_gbps\": "
 				     "[%.3f, %.3f, %.3f], \"bulk_gbps\": [%.3f, %.3f, %.3f], \"sms_per_10gbps\": %.3f, \"cpu_s_per_gb\": %.4f, "
 				     "\"cpu_cores\": %.3f, \"mover_cpu_s_per_gb\": %.5f, \"verified\": true}",
-				     i ? ", " : "", p.mover == GIO_KV_MOVER_COPY_ENGINE ? "copy engine" : "warps", p.io_ctas, p.blocks, p.groups, p.io_warps, p.gbps_min, p.gbps, p.gbps_max, p.bulk_min,
+				     i ? ", " : "",
+				     p.mover != GIO_KV_MOVER_COPY_ENGINE ? "warps"
+				     : p.completions == GIO_KV_COMPLETIONS_MIRROR ? "copy engine, completions mirrored"
+										   : "copy engine",
+				     p.io_ctas, p.blocks, p.groups, p.io_warps, p.gbps_min, p.gbps, p.gbps_max, p.bulk_min,
 				     p.bulk_gbps, p.bulk_max, p.gbps > 0 ? p.blocks / (p.gbps / 10.0) : 0.0, p.cpu_s_per_gb, p.cpu_cores,
 				     p.mover_s_per_gb);
 		}
@@ -1226,7 +1264,9 @@ int main(int argc, char **argv)
 			kv_json_string(f, p.kernel.c_str());
 			std::fprintf(f, ", \"mover\": ");
 			kv_json_string(f, kMoverName[p.mover]);
-			std::fprintf(f, ", \"plan_mover\": \"%s\"", p.plan_mover == GIO_KV_MOVER_COPY_ENGINE ? "copy engine" : "warps");
+			std::fprintf(f, ", \"plan_mover\": \"%s\", \"completions\": \"%s\"",
+				     p.plan_mover == GIO_KV_MOVER_COPY_ENGINE ? "copy engine" : "warps",
+				     p.completions == GIO_KV_COMPLETIONS_MIRROR ? "mirrored" : "polled");
 			std::fprintf(f, ", \"loads_in_flight\": %u, \"objects_per_call\": %u, \"calls_per_batch\": %" PRIu64 ", \"poll_ns\": %u",
 				     p.mover == kCopyObjects ? 0 : p.depth, p.mover == kCopyObjects ? p.depth : 0, p.calls, p.poll_ns);
 			std::fprintf(f, ", \"io_sms\": %u, \"blocks\": %u, \"compute_sms\": %u, \"io_warps\": %u, \"launches\": %d, \"reps\": %d, "
@@ -1246,6 +1286,8 @@ int main(int argc, char **argv)
 	}
 
 	for (gio_kv_plan *p : ce_plans)
+		plans.push_back(p);
+	for (gio_kv_plan *p : mirror_plans)
 		plans.push_back(p);
 	for (const auto &cp : ce_iplans)
 		plans.push_back(cp.first);

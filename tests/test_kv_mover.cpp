@@ -373,3 +373,67 @@ TEST_CASE("the mover's thread costs no CPU while no batch is open", "[kv][mover]
 	CHECK(open_ns < 250000000ull);
 	gio__kv_mover_destroy(m);
 }
+
+TEST_CASE("the mover mirrors each watched CQ's changes into its word, after the pass's copies", "[kv][mover][mirror]")
+{
+	// Two CQs of 4 entries in "host memory"; their mirror words stand for GPU memory.
+	struct cqe16 {
+		uint32_t dw[4];
+	};
+	std::vector<cqe16> cq0(4, cqe16{}), cq1(4, cqe16{});
+	cq0[1].dw[3] = 0x00010007; // posted before the watch: not a change
+	const void *entries[2] = {cq0.data(), cq1.data()};
+	const uint32_t depth[2] = {4, 4};
+	uint32_t mirror[2] = {0, 0};
+	uint32_t *mirror_at[2] = {&mirror[0], &mirror[1]};
+	rig r;
+	memcpy_copier c;
+	gio__kv_mover *m = nullptr;
+	REQUIRE(gio__kv_mover_create(&kOps, &c, kLayers, kGcap, r.req.data(), r.done.data(), 0, &m) == 0);
+	CHECK(gio__kv_mover_watch(m, 0, entries, depth, mirror_at) == -EINVAL);
+	CHECK(gio__kv_mover_watch(m, 2, nullptr, depth, mirror_at) == -EINVAL);
+	const uint32_t bad_depth[2] = {4, 1};
+	CHECK(gio__kv_mover_watch(m, 2, entries, bad_depth, mirror_at) == -EINVAL);
+	REQUIRE(gio__kv_mover_watch(m, 2, entries, depth, mirror_at) == 0);
+	const gio__kv_mover_batch b = r.batch(3);
+
+	// Not watched while no batch is open: a CQE posted now is seen at the first pass after.
+	cq1[0].dw[3] = 0x00010001;
+	CHECK(gio__kv_mover_pass(m) == 0);
+	CHECK(mirror[1] == 0);
+	gio__kv_mover_open(m, &b);
+	CHECK(gio__kv_mover_pass(m) == 1);
+	CHECK(mirror[0] == 0);
+	CHECK(mirror[1] == 1);
+	CHECK(gio__kv_mover_pass(m) == 0); // nothing new: no mark
+	CHECK(mirror[1] == 1);
+
+	// A new lap over an old entry changes only its phase bit: a change all the same.
+	cq0[1].dw[3] ^= 1u << 16;
+	const uint64_t marks = c.marks;
+	CHECK(gio__kv_mover_pass(m) == 1);
+	CHECK(mirror[0] == 2); // the mover's count of passes that found changes: words only grow
+	CHECK(mirror[1] == 1);
+	CHECK(c.marks == marks + 1);
+
+	// Both CQs and a group in one pass: the group's copies and mark, then the CQs' marks.
+	r.fill(0, 0, 0);
+	r.ask(0, 0, 0x1, 0, 3);
+	cq0[2].dw[3] = 0x00010002;
+	cq1[3].dw[3] = 0x00010003;
+	CHECK(gio__kv_mover_pass(m) == 3);
+	CHECK(r.moved(0, 0));
+	CHECK(r.done[0] == 3);
+	CHECK(mirror[0] == 3);
+	CHECK(mirror[1] == 3);
+	gio__kv_mover_stats s{};
+	gio__kv_mover_info(m, &s);
+	CHECK(s.cq_marks == 4);
+	CHECK(gio__kv_mover_close(m, gio_deadline_in(1000000000ull)) == 0);
+
+	// Closed: changes wait for the next batch.
+	cq1[2].dw[3] = 0x00010004;
+	CHECK(gio__kv_mover_pass(m) == 0);
+	CHECK(mirror[1] == 3);
+	gio__kv_mover_destroy(m);
+}

@@ -684,6 +684,14 @@ TEST_CASE("plan: bad input gets -EINVAL naming the problem", "[kv][io_uring]")
 	CHECK(std::string(gio_last_error()).find("no device of the plan is staged") != std::string::npos);
 	pp.engine = GIO_KV_ENGINE_CPU;
 	pp.mover = GIO_KV_MOVER_SM;
+	// Completions mirrored into GPU memory: a known way, and only where the copy engine moves.
+	pp.completions = 2;
+	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("completions 2 unknown") != std::string::npos);
+	pp.completions = GIO_KV_COMPLETIONS_MIRROR;
+	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("mirrored completions need the copy-engine mover") != std::string::npos);
+	pp.completions = GIO_KV_COMPLETIONS_POLL;
 	devs[1].lba_shift = 9;
 	CHECK(gio_kv_plan_create(r.store, &pp, &p2) == -EINVAL);
 	CHECK(std::string(gio_last_error()).find("device 1: lba_shift 9") != std::string::npos);

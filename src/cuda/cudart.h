@@ -57,6 +57,7 @@ struct gio__cudart {
 #define GIO__CUDA_MEMCPY_DEFAULT 4       /* cudaMemcpyDefault: direction from the unified addresses */
 #define GIO__CUDA_STREAM_NON_BLOCKING 1u /* cudaStreamNonBlocking */
 #define GIO__CUDA_MEMORY_TYPE_UNREGISTERED 0 /* cudaMemoryTypeUnregistered: pageable host memory */
+#define GIO__CUDA_MEMORY_TYPE_HOST 1     /* cudaMemoryTypeHost: pinned or registered host memory */
 #define GIO__CUDA_MEMORY_TYPE_DEVICE 2   /* cudaMemoryTypeDevice */
 
 /* The runtime, loaded at the first call; NULL (gio__cudart_why() says why) where it cannot be

@@ -38,6 +38,17 @@ struct gio__kv_mover {
 	uint32_t **mdst;
 	size_t mcap;
 	struct gio__kv_mover_stats st;
+	/* Watched CQs (gio__kv_mover_watch()): each one's entries, depth and mirror word; their
+	 * DW3s as last seen (ncq x their depths, cq_snap[c] into snap), and the count of passes
+	 * that found a change (the value the mirror words get). */
+	uint32_t ncq;
+	const volatile uint32_t **cq_dw3;
+	uint32_t *cq_depth;
+	uint32_t **cq_mirror;
+	uint32_t **cq_snap;
+	uint32_t *snap;
+	uint32_t **cq_mdst;
+	uint32_t cq_gen;
 };
 
 static int grow(struct gio__kv_mover *m, size_t copies, size_t marks)
@@ -114,8 +125,67 @@ static int group_copies(struct gio__kv_mover *m, uint32_t layer, uint32_t g, uin
 	return 0;
 }
 
+/* The watched CQs whose entries changed since the last look, their mirror words into
+ * m->cq_mdst; how many. */
+static size_t cq_changes(struct gio__kv_mover *m)
+{
+	size_t n = 0;
+	uint32_t c, i;
+	for (c = 0; c < m->ncq; c++) {
+		int changed = 0;
+		for (i = 0; i < m->cq_depth[c]; i++) {
+			const uint32_t v = m->cq_dw3[c][4 * (size_t)i];
+			if (v != m->cq_snap[c][i]) {
+				m->cq_snap[c][i] = v;
+				changed = 1;
+			}
+		}
+		if (changed)
+			m->cq_mdst[n++] = m->cq_mirror[c];
+	}
+	return n;
+}
+
+int gio__kv_mover_watch(struct gio__kv_mover *m, uint32_t n, const void *const *entries, const uint32_t *depth,
+			uint32_t *const *mirror)
+{
+	size_t words = 0, o = 0;
+	uint32_t c, i;
+	if (!m || !n || !entries || !depth || !mirror || m->ncq)
+		return gio__fail(-EINVAL, "giouring: kv plan: completion mirror: no CQs, a NULL array, or watched already");
+	for (c = 0; c < n; c++) {
+		if (!entries[c] || !mirror[c] || depth[c] < 2)
+			return gio__fail(-EINVAL, "giouring: kv plan: completion mirror: CQ %u has no entries, no mirror word or "
+					 "a depth of %u", c, depth[c]);
+		words += depth[c];
+	}
+	m->cq_dw3 = calloc(n, sizeof(*m->cq_dw3));
+	m->cq_depth = calloc(n, sizeof(*m->cq_depth));
+	m->cq_mirror = calloc(n, sizeof(*m->cq_mirror));
+	m->cq_snap = calloc(n, sizeof(*m->cq_snap));
+	m->cq_mdst = calloc(n, sizeof(*m->cq_mdst));
+	m->snap = calloc(words, sizeof(*m->snap));
+	if (!m->cq_dw3 || !m->cq_depth || !m->cq_mirror || !m->cq_snap || !m->cq_mdst || !m->snap)
+		return gio__fail(-ENOMEM, "giouring: kv plan: no memory for the completion mirror of %u CQs", n);
+	for (c = 0; c < n; c++) {
+		/* Dword 3 of each 16-byte CQE: the CID, the status and the phase tag. */
+		m->cq_dw3[c] = (const volatile uint32_t *)entries[c] + 3;
+		m->cq_depth[c] = depth[c];
+		m->cq_mirror[c] = mirror[c];
+		m->cq_snap[c] = m->snap + o;
+		for (i = 0; i < depth[c]; i++)
+			m->cq_snap[c][i] = m->cq_dw3[c][4 * (size_t)i];
+		o += depth[c];
+	}
+	pthread_mutex_lock(&m->mu);
+	m->ncq = n;
+	pthread_mutex_unlock(&m->mu);
+	return 0;
+}
+
 int gio__kv_mover_pass(struct gio__kv_mover *m)
 {
+	size_t ncq = 0;
 	size_t nc = 0, nm = 0;
 	uint32_t l, g, found = 0;
 	int rc = 0, e;
@@ -171,10 +241,17 @@ int gio__kv_mover_pass(struct gio__kv_mover *m)
 			m->st.calls++;
 		}
 		m->st.groups += found;
+		/* The CQs after the groups' copies and marks, so that scanning them delays no move. */
+		if (!m->err && (ncq = cq_changes(m)) != 0) {
+			if ((e = m->ops->mark(m->ctx, m->cq_mdst, ++m->cq_gen, ncq)) != 0)
+				m->err = e;
+			m->st.calls++;
+			m->st.cq_marks += ncq;
+		}
 	}
 	rc = m->err > 0 ? -EIO : m->err;
 	pthread_mutex_unlock(&m->mu);
-	return rc ? rc : (int)found;
+	return rc ? rc : (int)(found + ncq);
 }
 
 static void *mover_main(void *arg)
@@ -223,6 +300,12 @@ void gio__kv_mover_destroy(struct gio__kv_mover *m)
 	free(m->csrc);
 	free(m->clen);
 	free(m->mdst);
+	free(m->cq_dw3);
+	free(m->cq_depth);
+	free(m->cq_mirror);
+	free(m->cq_snap);
+	free(m->cq_mdst);
+	free(m->snap);
 	free(m);
 }
 

@@ -50,9 +50,9 @@ struct gio__kv_mover_batch {
 
 struct gio__kv_mover;
 
-/* What the mover has done, since it started. */
+/* What the mover has done, since it started (cq_marks: mirror words stored, gio__kv_mover_watch()). */
 struct gio__kv_mover_stats {
-	uint64_t copies, calls, bytes, groups, cpu_ns;
+	uint64_t copies, calls, bytes, groups, cpu_ns, cq_marks;
 };
 
 /* Makes a mover for `layers` layers of at most gcap groups: the requests' words at req (host
@@ -72,9 +72,21 @@ void gio__kv_mover_open(struct gio__kv_mover *m, const struct gio__kv_mover_batc
  * error: the groups it did not mark timed out in their warps). Idempotent. */
 int gio__kv_mover_close(struct gio__kv_mover *m, uint64_t deadline);
 
+/* Completions mirrored into GPU memory (docs/staged.md, "Design C over E"): while a batch is open,
+ * each pass also compares the n CQs' entries (entries[c]: depth[c] 16-byte CQEs in host memory)
+ * with what it saw last, and for each CQ where one changed (a controller posts a CQE over the
+ * previous lap's, so its phase bit at least differs) stores the mover's count of such passes into
+ * mirror[c] (copier addresses: GPU memory), after the pass's copies and marks. A warp that sees its
+ * CQ's word change reads the CQ in host memory; until then it reads only the word. Call before
+ * the first batch, once. 0, or -EINVAL (no CQs, NULL arrays, a depth under 2) with a message,
+ * -ENOMEM. */
+int gio__kv_mover_watch(struct gio__kv_mover *m, uint32_t n, const void *const *entries, const uint32_t *depth,
+			uint32_t *const *mirror);
+
 /* One pass over the open batch's requests (what the thread loops on): the groups that asked
- * since the last pass get their copies and marks. The groups handled (0: none asked), or the
- * copier's error (negative: the batch's remaining groups are left unmarked). */
+ * since the last pass get their copies and marks, then the watched CQs that changed their mirror
+ * marks. The groups handled plus the CQs marked (0: nothing to do), or the copier's error
+ * (negative: the batch's remaining groups are left unmarked). */
 int gio__kv_mover_pass(struct gio__kv_mover *m);
 
 void gio__kv_mover_info(struct gio__kv_mover *m, struct gio__kv_mover_stats *out);

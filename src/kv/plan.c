@@ -79,6 +79,7 @@ struct gio_kv_plan {
 	struct gio_kv_move_req *move_req;
 	uint32_t *move_done;
 	uint32_t gcap;
+	uint32_t *cq_mirror; /* GIO_KV_COMPLETIONS_MIRROR: a word per queue pair, GPU memory after move_done */
 
 	/* The open batch. */
 	int batch;
@@ -214,6 +215,81 @@ static int stage_upload(struct gio_kv_plan *pl, const struct gio_kv_io_dev *devs
 	return 0;
 }
 
+/* Whether the host may read ptr: pinned or registered host memory (the CUDA runtime says). */
+static int host_readable(const struct gio__cudart *rt, const void *ptr)
+{
+	union {
+		struct {
+			int type;
+			int device;
+		} a;
+		unsigned char bytes[256]; /* struct cudaPointerAttributes, with room to spare */
+	} attr;
+	memset(&attr, 0, sizeof(attr));
+	return ptr && rt && rt->pointer_attributes && rt->pointer_attributes(&attr, ptr) == 0 &&
+	       attr.a.type == GIO__CUDA_MEMORY_TYPE_HOST;
+}
+
+/* GIO_KV_COMPLETIONS_MIRROR: the mover watches the CQs of the staged devices' queue pairs, each
+ * one's changes mirrored into its word of cq_mirror (a word per queue pair of the plan, devices in
+ * order). The GPU engine's queue pairs are in GPU memory: their structs are read back once (they
+ * say where each CQ is), and a CQ the host cannot read is refused. */
+static int mirror_watch(struct gio_kv_plan *pl, const struct gio_kv_io_dev *devs)
+{
+	const struct gio__cudart *rt = gio__cudart();
+	const void **entries = calloc(pl->nqps, sizeof(*entries));
+	uint32_t *depth = calloc(pl->nqps, sizeof(*depth));
+	uint32_t **mirror = calloc(pl->nqps, sizeof(*mirror));
+	struct gio_qp *back = NULL;
+	uint32_t d, q, k = 0, n = 0;
+	int rc = 0, e = 0;
+	if (!entries || !depth || !mirror) {
+		rc = gio__fail(-ENOMEM, "giouring: kv plan: no memory for the completion mirror");
+		goto out;
+	}
+	rc = gio__pinned_alloc(sizeof(struct gio_qp) * pl->nqps, "kv plan", (void **)&back);
+	if (rc)
+		goto out;
+	for (d = 0; d < pl->shape.devices; d++)
+		for (q = 0; q < devs[d].nqps; q++, k++)
+			if (devs[d].stage && !e)
+				e = rt->memcpy_async(&back[k], devs[d].qps[q], sizeof(struct gio_qp), GIO__CUDA_MEMCPY_DEFAULT,
+						     pl->hbm.stream);
+	if (!e)
+		e = gio__cuda_stream_wait(rt, pl->hbm.stream, 10000000000ull);
+	if (e == GIO__CUDA_ERR_NOT_READY) {
+		rc = gio__fail(-ETIME, "giouring: kv plan: reading the queue pairs back for the completion mirror did not "
+			       "finish within 10 s");
+		goto out;
+	}
+	if (e) {
+		rc = gio__cuda_fail(e, "kv plan: reading the queue pairs back for the completion mirror");
+		goto out;
+	}
+	for (d = 0, k = 0; d < pl->shape.devices; d++)
+		for (q = 0; q < devs[d].nqps; q++, k++) {
+			if (!devs[d].stage)
+				continue;
+			if (!host_readable(rt, back[k].cq)) {
+				rc = gio__fail(-EINVAL, "giouring: kv plan: mirrored completions: device %u queue pair %u has its CQ "
+					       "at %p, which the host cannot read (make the queue pairs with GIO_CTX_QP_PINNED)",
+					       d, q, (void *)back[k].cq);
+				goto out;
+			}
+			entries[n] = back[k].cq;
+			depth[n] = back[k].cq_depth;
+			mirror[n++] = pl->cq_mirror + k;
+		}
+	rc = gio__kv_mover_watch(pl->mover, n, entries, depth, mirror);
+out:
+	if (back)
+		gio__pinned_put(back);
+	free(entries);
+	free(depth);
+	free(mirror);
+	return rc;
+}
+
 /* The devices as the engine reads them: each one's queue pairs in the image's qps (the GPU's
  * copy where the GPU reads them). */
 static void image_devs(struct gio_kv_plan *pl, const struct gio_kv_io_dev *devs)
@@ -287,6 +363,12 @@ static int check_params(struct gio_kv_store *store, const struct gio_kv_plan_par
 	if (p->mover == GIO_KV_MOVER_COPY_ENGINE && p->engine != GIO_KV_ENGINE_GPU)
 		return gio__fail(-EINVAL, "giouring: kv plan: the copy-engine mover is for the GPU engine (the CPU engine "
 				 "moves with its own thread)");
+	if (p->completions > GIO_KV_COMPLETIONS_MIRROR)
+		return gio__fail(-EINVAL, "giouring: kv plan: completions %u unknown (GIO_KV_COMPLETIONS_POLL or _MIRROR)",
+				 p->completions);
+	if (p->completions == GIO_KV_COMPLETIONS_MIRROR && p->mover != GIO_KV_MOVER_COPY_ENGINE)
+		return gio__fail(-EINVAL, "giouring: kv plan: mirrored completions need the copy-engine mover (its thread "
+				 "watches the CQs)");
 	if (!p->devs)
 		return gio__fail(-EINVAL, "giouring: kv plan: devs is NULL");
 	if (sh->layers > 0xffffu)
@@ -498,17 +580,21 @@ int gio_kv_plan_create(struct gio_kv_store *store, const struct gio_kv_plan_para
 			pl->gcap = (uint32_t)(req_cap(pl) + pl->shape.devices); /* image_layout()'s groups */
 			moves = (size_t)pl->shape.layers * pl->gcap;
 		}
+		const size_t mirrors = p->completions == GIO_KV_COMPLETIONS_MIRROR ? pl->nqps : 0;
 		rc = gio__pinned_alloc(req_off + sizeof(struct gio_kv_move_req) * moves, "kv plan", &pl->pinned);
 		if (!rc)
-			rc = gio__hbm_alloc(&pl->hbm, pl->img_bytes + sizeof(uint32_t) * moves, "kv plan");
+			rc = gio__hbm_alloc(&pl->hbm, pl->img_bytes + sizeof(uint32_t) * (moves + mirrors), "kv plan");
 		if (!rc && moves) {
 			pl->move_req = (struct gio_kv_move_req *)((char *)pl->pinned + req_off);
 			pl->move_done = (uint32_t *)((char *)pl->hbm.base + pl->img_bytes);
+			pl->cq_mirror = mirrors ? pl->move_done + moves : NULL;
 			/* The plan's own stream: its memory is freed in stream order after the last mark. */
 			rc = gio__ce_copier_init(&pl->ce, pl->hbm.stream, "kv plan");
 			if (!rc)
 				rc = gio__kv_mover_create(&gio__ce_copier_ops, &pl->ce, pl->shape.layers, pl->gcap, pl->move_req,
 							  pl->move_done, 1, &pl->mover);
+			if (!rc && pl->cq_mirror)
+				rc = mirror_watch(pl, p->devs);
 		}
 		if (rc) {
 			plan_free(pl);
@@ -812,6 +898,7 @@ int gio_kv_plan_view(const struct gio_kv_plan *pl, struct gio_kv_io_plan *v)
 		v->move_req = pl->move_req;
 		v->move_done = pl->move_done;
 		v->move_gcap = pl->gcap;
+		v->cq_mirror = pl->cq_mirror;
 	}
 	if (pl->stage_rings) { /* the GPU engine's copies, in GPU memory */
 		v->pool = im->pool;
@@ -1024,6 +1111,7 @@ int gio_kv_plan_info(const struct gio_kv_plan *pl, struct gio_kv_plan_stats *out
 		out->mover_calls = ms.calls;
 		out->mover_bytes = ms.bytes;
 		out->mover_cpu_ns = ms.cpu_ns;
+		out->mover_cq_marks = ms.cq_marks;
 	}
 	out->devices = pl->shape.devices;
 	for (d = 0; d < pl->shape.devices; d++)

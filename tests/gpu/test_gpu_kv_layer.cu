@@ -10,7 +10,8 @@
 // object moved by the I/O kernel's warps through staging slots in pinned host memory
 // (gio_ctx_stage_create() with GIO_CTX_STAGE_GPU), rings of 32 slots, far fewer than a layer's
 // objects, so every slot is reused; a command whose completion never comes leaves its slot LOST;
-// and the same with the copy engine moving the loads' objects (gio_kv_plan_params::mover).
+// and the same with the copy engine moving the loads' objects (gio_kv_plan_params::mover), with its
+// warps polling their CQs or told of completions by words in GPU memory (::completions).
 #include <cuda_runtime.h>
 
 #include <cerrno>
@@ -137,7 +138,7 @@ struct Rig {
 
 // pad: elements after each block's part where K and V are apart (runs that start inside pages).
 bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s, uint32_t io_warps, bool staged,
-	   uint32_t move_depth, uint32_t mover)
+	   uint32_t move_depth, uint32_t mover, uint32_t completions)
 {
 	const uint64_t pool_bytes = (uint64_t)kLayers * kBlocks * (kObject + 2 * pad * kElem);
 	r.pool_bytes = pool_bytes;
@@ -274,6 +275,7 @@ bool setup(Rig &r, bool kv_apart, bool prp, uint64_t pad, cudaStream_t s, uint32
 	pp.pool = staged ? &p : nullptr;
 	pp.move_depth = move_depth;
 	pp.mover = mover;
+	pp.completions = completions;
 	rc = gio_kv_plan_create(r.store, &pp, &r.plan);
 	EXPECT(rc == 0, "plan: %s", gio_last_error());
 	r.ok = rc == 0;
@@ -306,20 +308,22 @@ void teardown(Rig &r)
 
 // sms: the loads' SM budget (gio_kv_layer_launch()); 0: the plan's blocks.
 // move_depth: the staged mover's loads in flight a lane (gio_kv_plan_params::move_depth; 0: the default).
-// mover: who moves a staged load's objects (gio_kv_plan_params::mover).
+// mover: who moves a staged load's objects (gio_kv_plan_params::mover); completions: how its
+// warps learn of their completions (gio_kv_plan_params::completions).
 void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint32_t sms = 0, bool staged = false,
-	 uint32_t move_depth = 0, uint32_t mover = GIO_KV_MOVER_SM)
+	 uint32_t move_depth = 0, uint32_t mover = GIO_KV_MOVER_SM, uint32_t completions = GIO_KV_COMPLETIONS_POLL)
 {
-	std::printf("== K and V %s%s, %s %s, %u warps a block%s, move_depth %u%s\n", kv_apart ? "apart (two runs)" : "together (one run)",
+	std::printf("== K and V %s%s, %s %s, %u warps a block%s, move_depth %u%s%s\n", kv_apart ? "apart (two runs)" : "together (one run)",
 		    pad ? " starting inside pages" : "", prp ? pad ? "PRP (a target without SGLs), a command per run" : "PRP (a target without SGLs)" : "SGL",
 		    staged ? "staged through 32 slots per queue pair" : "table", io_warps, sms ? ", loads on one SM (an SM budget)" : "",
-		    move_depth, mover == GIO_KV_MOVER_COPY_ENGINE ? ", loads moved by the copy engine" : "");
+		    move_depth, mover == GIO_KV_MOVER_COPY_ENGINE ? ", loads moved by the copy engine" : "",
+		    completions == GIO_KV_COMPLETIONS_MIRROR ? ", completions mirrored into GPU memory" : "");
 	cudaStream_t io, compute, other;
 	CK(cudaStreamCreateWithFlags(&io, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
 	Rig r;
-	if (!setup(r, kv_apart, prp, pad, io, io_warps, staged, move_depth, mover)) {
+	if (!setup(r, kv_apart, prp, pad, io, io_warps, staged, move_depth, mover, completions)) {
 		std::printf("   setup failed\n");
 		return;
 	}
@@ -492,8 +496,14 @@ void run(bool kv_apart, bool prp, uint64_t pad = 0, uint32_t io_warps = 8, uint3
 			       ps.mover_copies, ps.mover_bytes, ps.mover_calls, ps.mover_cpu_ns / 1e6);
 		else
 			EXPECT(ps.mover_copies == 0, "the warps move, yet %" PRIu64 " copy-engine copies", ps.mover_copies);
-		std::printf("   copy-engine mover: %" PRIu64 " copies, %" PRIu64 " bytes, %" PRIu64 " calls, %.3f ms of its thread's CPU\n",
-			    ps.mover_copies, ps.mover_bytes, ps.mover_calls, ps.mover_cpu_ns / 1e6);
+		// Mirrored: the mover stored CQ words (each group's completions moved its CQ); else none.
+		if (completions == GIO_KV_COMPLETIONS_MIRROR)
+			EXPECT(ps.mover_cq_marks > 0, "completions mirrored, yet no CQ word stored");
+		else
+			EXPECT(ps.mover_cq_marks == 0, "completions polled, yet %" PRIu64 " CQ words stored", ps.mover_cq_marks);
+		std::printf("   copy-engine mover: %" PRIu64 " copies, %" PRIu64 " bytes, %" PRIu64 " calls, %" PRIu64
+			    " CQ words, %.3f ms of its thread's CPU\n",
+			    ps.mover_copies, ps.mover_bytes, ps.mover_calls, ps.mover_cq_marks, ps.mover_cpu_ns / 1e6);
 		// The plan's LOST slot goes back to the area's own rings when the plan is destroyed.
 		EXPECT(gio_kv_plan_destroy(r.plan) == 0, "plan destroy: %s", gio_last_error());
 		r.plan = nullptr;
@@ -544,6 +554,9 @@ int main()
 	// The copy engine as the mover of staged loads (docs/staged.md, design E): the same checks.
 	run(true, false, 0, 8, 0, true, 0, GIO_KV_MOVER_COPY_ENGINE);
 	run(true, true, 256, 8, 0, true, 0, GIO_KV_MOVER_COPY_ENGINE);
+	// And its warps told of their completions by words in GPU memory (design C over E).
+	run(true, false, 0, 8, 0, true, 0, GIO_KV_MOVER_COPY_ENGINE, GIO_KV_COMPLETIONS_MIRROR);
+	run(true, true, 256, 8, 0, true, 0, GIO_KV_MOVER_COPY_ENGINE, GIO_KV_COMPLETIONS_MIRROR);
 	std::printf(failures ? "FAILED: %d\n" : "PASSED\n", failures);
 	return failures ? 1 : 0;
 }

@@ -151,7 +151,14 @@ struct gio_kv_io_plan {
 					           NULL: the warps move the objects themselves. */
 	const uint32_t *move_done;            /**< With move_req: the mover stores the epoch at the same index
 					           (GPU memory), in stream order after the group's copies. */
+	const uint32_t *cq_mirror;            /**< With move_req, GIO_KV_COMPLETIONS_MIRROR: per queue pair
+					           (the devices' in order), a word in GPU memory the mover stores
+					           a new value in when that CQ changed; NULL: the warps poll. */
 };
+
+/** How long a warp waiting on its CQ's mirror word (gio_kv_io_plan::cq_mirror) goes without
+ *  reading the CQ itself: a completion the mover has not mirrored yet is seen after at most this. */
+#define GIO_KV_MIRROR_FALLBACK_NS 50000u
 
 /* Request i's Read or Write for `layer` without its data pointer: the checks and the encoding
  * every data path shares (P2P table here, staging slots in giouring/kv/staged.h). Gives the

@@ -107,7 +107,20 @@ struct gio_kv_plan_params {
 				    the CPU-executed targets' copies (gio_ctx_register_device()), set
 				    CUDA_DEVICE_MAX_CONNECTIONS=32 before the process's first CUDA call,
 				    so that no copy shares a hardware queue with a waiting kernel. */
+	uint32_t completions;  /**< GPU engine, staged loads with the copy-engine mover: how a warp learns
+				    its commands completed: GIO_KV_COMPLETIONS_POLL (0: it polls the CQ in
+				    host memory) or GIO_KV_COMPLETIONS_MIRROR (the mover thread watches the
+				    staged devices' CQs and stores a count in GPU memory when one changes;
+				    the warp polls that word and reads the CQ only when it moved, or every
+				    GIO_KV_MIRROR_FALLBACK_NS: docs/staged.md, "Design C over E"). The CQs
+				    must be in host memory (GIO_CTX_QP_PINNED). */
 };
+
+/** gio_kv_plan_params::completions: the warps poll their CQs (the default). */
+#define GIO_KV_COMPLETIONS_POLL 0u
+/** gio_kv_plan_params::completions: the warps wait on a word in GPU memory that the copy-engine
+ *  mover's thread stores when their CQ changed. */
+#define GIO_KV_COMPLETIONS_MIRROR 1u
 
 /** gio_kv_plan_params::mover: the I/O kernel's warps move the objects (the default). */
 #define GIO_KV_MOVER_SM 0u
@@ -234,6 +247,7 @@ struct gio_kv_plan_stats {
 	uint64_t mover_calls;  /**< Their cudaMemcpyBatchAsync calls (the marks in GPU memory included). */
 	uint64_t mover_bytes;  /**< Their bytes. */
 	uint64_t mover_cpu_ns; /**< CPU time of the plan's mover thread so far (its thread CPU clock). */
+	uint64_t mover_cq_marks; /**< GIO_KV_COMPLETIONS_MIRROR: CQ mirror words stored. */
 	struct gio_kv_plan_dev_stats dev[GIO_KV_STORE_MAX_DEVICES]; /**< In the store's device order. */
 };
 

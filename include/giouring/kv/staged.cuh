@@ -23,7 +23,9 @@
  * With the copy-engine mover (gio_kv_io_plan::move_req, a load): the warp moves nothing; lane 0
  * writes the group's request (which lanes succeeded, the first slot) into pinned host memory after
  * the lanes' completions, and waits for the mover's mark in GPU memory, which the copy engine
- * stores after the group's copies (stream order); the slots go back after the mark.
+ * stores after the group's copies (stream order); the slots go back after the mark. With mirrored
+ * completions (gio_kv_io_plan::cq_mirror) the warp also learns of its completions from a word in
+ * GPU memory, and reads its CQ in host memory only when that word moved.
  */
 #ifndef GIOURING_KV_STAGED_CUH
 #define GIOURING_KV_STAGED_CUH
@@ -96,6 +98,61 @@ GIO_DEV int gio__kv_stage_ask_move(const struct gio_kv_io_plan *p, uint32_t laye
 	return __shfl_sync(0xffffffffu, moved, 0);
 }
 
+/* gio_wait_warp_paced() for a load group whose CQ the copy-engine mover mirrors
+ * (gio_kv_io_plan::cq_mirror, word: this queue pair's): the warp reads the CQ in host memory once
+ * at first, then only when the word in GPU memory has moved since its last read of the CQ, or
+ * GIO_KV_MIRROR_FALLBACK_NS after it (a completion the mover has not mirrored yet); in between it
+ * polls the word, which costs kernels elsewhere nothing (docs/staged.md, "Design C over E"). */
+GIO_DEV int gio__kv_wait_mirrored(struct gio_qp *qp, const volatile uint32_t *word, uint32_t cid, int active,
+				  uint64_t deadline, uint16_t *status)
+{
+	const uint32_t lane = threadIdx.x & 31u;
+	uint32_t spins = 0, seen = 0;
+	uint64_t reaped = 0;
+	int rc = active ? -EAGAIN : 0, reap = 1;
+	for (;;) {
+		if (rc == -EAGAIN)
+			rc = gio_qp_try_result(qp, cid, status, (uint32_t *)0);
+		if (!__any_sync(0xffffffffu, rc == -EAGAIN))
+			return rc;
+		if (reap) {
+			/* The word before the CQ: a CQE posted after this read of the CQ moves it again. */
+			if (lane == 0) {
+				seen = *word;
+				reaped = gio_now_ns();
+			}
+			if (gio_qp_reap_warp(qp))
+				continue; /* reap again until the CQ has nothing more */
+			reap = 0;
+		}
+		if (spins >= 16 && __shfl_sync(0xffffffffu, gio__qp_unpublished(qp), 0))
+			gio__qp_publish_warp(qp, 0, 0);
+		if (__shfl_sync(0xffffffffu, gio_deadline_passed(deadline), 0)) {
+			if (rc == -EAGAIN)
+				rc = gio_qp_wait(qp, cid, deadline, status, (uint32_t *)0); /* abandons it */
+			return rc;
+		}
+		gio_backoff(&spins);
+		if (lane == 0)
+			reap = *word != seen || gio_now_ns() - reaped >= GIO_KV_MIRROR_FALLBACK_NS;
+		reap = __shfl_sync(0xffffffffu, reap, 0);
+	}
+}
+
+/* The wait of group grp's commands: through the CQ's mirror word for a load where the plan has
+ * them, else by polling the CQ (gio_wait_warp_paced()). */
+GIO_DEV int gio__kv_stage_wait(const struct gio_kv_io_plan *p, const struct gio_kv_io_group &grp, struct gio_qp *qp,
+			       uint32_t q, uint32_t cid, int sent, uint64_t deadline, uint16_t *status)
+{
+	if (!p->write && p->move_req && p->cq_mirror && !(qp->flags & GIO_QP_OWNED)) {
+		uint32_t base = 0, d;
+		for (d = 0; d < grp.dev; d++)
+			base += p->devs[d].nqps;
+		return gio__kv_wait_mirrored(qp, p->cq_mirror + base + q, cid, sent, deadline, status);
+	}
+	return gio_wait_warp_paced(qp, cid, sent, deadline, status, p->poll_ns);
+}
+
 /** @endcond */
 
 /**
@@ -156,7 +213,7 @@ GIO_DEV int gio_kv_stage_group_warp(const struct gio_kv_io_plan *p, uint32_t lay
 	rc = gio_submit_warp(qp, &sqe, grp.first + lane, 0, active, deadline, &cid);
 	const int sent = active && rc == 0;
 	{
-		const int wait_rc = gio_wait_warp_paced(qp, cid, sent, deadline, &nvme, p->poll_ns);
+		const int wait_rc = gio__kv_stage_wait(p, grp, qp, q, cid, sent, deadline, &nvme);
 		if (rc == 0)
 			rc = wait_rc;
 	}
