@@ -197,7 +197,7 @@ int kv_batch::open(const kv_config &c, std::string &msg)
 		return rc;
 	}
 	rc = gpy_plan_create(store_, gpu_ ? GIO_KV_ENGINE_GPU : GIO_KV_ENGINE_CPU, c.blocks, c.queues, 0, 0, 0,
-			     c.timeout_ns, 0, 0, GIO_KV_MOVER_SM, &plan_);
+			     c.timeout_ns, 0, 0, GIO_KV_MOVER_SM, GIO_KV_COMPLETIONS_POLL, &plan_);
 	if (rc) {
 		plan_ = nullptr;
 		msg = std::string("making the plan: ") + gpy_last_error();

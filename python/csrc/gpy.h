@@ -194,10 +194,11 @@ int gpy_table_build(struct gpy_store *s, struct gpy_dev *d, const struct gio_kv_
 		    int (*lists_bus_of)(struct gpy_store *s, struct gpy_dev *d, uint64_t *addr));
 
 /* ---- plans (plan.c) ---- */
-/** poll_ns, move_depth: gio_kv_plan_params' (GPU engine; 0: the library's defaults). */
+/** poll_ns, move_depth, mover, completions: gio_kv_plan_params' (GPU engine; 0: the library's defaults). */
 GPY_EXPORT int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests, uint32_t queues,
 			       uint32_t queue_depth, uint32_t io_ctas, uint32_t io_warps, uint64_t timeout_ns,
-			       uint32_t poll_ns, uint32_t move_depth, uint32_t mover, struct gpy_plan **out);
+			       uint32_t poll_ns, uint32_t move_depth, uint32_t mover, uint32_t completions,
+			       struct gpy_plan **out);
 GPY_EXPORT int gpy_plan_destroy(struct gpy_plan *p);
 /** keys: n pairs (hi, lo). Returns the hits. */
 GPY_EXPORT int gpy_plan_load(struct gpy_plan *p, const uint64_t *keys, const uint32_t *blocks, uint32_t n,
@@ -218,8 +219,8 @@ GPY_EXPORT int gpy_plan_wait_times(const struct gpy_plan *p, uint64_t *out, uint
  *  staged objects, staged bytes, failed, timed out) into @p out, room for @p ndev devices; returns
  *  the store's devices or -errno. @p out NULL and @p ndev 0: the count alone. */
 GPY_EXPORT int gpy_plan_devices(const struct gpy_plan *p, uint64_t *out, uint32_t ndev);
-/** The copy-engine mover's counters (gio_kv_plan_stats): copies, calls, bytes, its thread's CPU ns. */
-#define GPY_PLAN_MOVER_STATS 4u
+/** The copy-engine mover's counters (gio_kv_plan_stats): copies, calls, bytes, its thread's CPU ns, CQ mirror words stored. */
+#define GPY_PLAN_MOVER_STATS 5u
 GPY_EXPORT int gpy_plan_mover(const struct gpy_plan *p, uint64_t *out, uint32_t n);
 /** The plan's engine (GIO_KV_ENGINE_*) and layers. */
 GPY_EXPORT uint32_t gpy_plan_engine(const struct gpy_plan *p);

@@ -106,7 +106,7 @@ static int plan_stage(struct gpy_plan *p, uint32_t d, const struct gpy_dev *x, u
 
 int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests, uint32_t queues,
 		    uint32_t queue_depth, uint32_t io_ctas, uint32_t io_warps, uint64_t timeout_ns, uint32_t poll_ns,
-		    uint32_t move_depth, uint32_t mover, struct gpy_plan **out)
+		    uint32_t move_depth, uint32_t mover, uint32_t completions, struct gpy_plan **out)
 {
 	struct gio_kv_plan_params pp;
 	struct gpy_plan *p;
@@ -174,6 +174,7 @@ int gpy_plan_create(struct gpy_store *s, uint32_t engine, uint32_t max_requests,
 	pp.poll_ns = poll_ns;
 	pp.move_depth = move_depth;
 	pp.mover = mover;
+	pp.completions = completions;
 	pp.devs = p->devs;
 	for (d = 0; d < s->ndevs; d++)
 		if (p->areas[d])
@@ -387,6 +388,7 @@ int gpy_plan_mover(const struct gpy_plan *p, uint64_t *out, uint32_t n)
 	v[1] = st.mover_calls;
 	v[2] = st.mover_bytes;
 	v[3] = st.mover_cpu_ns;
+	v[4] = st.mover_cq_marks;
 	memcpy(out, v, n * sizeof(uint64_t));
 	return 0;
 }

@@ -15,7 +15,7 @@ from .errors import GiouringError
 #: The numbers of :meth:`Plan.stats`, in the order python/csrc/plan.c counts them.
 PLAN_STATS = ("loads", "saves", "requests", "layers", "failed", "stream_timeouts")
 DEVICE_STATS = ("path", "objects", "bytes", "staged_objects", "staged_bytes", "failed", "timed_out")
-MOVER_STATS = ("copies", "calls", "bytes", "cpu_ns")
+MOVER_STATS = ("copies", "calls", "bytes", "cpu_ns", "cq_marks")
 _PATHS = {1: "p2p", 2: "staged"}
 
 _KEY_MASK = (1 << 64) - 1
@@ -233,7 +233,8 @@ class Plan:
     def mover_stats(self) -> dict[str, int]:
         """The copy-engine mover's counters (a plan made with ``mover="copy_engine"``; zeros
         otherwise): ``copies`` issued to the copy engine, their ``calls`` (cudaMemcpyBatchAsync,
-        the groups' marks included), ``bytes``, and ``cpu_ns``, its thread's CPU time so far."""
+        the groups' marks included), ``bytes``, ``cpu_ns``, its thread's CPU time so far, and
+        ``cq_marks``, the CQ mirror words it stored (``completions="mirror"``)."""
         out = (ctypes.c_uint64 * len(MOVER_STATS))()
         _lib.check(_lib.lib.gpy_plan_mover(self.handle, out, len(MOVER_STATS)))
         return dict(zip(MOVER_STATS, out))

@@ -18,6 +18,8 @@ STORE_STATS = ("capacity", "valid", "free", "pinned", "hits", "misses", "evictio
 ENGINES = {"cpu": 0, "gpu": 1}
 # gio_kv_plan_params::mover: who moves a staged load's objects into the pool.
 MOVERS = {"warps": 0, "copy_engine": 1}
+# gio_kv_plan_params::completions: how a staged load's warps learn of their completions.
+COMPLETIONS = {"poll": 0, "mirror": 1}
 
 #: Removals :meth:`Store.removed` keeps (GIO_KV_STORE_REMOVED_KEPT).
 REMOVED_KEPT = 65536
@@ -136,7 +138,7 @@ class Store:
     def plan(self, max_requests: int, *, engine: str | None = None, queues: int | None = None,
              queue_depth: int | None = None,
              io_ctas: int = 0, io_warps: int = 0, timeout: float | None = None, poll_ns: int = 0,
-             move_depth: int = 0, mover: str = "warps") -> Plan:
+             move_depth: int = 0, mover: str = "warps", completions: str = "poll") -> Plan:
         """Makes a plan: batches of up to ``max_requests`` keys, then one call per layer.
 
         Args:
@@ -166,6 +168,10 @@ class Store:
                 ``"copy_engine"`` (a thread of the plan issues the copies to the copy engine; the
                 warps only submit, reap and wait: docs/staged.md, "Design E"). Saves are moved by
                 the warps either way.
+            completions: with ``mover="copy_engine"``, how a load's warps learn of their
+                completions: ``"poll"`` (they poll their CQs in host memory) or ``"mirror"`` (the
+                mover's thread watches the CQs and moves a word in GPU memory when one changed; the
+                warps read their CQ only then: docs/staged.md, "Design C over E").
 
         With GPU-executed targets, make every plan before the first batch: the targets'
         executors start with it.
@@ -173,6 +179,8 @@ class Store:
         engine = self.engine_for(engine)
         if mover not in MOVERS:
             raise ValueError(f"mover: 'warps' or 'copy_engine', not {mover!r}")
+        if completions not in COMPLETIONS:
+            raise ValueError(f"completions: 'poll' or 'mirror', not {completions!r}")
         if queues is None:
             queues = 4 if engine == "gpu" else 2
         if queue_depth is None:
@@ -183,7 +191,7 @@ class Store:
         h = ctypes.c_void_p()
         _lib.check(_lib.lib.gpy_plan_create(self._handle(), ENGINES[engine], max_requests, queues, queue_depth,
                                             io_ctas, io_warps, int((timeout or 0) * 1e9), poll_ns, move_depth,
-                                            MOVERS[mover],
+                                            MOVERS[mover], COMPLETIONS[completions],
                                             ctypes.byref(h)))
         p = Plan(self, h.value, engine)
         self._plans.append(p)

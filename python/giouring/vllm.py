@@ -150,6 +150,10 @@ def _config(vllm_config: "VllmConfig") -> dict[str, Any]:
     if mover not in ("warps", "copy_engine"):
         raise ValueError(f"GiouringConnector: kv_connector_extra_config['mover'] is 'warps' or 'copy_engine', "
                          f"not {mover!r}")
+    completions = extra.get("completions", "poll")
+    if completions not in ("poll", "mirror"):
+        raise ValueError(f"GiouringConnector: kv_connector_extra_config['completions'] is 'poll' or 'mirror', "
+                         f"not {completions!r}")
     for key in ("move_depth", "poll_ns"):
         v = extra.get(key, 0)
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -466,7 +470,8 @@ class GiouringConnector(KVConnectorBase_V1):
         # The GPU engine's knobs (Store.plan()); the copy engine moves loads only, saves keep the warps.
         knobs = dict(move_depth=int(self._extra.get("move_depth", 0)), poll_ns=int(self._extra.get("poll_ns", 0)))
         self._load_plan = store.plan(max_requests=pool.blocks, timeout=timeout,
-                                     mover=self._extra.get("mover", "warps"), **knobs)
+                                     mover=self._extra.get("mover", "warps"),
+                                     completions=self._extra.get("completions", "poll"), **knobs)
         self._save_plan = store.plan(max_requests=pool.blocks, timeout=timeout, **knobs)
         self._store, self._pool = store, pool
         self._layer = {n: i for i, n in enumerate(names)}

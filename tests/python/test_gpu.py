@@ -80,15 +80,17 @@ def test_executors_on_the_partitions_own_side_serve_the_same_restore():
         restore_layer_by_layer("mem://host?exec=gpu&sms=4", "apart", exec_stream=part.exec_stream)
 
 
-@pytest.mark.parametrize("path,mover", [("auto", "warps"), ("staged", "warps"), ("staged", "copy_engine")])
-def test_gpu_engine_fills_cpu_executed_targets_queues_peer_to_peer_or_staged(tmp_path, path, mover):
+@pytest.mark.parametrize("path,mover,completions", [("auto", "warps", "poll"), ("staged", "warps", "poll"),
+                                                    ("staged", "copy_engine", "poll"),
+                                                    ("staged", "copy_engine", "mirror")])
+def test_gpu_engine_fills_cpu_executed_targets_queues_peer_to_peer_or_staged(tmp_path, path, mover, completions):
     # File targets: a CPU thread stands in for each controller. Peer-to-peer, it copies into the
     # pool on CUDA streams; staged, it reads into pinned slots and the I/O kernel's warps, or the
     # copy engine driven by a thread of the plan, move each loaded object into the pool: the
     # same calls either way (docs/python.md).
     uris = [f"file://{tmp_path}/d{i}.img?size={POOL_MIB // 2 + 64}M&path={path}" for i in range(2)]
     want = "staged" if path == "staged" else "p2p"
-    restore_layer_by_layer(None, "apart", uris=uris, paths=[want, want], mover=mover)
+    restore_layer_by_layer(None, "apart", uris=uris, paths=[want, want], mover=mover, completions=completions)
 
 
 def test_a_gpu_pool_on_the_staged_path_refuses_the_cpu_engine(tmp_path):
@@ -101,7 +103,8 @@ def test_a_gpu_pool_on_the_staged_path_refuses_the_cpu_engine(tmp_path):
             assert plan.engine == "gpu"
 
 
-def restore_layer_by_layer(backing, layout, exec_stream=None, uris=None, paths=None, mover="warps"):
+def restore_layer_by_layer(backing, layout, exec_stream=None, uris=None, paths=None, mover="warps",
+                           completions="poll"):
     kv, pool = gpu_pool(layout)
     uris = uris or [f"{backing}&size={POOL_MIB // 2 + 64}M" for _ in range(2)]
     keys = [0x6C61796572000000 + c for c in range(BLOCKS)]
@@ -112,7 +115,7 @@ def restore_layer_by_layer(backing, layout, exec_stream=None, uris=None, paths=N
         assert store.gpu_targets == (paths is None)
         if paths is not None:
             assert [p["path"] for p in store.paths] == paths, store.paths
-        plan = store.plan(max_requests=BLOCKS, engine="gpu", mover=mover)
+        plan = store.plan(max_requests=BLOCKS, engine="gpu", mover=mover, completions=completions)
         assert plan.engine == "gpu"
         io, compute = torch.cuda.Stream(), torch.cuda.Stream()
         mism = warm(kv, expected, dst)
@@ -160,6 +163,7 @@ def restore_layer_by_layer(backing, layout, exec_stream=None, uris=None, paths=N
         ms = plan.mover_stats()
         if mover == "copy_engine":  # the load's objects, not the save's (the warps move those)
             assert ms["bytes"] == BLOCKS * LAYERS * pool.object_bytes and ms["calls"] > 0, ms
+            assert (ms["cq_marks"] > 0) == (completions == "mirror"), ms
         else:
             assert ms["copies"] == 0, ms
 

@@ -152,7 +152,12 @@ def test_bad_input_raises_with_errno_and_the_library_message(uris, tmp_path):
         expect(errno.EINVAL, lambda: store.plan(max_requests=4, mover="copy_engine"), "for the GPU engine")
         with pytest.raises(ValueError, match="mover"):
             store.plan(max_requests=4, mover="dma")
-        assert plan.mover_stats() == {"copies": 0, "calls": 0, "bytes": 0, "cpu_ns": 0}
+        # Mirrored completions: the copy-engine mover's thread watches the CQs, so only with it.
+        with pytest.raises(ValueError, match="completions"):
+            store.plan(max_requests=4, completions="interrupts")
+        expect(errno.EINVAL, lambda: store.plan(max_requests=4, completions="mirror"),
+               "mirrored completions need the copy-engine mover")
+        assert plan.mover_stats() == {"copies": 0, "calls": 0, "bytes": 0, "cpu_ns": 0, "cq_marks": 0}
         expect(errno.EINVAL, lambda: plan.wait_layer(-1), "layer -1 out of range")
         with pytest.raises(TypeError):
             plan.wait_layer(0.5)
