@@ -31,6 +31,12 @@
 #               warps (16 and 4 in flight) and by the copy engine. Not in the default: run it alone
 #               (GIO_GPU_STAGES=staged), so that its table is among the 8 files the device tool
 #               brings back. Writes kv-staged.md and json/kv-staged.json (in json.tar).
+#     movers    bench_kv_staged at 8 I/O SMs, the staged loads' movers and completion designs side
+#               by side (docs/staged.md): the warps (4 loads in flight) with polls backed off and
+#               paced at 8 us, the copy engine (design E) with the same two, the copy engine with
+#               completions mirrored into GPU memory (design C over E), and the floors (SM bulk,
+#               copy engine in bulk and object by object). Not in the default; writes
+#               kv-movers.md and json/kv-movers.json.
 #     file      bench_gpu_file: the file target's CPU executor fed by GPU warps
 #     sched     bench_sched: the slack-aware scheduler against naive overlap on 4 modelled drives
 #     quick     the GPU benches' smoke runs (ctest -L bench, not cpu_rings nor nixl), instead of the three
@@ -170,6 +176,11 @@ fi
 if want staged; then
 	bench staged kv-staged.md timeout 500 "$b/bench_kv_staged" --tokens 64K --targets 4 --io-sms 2,4,8,16 --io-warps 8 \
 		--reps 5 --part-sms 8 --poll-ns 0,8000 --move-depth 16,8,4 --floor-depths 16,4 --json "$out/json/kv-staged.json"
+fi
+if want movers; then
+	bench movers kv-movers.md timeout 400 "$b/bench_kv_staged" --tokens 64K --targets 4 --io-sms 8 --io-warps 8 \
+		--reps 5 --part-sms 8 --poll-ns 0,8000 --move-depth 4 --floor-depths 4 --ce-objects 32 --ce-mirror \
+		--json "$out/json/kv-movers.json"
 fi
 if want file; then
 	bench file gpu-file.md timeout 300 "$b/bench_gpu_file" --tokens 16384 --dir /tmp --reps 3 --warmup 1 --threads 1,8 \
