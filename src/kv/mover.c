@@ -42,7 +42,7 @@ struct gio__kv_mover {
 	 * DW3s as last seen (ncq x their depths, cq_snap[c] into snap), and the count of passes
 	 * that found a change (the value the mirror words get). */
 	uint32_t ncq;
-	const volatile uint32_t **cq_dw3;
+	const uint32_t **cq_dw3;
 	uint32_t *cq_depth;
 	uint32_t **cq_mirror;
 	uint32_t **cq_snap;
@@ -134,7 +134,8 @@ static size_t cq_changes(struct gio__kv_mover *m)
 	for (c = 0; c < m->ncq; c++) {
 		int changed = 0;
 		for (i = 0; i < m->cq_depth[c]; i++) {
-			const uint32_t v = m->cq_dw3[c][4 * (size_t)i];
+			/* Another agent's stores (the controller's DMA, a software target's thread). */
+			const uint32_t v = __atomic_load_n(&m->cq_dw3[c][4 * (size_t)i], __ATOMIC_RELAXED);
 			if (v != m->cq_snap[c][i]) {
 				m->cq_snap[c][i] = v;
 				changed = 1;
@@ -169,12 +170,12 @@ int gio__kv_mover_watch(struct gio__kv_mover *m, uint32_t n, const void *const *
 		return gio__fail(-ENOMEM, "giouring: kv plan: no memory for the completion mirror of %u CQs", n);
 	for (c = 0; c < n; c++) {
 		/* Dword 3 of each 16-byte CQE: the CID, the status and the phase tag. */
-		m->cq_dw3[c] = (const volatile uint32_t *)entries[c] + 3;
+		m->cq_dw3[c] = (const uint32_t *)entries[c] + 3;
 		m->cq_depth[c] = depth[c];
 		m->cq_mirror[c] = mirror[c];
 		m->cq_snap[c] = m->snap + o;
 		for (i = 0; i < depth[c]; i++)
-			m->cq_snap[c][i] = m->cq_dw3[c][4 * (size_t)i];
+			m->cq_snap[c][i] = __atomic_load_n(&m->cq_dw3[c][4 * (size_t)i], __ATOMIC_RELAXED);
 		o += depth[c];
 	}
 	pthread_mutex_lock(&m->mu);
@@ -300,7 +301,7 @@ void gio__kv_mover_destroy(struct gio__kv_mover *m)
 	free(m->csrc);
 	free(m->clen);
 	free(m->mdst);
-	free(m->cq_dw3);
+	free((void *)m->cq_dw3);
 	free(m->cq_depth);
 	free(m->cq_mirror);
 	free(m->cq_snap);
