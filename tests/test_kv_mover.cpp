@@ -437,3 +437,43 @@ TEST_CASE("the mover mirrors each watched CQ's changes into its word, after the 
 	CHECK(mirror[1] == 3);
 	gio__kv_mover_destroy(m);
 }
+
+TEST_CASE("the mover's thread mirrors completions posted by another thread, each one seen", "[kv][mover][mirror]")
+{
+	// A "controller" thread posts CQEs one at a time (a release store of Dword 3, phase flipping
+	// every lap of 8 entries) and a "warp" waits, bounded, for the CQ's word to move past what it
+	// read before each post: every post must move it, however the passes fall.
+	std::vector<uint32_t> cq(8 * 4, 0);
+	const void *entries[1] = {cq.data()};
+	const uint32_t depth[1] = {8};
+	uint32_t word = 0;
+	uint32_t *mirror_at[1] = {&word};
+	rig r;
+	memcpy_copier c;
+	gio__kv_mover *m = nullptr;
+	REQUIRE(gio__kv_mover_create(&kOps, &c, kLayers, kGcap, r.req.data(), r.done.data(), 1, &m) == 0);
+	REQUIRE(gio__kv_mover_watch(m, 1, entries, depth, mirror_at) == 0);
+	const gio__kv_mover_batch b = r.batch(5);
+	gio__kv_mover_open(m, &b);
+	int late = 0;
+	for (uint32_t k = 0; k < 40 && !late; k++) {
+		const uint32_t before = __atomic_load_n(&word, __ATOMIC_ACQUIRE);
+		const uint32_t phase = (k / 8 + 1) & 1u;
+		__atomic_store_n(&cq[4 * (k % 8) + 3], (phase << 16) | k, __ATOMIC_RELEASE);
+		const uint64_t deadline = gio_deadline_in(5000000000ull);
+		uint32_t spins = 0;
+		while (__atomic_load_n(&word, __ATOMIC_ACQUIRE) == before) {
+			if (gio_deadline_passed(deadline)) {
+				late = 1;
+				break;
+			}
+			gio_backoff(&spins);
+		}
+	}
+	CHECK(late == 0);
+	CHECK(gio__kv_mover_close(m, gio_deadline_in(1000000000ull)) == 0);
+	gio__kv_mover_stats s{};
+	gio__kv_mover_info(m, &s);
+	CHECK(s.cq_marks == 40); // a mark per post: each waited for before the next
+	gio__kv_mover_destroy(m);
+}
