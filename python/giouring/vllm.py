@@ -469,10 +469,14 @@ class GiouringConnector(KVConnectorBase_V1):
         timeout = float(self._extra.get("timeout", 5.0))
         # The GPU engine's knobs (Store.plan()); the copy engine moves loads only, saves keep the warps.
         knobs = dict(move_depth=int(self._extra.get("move_depth", 0)), poll_ns=int(self._extra.get("poll_ns", 0)))
-        self._load_plan = store.plan(max_requests=pool.blocks, timeout=timeout,
-                                     mover=self._extra.get("mover", "warps"),
-                                     completions=self._extra.get("completions", "poll"), **knobs)
-        self._save_plan = store.plan(max_requests=pool.blocks, timeout=timeout, **knobs)
+        try:
+            self._load_plan = store.plan(max_requests=pool.blocks, timeout=timeout,
+                                         mover=self._extra.get("mover", "warps"),
+                                         completions=self._extra.get("completions", "poll"), **knobs)
+            self._save_plan = store.plan(max_requests=pool.blocks, timeout=timeout, **knobs)
+        except BaseException:
+            store.close()  # a plan refused: the targets are not left held by a store nobody has
+            raise
         self._store, self._pool = store, pool
         self._layer = {n: i for i, n in enumerate(names)}
         with _stores_lock:
