@@ -78,6 +78,7 @@ namespace {
 const int kSkip = 77;
 const int kMaxSms = 8;
 const char kDesign[] = "A: each lane polls its CQE in pinned host memory";
+const char kDesignMirror[] = "C over E: the warps poll their CQ's word in GPU memory, reading the CQ only when it moved";
 // The interference table's movers: the library's restores, and two floors that move the same
 // bytes from pinned host memory into HBM with no NVMe command and no polling at all.
 // kCopyObjects is design E's copy pattern (docs/staged.md): the copy engine moving each object's
@@ -817,8 +818,8 @@ std::string mover_detail(const interference_row &p)
 		return ", " + std::to_string(p.depth) + " objects a call (" + std::to_string(p.calls) + " calls a batch)";
 	if (p.mover == kRestore && p.plan_mover == GIO_KV_MOVER_COPY_ENGINE)
 		return p.completions == GIO_KV_COMPLETIONS_MIRROR
-			       ? ", the copy engine moving the objects (design E), completions mirrored into GPU memory by its "
-				 "thread (GIO_KV_COMPLETIONS_MIRROR, design C over E)"
+			       ? ", the copy engine moving the objects (design E), its thread mirroring the CQs "
+				 "(GIO_KV_COMPLETIONS_MIRROR)"
 			       : ", the copy engine moving the objects (GIO_KV_MOVER_COPY_ENGINE, design E)";
 	return ", " + std::to_string(p.depth) + " loads in flight a lane";
 }
@@ -1032,23 +1033,26 @@ int main(int argc, char **argv)
 	std::vector<gio_kv_plan *> plans;
 	for (int i = 0; i < o.n_io_sms; i++)
 		plans.push_back(plan_make(g, o.io_sms[i], o.io_warps, o.timeout_s / 4));
-	std::vector<gio_kv_plan *> ce_plans; // --ce-mover: the same rows with the copy engine moving
-	for (int i = 0; o.ce_mover && i < o.n_io_sms; i++)
-		ce_plans.push_back(plan_make(g, o.io_sms[i], o.io_warps, o.timeout_s / 4, 0, 0, GIO_KV_MOVER_COPY_ENGINE));
-	std::vector<gio_kv_plan *> mirror_plans; // --ce-mirror: and with completions mirrored
-	for (int i = 0; o.ce_mirror && i < o.n_io_sms; i++)
-		mirror_plans.push_back(plan_make(g, o.io_sms[i], o.io_warps, o.timeout_s / 4, 0, 0, GIO_KV_MOVER_COPY_ENGINE,
-						 GIO_KV_COMPLETIONS_MIRROR));
 	std::vector<gio_kv_plan *> iplans; // one per --poll-ns and --move-depth value, depth varying first
 	const uint32_t iface_sms = o.interference ? (pinfo.isolated ? pinfo.io_sms : o.part_sms) : 0;
-	// --ce-mover with --poll-ns: design E with its polls paced too (the warps still poll their
-	// completions in host memory), one plan per nonzero pause, on the interference table's SMs.
-	std::vector<std::pair<gio_kv_plan *, uint32_t>> ce_iplans;
+	// The copy engine as the mover: --ce-mover, a restore row per --io-sms value, polls backed
+	// off; --ce-mirror, the same with completions mirrored; and on the interference table's SMs,
+	// design E with its polls paced, one plan per nonzero --poll-ns (interference rows only).
+	struct ce_plan {
+		gio_kv_plan *plan;
+		uint32_t io_sms, poll_ns, completions;
+		bool restore_row;
+	};
+	std::vector<ce_plan> ce_plans;
+	for (uint32_t c = GIO_KV_COMPLETIONS_POLL; c <= GIO_KV_COMPLETIONS_MIRROR; c++)
+		for (int i = 0; (c == GIO_KV_COMPLETIONS_POLL ? o.ce_mover : o.ce_mirror) && i < o.n_io_sms; i++)
+			ce_plans.push_back({plan_make(g, o.io_sms[i], o.io_warps, o.timeout_s / 4, 0, 0, GIO_KV_MOVER_COPY_ENGINE, c),
+					    o.io_sms[i], 0, c, true});
 	for (int k = 0; o.ce_mover && o.interference && k < o.n_poll; k++)
 		if (o.poll_ns[k])
-			ce_iplans.push_back({plan_make(g, iface_sms, o.io_warps, o.timeout_s / 4, o.poll_ns[k], 0,
+			ce_plans.push_back({plan_make(g, iface_sms, o.io_warps, o.timeout_s / 4, o.poll_ns[k], 0,
 						      GIO_KV_MOVER_COPY_ENGINE),
-					     o.poll_ns[k]});
+					    iface_sms, o.poll_ns[k], GIO_KV_COMPLETIONS_POLL, false});
 	for (int k = 0; o.interference && k < o.n_poll * o.n_move; k++) {
 		const uint32_t poll = o.poll_ns[k / o.n_move], depth = o.move_depth[k % o.n_move];
 		gio_kv_plan *ip = nullptr;
@@ -1077,14 +1081,12 @@ int main(int argc, char **argv)
 	std::vector<restore_row> rows;
 	for (int i = 0; i < o.n_io_sms; i++)
 		rows.push_back(run_restore(g, plans[i], o.io_sms[i], o.io_warps, &r, bulk, b0, b1));
-	for (size_t i = 0; i < ce_plans.size(); i++) {
-		rows.push_back(run_restore(g, ce_plans[i], o.io_sms[i], o.io_warps, &r, bulk, b0, b1));
+	for (const ce_plan &cp : ce_plans) {
+		if (!cp.restore_row)
+			continue;
+		rows.push_back(run_restore(g, cp.plan, cp.io_sms, o.io_warps, &r, bulk, b0, b1));
 		rows.back().mover = GIO_KV_MOVER_COPY_ENGINE;
-	}
-	for (size_t i = 0; i < mirror_plans.size(); i++) {
-		rows.push_back(run_restore(g, mirror_plans[i], o.io_sms[i], o.io_warps, &r, bulk, b0, b1));
-		rows.back().mover = GIO_KV_MOVER_COPY_ENGINE;
-		rows.back().completions = GIO_KV_COMPLETIONS_MIRROR;
+		rows.back().completions = cp.completions;
 	}
 
 	// Table 2.
@@ -1112,33 +1114,15 @@ int main(int argc, char **argv)
 				irows.back().depth = o.move_depth[pk % o.n_move] ? o.move_depth[pk % o.n_move] : GIO_KV_MOVE_DEPTH_DEFAULT;
 			}
 		}
-		for (size_t i = 0; i < ce_plans.size(); i++) {
-			if (o.io_sms[i] != iface_sms)
+		for (const ce_plan &cp : ce_plans) {
+			if (cp.io_sms != iface_sms)
 				continue;
-			x.plan = ce_plans[i];
+			x.plan = cp.plan;
 			for (const compute_kernel &k : kernels) {
 				irows.push_back(run_interference(x, k, o));
 				irows.back().plan_mover = GIO_KV_MOVER_COPY_ENGINE;
-				irows.back().depth = 0;
-			}
-		}
-		for (size_t i = 0; i < mirror_plans.size(); i++) {
-			if (o.io_sms[i] != iface_sms)
-				continue;
-			x.plan = mirror_plans[i];
-			for (const compute_kernel &k : kernels) {
-				irows.push_back(run_interference(x, k, o));
-				irows.back().plan_mover = GIO_KV_MOVER_COPY_ENGINE;
-				irows.back().completions = GIO_KV_COMPLETIONS_MIRROR;
-				irows.back().depth = 0;
-			}
-		}
-		for (const auto &cp : ce_iplans) {
-			x.plan = cp.first;
-			for (const compute_kernel &k : kernels) {
-				irows.push_back(run_interference(x, k, o));
-				irows.back().plan_mover = GIO_KV_MOVER_COPY_ENGINE;
-				irows.back().poll_ns = cp.second;
+				irows.back().completions = cp.completions;
+				irows.back().poll_ns = cp.poll_ns;
 				irows.back().depth = 0;
 			}
 		}
@@ -1218,7 +1202,7 @@ int main(int argc, char **argv)
 				    p.kernel.c_str(), kMoverName[p.mover],
 				    mover_detail(p).c_str(),
 				    p.mover == kRestore ? "; " : "",
-				    p.mover == kRestore ? kDesign : "",
+				    p.mover != kRestore ? "" : p.completions == GIO_KV_COMPLETIONS_MIRROR ? kDesignMirror : kDesign,
 				    p.mover == kRestore && p.poll_ns ? (", polls paced: " + std::to_string(p.poll_ns) + " ns at least between them").c_str() : "",
 				    p.io_sms, p.blocks, p.compute_sms, p.launches, p.alone_ms, p.rate_alone, p.unit,
 				    p.with_ms, p.slow, p.slow_min, p.slow_max, p.restore_gbps, p.restore_min, p.restore_max,
@@ -1285,12 +1269,8 @@ int main(int argc, char **argv)
 		std::fclose(f);
 	}
 
-	for (gio_kv_plan *p : ce_plans)
-		plans.push_back(p);
-	for (gio_kv_plan *p : mirror_plans)
-		plans.push_back(p);
-	for (const auto &cp : ce_iplans)
-		plans.push_back(cp.first);
+	for (const ce_plan &cp : ce_plans)
+		plans.push_back(cp.plan);
 	for (gio_kv_plan *p : plans)
 		if (gio_kv_plan_destroy(p))
 			die_gio("plan destroy");

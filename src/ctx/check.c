@@ -35,16 +35,8 @@ void gio__check_setup(struct gio_ctx *c)
 /* Whether a GPU thread may read host memory at ptr (pinned, or registered with CUDA). */
 static int gpu_readable(const struct gio__cudart *rt, const void *ptr)
 {
-	union {
-		struct {
-			int type;
-			int device;
-		} a;
-		unsigned char bytes[256]; /* struct cudaPointerAttributes, with room to spare */
-	} attr;
-	memset(&attr, 0, sizeof(attr));
-	return rt && rt->pointer_attributes && rt->pointer_attributes(&attr, ptr) == 0 &&
-	       attr.a.type != GIO__CUDA_MEMORY_TYPE_UNREGISTERED;
+	const int t = gio__cuda_memory_type(rt, ptr);
+	return t >= 0 && t != GIO__CUDA_MEMORY_TYPE_UNREGISTERED;
 }
 
 void gio__check_sync_locked(struct gio_ctx *c)

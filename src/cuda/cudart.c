@@ -147,3 +147,17 @@ int gio__pinned_alloc(size_t len, const char *what, void **p)
 	return gio__cuda_fail(e, "%s: cudaHostAlloc of %zu bytes", what, len);
 }
 
+int gio__cuda_memory_type(const struct gio__cudart *rt, const void *ptr)
+{
+	union {
+		struct {
+			int type;
+			int device;
+		} a;
+		unsigned char bytes[256]; /* struct cudaPointerAttributes, with room to spare */
+	} attr;
+	memset(&attr, 0, sizeof(attr));
+	if (!rt || !rt->pointer_attributes || rt->pointer_attributes(&attr, ptr) != 0)
+		return -1;
+	return attr.a.type;
+}

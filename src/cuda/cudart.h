@@ -77,6 +77,10 @@ const char *gio__cuda_name(int e);
  * "giouring: <what>: <name>: <string>", and gio_cuda_errno(e) returned. */
 int gio__cuda_fail(int e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The CUDA memory type of ptr (GIO__CUDA_MEMORY_TYPE_*: cudaPointerGetAttributes' type), or -1
+ * where rt cannot say (no runtime, or the call failed). */
+int gio__cuda_memory_type(const struct gio__cudart *rt, const void *ptr);
+
 /* Pinned host memory of the dlopen'ed runtime: cudaHostAlloc (portable, mapped), released with
  * cudaFreeHost (gio_cuda_trim()). */
 extern const struct gio__pinned_ops gio__cudart_pinned;

@@ -38,17 +38,22 @@ struct gio__kv_mover {
 	uint32_t **mdst;
 	size_t mcap;
 	struct gio__kv_mover_stats st;
-	/* Watched CQs (gio__kv_mover_watch()): each one's entries, depth and mirror word; their
-	 * DW3s as last seen (ncq x their depths, cq_snap[c] into snap), and the count of passes
-	 * that found a change (the value the mirror words get). */
+	/* Watched CQs (gio__kv_mover_watch()), the mirror words of a pass's changed ones, and the
+	 * count of passes that found a change (the value the mirror words get). */
 	uint32_t ncq;
-	const uint32_t **cq_dw3;
-	uint32_t *cq_depth;
-	uint32_t **cq_mirror;
-	uint32_t **cq_snap;
-	uint32_t *snap;
+	struct cq_watch *cq;
 	uint32_t **cq_mdst;
 	uint32_t cq_gen;
+};
+
+/* A watched CQ: Dword 3 of its first CQE (CID, status, phase tag; the next one 16 bytes on), its
+ * depth, its mirror word, and its DW3s as last seen (the snapshots of all CQs share one block,
+ * freed with the first's). */
+struct cq_watch {
+	const uint32_t *dw3;
+	uint32_t depth;
+	uint32_t *mirror;
+	uint32_t *snap;
 };
 
 static int grow(struct gio__kv_mover *m, size_t copies, size_t marks)
@@ -132,17 +137,18 @@ static size_t cq_changes(struct gio__kv_mover *m)
 	size_t n = 0;
 	uint32_t c, i;
 	for (c = 0; c < m->ncq; c++) {
+		const struct cq_watch *w = &m->cq[c];
 		int changed = 0;
-		for (i = 0; i < m->cq_depth[c]; i++) {
+		for (i = 0; i < w->depth; i++) {
 			/* Another agent's stores (the controller's DMA, a software target's thread). */
-			const uint32_t v = __atomic_load_n(&m->cq_dw3[c][4 * (size_t)i], __ATOMIC_RELAXED);
-			if (v != m->cq_snap[c][i]) {
-				m->cq_snap[c][i] = v;
+			const uint32_t v = __atomic_load_n(&w->dw3[4 * (size_t)i], __ATOMIC_RELAXED);
+			if (v != w->snap[i]) {
+				w->snap[i] = v;
 				changed = 1;
 			}
 		}
 		if (changed)
-			m->cq_mdst[n++] = m->cq_mirror[c];
+			m->cq_mdst[n++] = w->mirror;
 	}
 	return n;
 }
@@ -150,6 +156,8 @@ static size_t cq_changes(struct gio__kv_mover *m)
 int gio__kv_mover_watch(struct gio__kv_mover *m, uint32_t n, const void *const *entries, const uint32_t *depth,
 			uint32_t *const *mirror)
 {
+	struct cq_watch *cq;
+	uint32_t **mdst, *snap;
 	size_t words = 0, o = 0;
 	uint32_t c, i;
 	if (!m || !n || !entries || !depth || !mirror || m->ncq)
@@ -160,25 +168,27 @@ int gio__kv_mover_watch(struct gio__kv_mover *m, uint32_t n, const void *const *
 					 "a depth of %u", c, depth[c]);
 		words += depth[c];
 	}
-	m->cq_dw3 = calloc(n, sizeof(*m->cq_dw3));
-	m->cq_depth = calloc(n, sizeof(*m->cq_depth));
-	m->cq_mirror = calloc(n, sizeof(*m->cq_mirror));
-	m->cq_snap = calloc(n, sizeof(*m->cq_snap));
-	m->cq_mdst = calloc(n, sizeof(*m->cq_mdst));
-	m->snap = calloc(words, sizeof(*m->snap));
-	if (!m->cq_dw3 || !m->cq_depth || !m->cq_mirror || !m->cq_snap || !m->cq_mdst || !m->snap)
+	cq = calloc(n, sizeof(*cq));
+	mdst = calloc(n, sizeof(*mdst));
+	snap = calloc(words, sizeof(*snap));
+	if (!cq || !mdst || !snap) {
+		free(cq);
+		free(mdst);
+		free(snap);
 		return gio__fail(-ENOMEM, "giouring: kv plan: no memory for the completion mirror of %u CQs", n);
+	}
 	for (c = 0; c < n; c++) {
-		/* Dword 3 of each 16-byte CQE: the CID, the status and the phase tag. */
-		m->cq_dw3[c] = (const uint32_t *)entries[c] + 3;
-		m->cq_depth[c] = depth[c];
-		m->cq_mirror[c] = mirror[c];
-		m->cq_snap[c] = m->snap + o;
+		cq[c].dw3 = (const uint32_t *)entries[c] + 3;
+		cq[c].depth = depth[c];
+		cq[c].mirror = mirror[c];
+		cq[c].snap = snap + o;
 		for (i = 0; i < depth[c]; i++)
-			m->cq_snap[c][i] = __atomic_load_n(&m->cq_dw3[c][4 * (size_t)i], __ATOMIC_RELAXED);
+			cq[c].snap[i] = __atomic_load_n(&cq[c].dw3[4 * (size_t)i], __ATOMIC_RELAXED);
 		o += depth[c];
 	}
 	pthread_mutex_lock(&m->mu);
+	m->cq = cq;
+	m->cq_mdst = mdst;
 	m->ncq = n;
 	pthread_mutex_unlock(&m->mu);
 	return 0;
@@ -301,12 +311,10 @@ void gio__kv_mover_destroy(struct gio__kv_mover *m)
 	free(m->csrc);
 	free(m->clen);
 	free(m->mdst);
-	free((void *)m->cq_dw3);
-	free(m->cq_depth);
-	free(m->cq_mirror);
-	free(m->cq_snap);
+	if (m->cq)
+		free(m->cq[0].snap);
+	free(m->cq);
 	free(m->cq_mdst);
-	free(m->snap);
 	free(m);
 }
 

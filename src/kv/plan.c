@@ -215,21 +215,6 @@ static int stage_upload(struct gio_kv_plan *pl, const struct gio_kv_io_dev *devs
 	return 0;
 }
 
-/* Whether the host may read ptr: pinned or registered host memory (the CUDA runtime says). */
-static int host_readable(const struct gio__cudart *rt, const void *ptr)
-{
-	union {
-		struct {
-			int type;
-			int device;
-		} a;
-		unsigned char bytes[256]; /* struct cudaPointerAttributes, with room to spare */
-	} attr;
-	memset(&attr, 0, sizeof(attr));
-	return ptr && rt && rt->pointer_attributes && rt->pointer_attributes(&attr, ptr) == 0 &&
-	       attr.a.type == GIO__CUDA_MEMORY_TYPE_HOST;
-}
-
 /* GIO_KV_COMPLETIONS_MIRROR: the mover watches the CQs of the staged devices' queue pairs, each
  * one's changes mirrored into its word of cq_mirror (a word per queue pair of the plan, devices in
  * order). The GPU engine's queue pairs are in GPU memory: their structs are read back once (they
@@ -270,7 +255,8 @@ static int mirror_watch(struct gio_kv_plan *pl, const struct gio_kv_io_dev *devs
 		for (q = 0; q < devs[d].nqps; q++, k++) {
 			if (!devs[d].stage)
 				continue;
-			if (!host_readable(rt, back[k].cq)) {
+			/* Pinned or registered host memory: what the host may read. */
+			if (!back[k].cq || gio__cuda_memory_type(rt, back[k].cq) != GIO__CUDA_MEMORY_TYPE_HOST) {
 				rc = gio__fail(-EINVAL, "giouring: kv plan: mirrored completions: device %u queue pair %u has its CQ "
 					       "at %p, which the host cannot read (make the queue pairs with GIO_CTX_QP_PINNED)",
 					       d, q, (void *)back[k].cq);

@@ -691,6 +691,8 @@ GIO_DEV uint32_t gio_qp_peek_batch_warp(struct gio_qp *qp, struct gio_cpl *out)
 /** @cond internal */
 GIO_DEV int gio_wait_warp_paced(struct gio_qp *qp, uint32_t cid, int active, uint64_t deadline, uint16_t *status,
 				uint32_t pause_ns);
+GIO_DEV int gio__wait_warp_gated(struct gio_qp *qp, uint32_t cid, int active, uint64_t deadline, uint16_t *status,
+				 uint32_t pause_ns, const volatile uint32_t *gate, uint32_t gate_ns);
 /** @endcond */
 
 /**
@@ -728,17 +730,36 @@ GIO_DEV int gio_wait_warp(struct gio_qp *qp, uint32_t cid, int active, uint64_t 
 GIO_DEV int gio_wait_warp_paced(struct gio_qp *qp, uint32_t cid, int active, uint64_t deadline, uint16_t *status,
 				uint32_t pause_ns)
 {
+	return gio__wait_warp_gated(qp, cid, active, deadline, status, pause_ns, (const volatile uint32_t *)0, 0);
+}
+
+/* gio_wait_warp_paced() that reads the CQ only when it may hold something: with a gate (a word in
+ * GPU memory that a watcher of the CQ moves when it changes), at first, then when the gate moved
+ * since the warp's last read of the CQ, or gate_ns after that read (a change not signalled yet);
+ * in between the warp polls only the gate. The gate is read before the CQ, so a CQE posted after
+ * that read of the CQ moves it again. Without a gate (NULL), every poll reads the CQ. */
+GIO_DEV int gio__wait_warp_gated(struct gio_qp *qp, uint32_t cid, int active, uint64_t deadline, uint16_t *status,
+				 uint32_t pause_ns, const volatile uint32_t *gate, uint32_t gate_ns)
+{
 	if (qp->flags & GIO_QP_OWNED)
 		return gio__wait_owned_warp(qp, cid, active, deadline, status);
-	uint32_t spins = 0;
-	int rc = active ? -EAGAIN : 0;
+	uint32_t spins = 0, seen = 0;
+	uint64_t read_at = 0;
+	int rc = active ? -EAGAIN : 0, read_cq = 1;
 	for (;;) {
 		if (rc == -EAGAIN)
 			rc = gio_qp_try_result(qp, cid, status, (uint32_t *)0);
 		if (!__any_sync(0xffffffffu, rc == -EAGAIN))
 			return rc;
-		if (gio_qp_reap_warp(qp))
-			continue;
+		if (read_cq) {
+			if (gate && (threadIdx.x & 31u) == 0) {
+				seen = *gate;
+				read_at = gio_now_ns();
+			}
+			if (gio_qp_reap_warp(qp))
+				continue;
+			read_cq = !gate;
+		}
 		/* Not on the fast path: entries are published by their producers; this is for a stall. */
 		if (spins >= 16 && __shfl_sync(0xffffffffu, gio__qp_unpublished(qp), 0))
 			gio__qp_publish_warp(qp, 0, 0);
@@ -754,6 +775,9 @@ GIO_DEV int gio_wait_warp_paced(struct gio_qp *qp, uint32_t cid, int active, uin
 		} else {
 			gio_backoff(&spins);
 		}
+		if (gate) /* lane 0's view decides for the warp */
+			read_cq = __shfl_sync(0xffffffffu,
+					      (threadIdx.x & 31u) == 0 && (*gate != seen || gio_now_ns() - read_at >= gate_ns), 0);
 	}
 }
 

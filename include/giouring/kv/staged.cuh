@@ -98,59 +98,21 @@ GIO_DEV int gio__kv_stage_ask_move(const struct gio_kv_io_plan *p, uint32_t laye
 	return __shfl_sync(0xffffffffu, moved, 0);
 }
 
-/* gio_wait_warp_paced() for a load group whose CQ the copy-engine mover mirrors
- * (gio_kv_io_plan::cq_mirror, word: this queue pair's): the warp reads the CQ in host memory once
- * at first, then only when the word in GPU memory has moved since its last read of the CQ, or
- * GIO_KV_MIRROR_FALLBACK_NS after it (a completion the mover has not mirrored yet); in between it
- * polls the word, which costs kernels elsewhere nothing (docs/staged.md, "Design C over E"). */
-GIO_DEV int gio__kv_wait_mirrored(struct gio_qp *qp, const volatile uint32_t *word, uint32_t cid, int active,
-				  uint64_t deadline, uint16_t *status)
-{
-	const uint32_t lane = threadIdx.x & 31u;
-	uint32_t spins = 0, seen = 0;
-	uint64_t reaped = 0;
-	int rc = active ? -EAGAIN : 0, reap = 1;
-	for (;;) {
-		if (rc == -EAGAIN)
-			rc = gio_qp_try_result(qp, cid, status, (uint32_t *)0);
-		if (!__any_sync(0xffffffffu, rc == -EAGAIN))
-			return rc;
-		if (reap) {
-			/* The word before the CQ: a CQE posted after this read of the CQ moves it again. */
-			if (lane == 0) {
-				seen = *word;
-				reaped = gio_now_ns();
-			}
-			if (gio_qp_reap_warp(qp))
-				continue; /* reap again until the CQ has nothing more */
-			reap = 0;
-		}
-		if (spins >= 16 && __shfl_sync(0xffffffffu, gio__qp_unpublished(qp), 0))
-			gio__qp_publish_warp(qp, 0, 0);
-		if (__shfl_sync(0xffffffffu, gio_deadline_passed(deadline), 0)) {
-			if (rc == -EAGAIN)
-				rc = gio_qp_wait(qp, cid, deadline, status, (uint32_t *)0); /* abandons it */
-			return rc;
-		}
-		gio_backoff(&spins);
-		if (lane == 0)
-			reap = *word != seen || gio_now_ns() - reaped >= GIO_KV_MIRROR_FALLBACK_NS;
-		reap = __shfl_sync(0xffffffffu, reap, 0);
-	}
-}
-
-/* The wait of group grp's commands: through the CQ's mirror word for a load where the plan has
- * them, else by polling the CQ (gio_wait_warp_paced()). */
+/* The wait of group grp's commands: for a load whose CQ the copy-engine mover mirrors
+ * (gio_kv_io_plan::cq_mirror), gated by this queue pair's word in GPU memory, so that the warp
+ * reads the CQ in host memory only when it changed (docs/staged.md, "Design C over E"); else by
+ * polling the CQ. */
 GIO_DEV int gio__kv_stage_wait(const struct gio_kv_io_plan *p, const struct gio_kv_io_group &grp, struct gio_qp *qp,
 			       uint32_t q, uint32_t cid, int sent, uint64_t deadline, uint16_t *status)
 {
-	if (!p->write && p->move_req && p->cq_mirror && !(qp->flags & GIO_QP_OWNED)) {
+	const volatile uint32_t *gate = (const volatile uint32_t *)0;
+	if (!p->write && p->move_req && p->cq_mirror) {
 		uint32_t base = 0, d;
 		for (d = 0; d < grp.dev; d++)
 			base += p->devs[d].nqps;
-		return gio__kv_wait_mirrored(qp, p->cq_mirror + base + q, cid, sent, deadline, status);
+		gate = p->cq_mirror + base + q;
 	}
-	return gio_wait_warp_paced(qp, cid, sent, deadline, status, p->poll_ns);
+	return gio__wait_warp_gated(qp, cid, sent, deadline, status, p->poll_ns, gate, GIO_KV_MIRROR_FALLBACK_NS);
 }
 
 /** @endcond */
