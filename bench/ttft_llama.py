@@ -124,6 +124,11 @@ def args_parse():
                     help="where the stand-in drives' executors run: on SMs of their own (a third side of the "
                          "SM partition, as a real drive needs no SM), or 'shared': on any SM, beside the compute "
                          "partition's kernels (before 2026-12-05)")
+    ap.add_argument("--drive-room", type=float, default=2.5,
+                    help="the stand-in drives' capacity, in units of the largest context's prefix KV (at least "
+                         "1.25): room for the runs' new chunks beside the prefix; less room means more refills "
+                         "between points (untimed), and leaves GPU memory to the model with --drive-backing hbm "
+                         "(2.5 at 64K took 21 GiB of an H100's 79)")
     ap.add_argument("--drive-params", default="",
                     help="more URI parameters of every stand-in drive, e.g. queues=4 (gio_gpu_target's URI)")
     ap.add_argument("--sched-calibrate", type=float, default=0.125,
@@ -531,11 +536,7 @@ class Bench:
         self.io_stream = torch.cuda.Stream()
         self.save_stream = torch.cuda.Stream()
         self.kvpool = giouring.KVPool(self.pool, dims=("part", "block", "token", "head", "channel"))
-        store_bytes = self.Tmax // BLOCK * self.kvpool.object_bytes * self.L
-        # Room for the largest context's chunks and the new chunks of the runs after it (each run's
-        # are new keys: the store evicts the oldest), so that no prefix is evicted while in use.
-        per_drive = (store_bytes // a.drives) * 5 // 2 + (256 << 20)
-        per_drive = (per_drive + (1 << 20) - 1) >> 20 << 20
+        per_drive = drive_bytes(a, self.Tmax // BLOCK * self.kvpool.object_bytes * self.L)
         if a.drive_backing == "hbm":
             free, _ = torch.cuda.mem_get_info()
             # The model's activations and the baselines' caches need the rest: half at most.
@@ -1181,6 +1182,17 @@ def drive_read_gbps(a, bulk_gbps=None):
     if a.drive_backing == "hbm" and bulk_gbps:
         return min(a.drive_read_gbps, bulk_gbps / a.drives)
     return a.drive_read_gbps
+
+
+def drive_bytes(a, prefix_bytes):
+    """Each stand-in drive's size in bytes (whole MiB): --drive-room times the largest context's
+    prefix KV (prefix_bytes), spread over the drives, plus 256 MiB. The room beyond the prefix holds
+    the runs' new chunks (each run's are new keys, and the store evicts its least recently used
+    chunks to make room); refill() saves again any prefix chunk evicted, between points."""
+    if a.drive_room < 1.25:
+        raise SystemExit(f"--drive-room {a.drive_room}: at least 1.25 (the prefix, and room for a run's new chunks)")
+    per_drive = int(prefix_bytes * a.drive_room) // a.drives + (256 << 20)
+    return (per_drive + (1 << 20) - 1) >> 20 << 20
 
 
 def drive_uris(a, per_drive, bulk_gbps=None):

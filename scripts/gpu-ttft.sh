@@ -12,6 +12,7 @@
 #                      behind persistent kernels never returns: waiting on would only spend the
 #                      device time the rest of a gpu-check needs)
 #   bash scripts/gpu-ttft.sh OUTDIR [bench arguments...]
+#   GIO_TTFT_SITE=DIR/site: use a package built before (scripts/gpu-python.sh --build-only DIR)
 # Needs python3 with torch (CUDA) and transformers 5.x; nothing is downloaded.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -20,12 +21,20 @@ shift
 mkdir -p "$out"
 out=$(realpath "$out")
 py=${GIO_PYTHON:-python3}
-bash scripts/gpu-python.sh --build-only "$out" >"$out/build.log" 2>&1 || {
-  tail -n 40 "$out/build.log"
-  echo "gpu-ttft: the package did not build"
+# GIO_TTFT_SITE: a package already built by scripts/gpu-python.sh --build-only (its site/ folder),
+# for several runs in one device session; else it is built here.
+site=${GIO_TTFT_SITE:-$out/site}
+if [[ -z ${GIO_TTFT_SITE:-} ]]; then
+  bash scripts/gpu-python.sh --build-only "$out" >"$out/build.log" 2>&1 || {
+    tail -n 40 "$out/build.log"
+    echo "gpu-ttft: the package did not build"
+    exit 1
+  }
+elif [[ ! -d $site/giouring ]]; then
+  echo "gpu-ttft: GIO_TTFT_SITE=$site holds no built giouring package"
   exit 1
-}
-PYTHONPATH="$out/site${PYTHONPATH:+:$PYTHONPATH}" timeout -k 30 "${GIO_TTFT_TIMEOUT:-1500}" \
+fi
+PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" timeout -k 30 "${GIO_TTFT_TIMEOUT:-1500}" \
   "$py" bench/ttft_llama.py --json "$out/ttft.json" "$@" >"$out/ttft.log" 2>&1 &
 pid=$!
 # A stall says where it is: a CUDA call waiting behind the stand-in drives' persistent executors

@@ -334,3 +334,19 @@ def test_the_goals_judge_the_stall_crossover_against_the_limit_and_the_bubble_be
     # With 16 I/O SMs the SM goal fails.
     b16 = argparse.Namespace(contexts=[T], bulk=[bulk], args=args(io_sms=16), kv_token_bytes=kvb, L=L)
     assert m.analyse(b16, rows)["goals"][0]["io_sms_met"] is False
+
+
+def test_the_stand_in_drives_hold_the_room_asked_for_and_no_less_than_a_prefix_and_a_run():
+    """--drive-room sizes the drives in units of the largest prefix: 2.5 (the default) at 64K
+    took 21 GiB of an H100's 79 with the drives in HBM, and the model ran out of memory; 1.25
+    leaves the model 10 GiB more. Less than 1.25 would evict the prefix during a run: refused."""
+    m = bench()
+    a = argparse.Namespace(drives=4, drive_room=2.5)
+    prefix = 8 << 30  # 64K tokens of Llama3-8B KV
+    assert m.drive_bytes(a, prefix) == (5 << 30) + (256 << 20)
+    a.drive_room = 1.25
+    assert m.drive_bytes(a, prefix) == (2560 << 20) + (256 << 20)
+    assert m.drive_bytes(a, 3 << 20) % (1 << 20) == 0  # whole MiB: the URI's size= is in MiB
+    a.drive_room = 1.0
+    with pytest.raises(SystemExit, match="drive-room"):
+        m.drive_bytes(a, prefix)
