@@ -34,13 +34,27 @@
 
 /* The executor kernel: every warp runs gio_gpu_exec_loop(); exec_blocks blocks of exec_warps warps,
  * a block per SM (gio_gpu_one_block_per_sm(): the dynamic shared memory that keeps a second block
- * away also holds each warp's copy of the target's rules). */
-__global__ void __launch_bounds__(GIO_GPU_EXEC_MAX_WARPS * 32) exec_kernel(struct gio_tgt *t, unsigned char *backing, struct gio_gpu_ctl *ctl, uint32_t flags,
-				    struct gio_ssd_model model)
+ * away also holds each warp's copy of the target's rules, so the bounds' one block per SM holds).
+ * Two builds of it: the register file split among up to 16 warps leaves each thread 128 registers,
+ * where the loop spills (368 bytes a thread with CUDA 13); up to 8 warps (the default) it gets
+ * 174, with no spill. */
+#define GIO__EXEC_KERNEL(name, max_warps)                                                                        \
+	__global__ void __launch_bounds__((max_warps) * 32, 1)                                                   \
+		name(struct gio_tgt *t, unsigned char *backing, struct gio_gpu_ctl *ctl, uint32_t flags,         \
+		     struct gio_ssd_model model)                                                                 \
+	{                                                                                                        \
+		extern __shared__ struct gio_gpu_exec_env gio__exec_env[];                                       \
+		gio_gpu_exec_loop(t, backing, ctl, flags, &model, (blockIdx.x * blockDim.x + threadIdx.x) / 32u, \
+				  gridDim.x * blockDim.x / 32u, &gio__exec_env[threadIdx.x / 32u]);              \
+	}
+#define GIO__EXEC_NARROW_WARPS 8u
+GIO__EXEC_KERNEL(exec_kernel_narrow, GIO__EXEC_NARROW_WARPS)
+GIO__EXEC_KERNEL(exec_kernel_wide, GIO_GPU_EXEC_MAX_WARPS)
+
+/* The executor kernel for blocks of `warps` warps. */
+static const void *exec_kernel_for(uint32_t warps)
 {
-	extern __shared__ struct gio_gpu_exec_env gio__exec_env[];
-	gio_gpu_exec_loop(t, backing, ctl, flags, &model, (blockIdx.x * blockDim.x + threadIdx.x) / 32u,
-			  gridDim.x * blockDim.x / 32u, &gio__exec_env[threadIdx.x / 32u]);
+	return warps <= GIO__EXEC_NARROW_WARPS ? (const void *)exec_kernel_narrow : (const void *)exec_kernel_wide;
 }
 
 /* How long open waits for its clears, and prepare for its copy, on the target's stream. */
@@ -475,7 +489,8 @@ static void drop_exec_stream(struct gio_gpu_target *g)
 int gio_gpu_target_load(void)
 {
 	gio__clear_error();
-	return gio_gpu_preload((const void *)exec_kernel);
+	int rc = gio_gpu_preload((const void *)exec_kernel_narrow);
+	return rc ? rc : gio_gpu_preload((const void *)exec_kernel_wide);
 }
 
 int gio_gpu_target_start(struct gio_gpu_target *g)
@@ -488,13 +503,14 @@ int gio_gpu_target_start_on(struct gio_gpu_target *g, void *stream)
 	gio__clear_error();
 	if (!g)
 		return gio__fail(-EINVAL, "giouring: gio_gpu_target_start_on: the target is NULL");
-	int rc = gio_gpu_preload((const void *)exec_kernel);
+	const void *kernel = exec_kernel_for(g->cfg.exec_warps);
+	int rc = gio_gpu_preload(kernel);
 	if (!rc)
 		rc = gio_gpu_target_prepare(g);
 	if (rc)
 		return rc;
 	size_t smem = 0;
-	rc = gio_gpu_one_block_per_sm((const void *)exec_kernel, &smem);
+	rc = gio_gpu_one_block_per_sm(kernel, &smem);
 	if (rc)
 		return rc;
 	if (smem < (size_t)g->cfg.exec_warps * sizeof(struct gio_gpu_exec_env))
@@ -510,9 +526,9 @@ int gio_gpu_target_start_on(struct gio_gpu_target *g, void *stream)
 		g->exec_stream = g->stream;
 		return rc;
 	}
-	exec_kernel<<<g->cfg.exec_blocks, g->cfg.exec_warps * 32, smem, (cudaStream_t)g->exec_stream>>>(
-		g->tgt, g->backing, g->ctl_dev, g->cfg.flags, g->cfg.model);
-	const cudaError_t launch = cudaGetLastError();
+	void *args[] = {&g->tgt, &g->backing, &g->ctl_dev, &g->cfg.flags, &g->cfg.model};
+	const cudaError_t launch = cudaLaunchKernel(kernel, dim3(g->cfg.exec_blocks), dim3(g->cfg.exec_warps * 32), args, smem,
+						    (cudaStream_t)g->exec_stream);
 	if (launch != cudaSuccess) {
 		drop_exec_stream(g);
 		return gio__cuda_fail_rt(launch, "GPU target: executor launch");

@@ -306,6 +306,8 @@ int main()
 		run("mem://hbm?size=256M&queues=8&depth=256&sms=2&warps=4", fused_launch);
 		run("mem://host?exec=gpu&size=128M&queues=6&depth=64&sms=2&warps=2&rings=host", fused_launch);
 		run("mem://hbm?size=64M&queues=4&depth=8&sms=1&warps=8", fused_launch); // tiny rings: lanes submit alone
+		// More than 8 warps a block: the executor's other build (128 registers a thread).
+		run("mem://hbm?size=64M&queues=16&depth=64&sms=1&warps=12", fused_launch);
 		run("mem://hbm?size=64M&queues=4&depth=256&sms=1&warps=4&model_read_gbps=2&model_write_gbps=1&model_lat_us=20",
 		    fused_launch);
 	}
