@@ -33,6 +33,7 @@
 #include <giouring/device/verbs.cuh>
 #include <giouring/host/ctx.h>
 #include <giouring/host/launch.h>
+#include <giouring/target/gpu_exec.cuh>
 #include <giouring/target/gpu_target.h>
 #include <giouring/proto/sgl_build.h>
 
@@ -60,6 +61,7 @@ bool g_profile = false; // --profile: the executor times its steps (URI profile=
 bool g_stages = false;  // --stages: the I/O kernel times gio_submit_warp's steps
 bool g_owned = false;   // --owned: every producer warp owns its queue pair (GIO_QP_OWNED)
 bool g_session = false; // --session: ... and runs a warp session on it (giouring/device/owned.cuh)
+bool g_fused = false;   // --fused: ... in one launch with the executor (fused_kernel)
 
 // gio_submit_warp's marks, timed by lane 0 (%globaltimer): the time since the previous mark.
 struct StageMarks {
@@ -154,17 +156,16 @@ __global__ void __launch_bounds__(MaxThreads, 1) io_kernel(gio_qp *qps, uint32_t
 	}
 }
 
-// io_kernel's loop through a warp session on each owned queue pair: ring state in registers, the
-// window of command states in this block's dynamic shared memory (window entries per warp).
-template <uint32_t MaxThreads>
-__global__ void __launch_bounds__(MaxThreads, 1) session_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_t block_bytes,
-						       uint64_t nblocks, uint64_t run_ns, uint32_t inflight, uint32_t window, Counters *c)
+// io_kernel's loop through a warp session on each owned queue pair, for producer warp `warp`:
+// ring state in registers, the window of command states in `entries` (window of them, this warp's,
+// in the block's dynamic shared memory).
+__device__ void session_loop(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_t block_bytes, uint64_t nblocks,
+			     uint64_t run_ns, uint32_t inflight, gio_owned_entry *entries, uint32_t window, uint32_t warp,
+			     Counters *c)
 {
-	extern __shared__ gio_owned_entry entries[];
 	const uint32_t lane = threadIdx.x & 31u;
-	const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32u;
 	gio_owned_warp w;
-	int rc = gio_owned_open_warp(&w, &qps[warp % nqps], entries + (threadIdx.x / 32u) * window, window);
+	int rc = gio_owned_open_warp(&w, &qps[warp % nqps], entries, window);
 	if (rc) {
 		if (lane == 0) {
 			atomicAdd(&c->submit_fail, 1ull);
@@ -239,12 +240,46 @@ __global__ void __launch_bounds__(MaxThreads, 1) session_kernel(gio_qp *qps, uin
 	}
 }
 
+template <uint32_t MaxThreads>
+__global__ void __launch_bounds__(MaxThreads, 1) session_kernel(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint32_t block_bytes,
+								 uint64_t nblocks, uint64_t run_ns, uint32_t inflight, uint32_t window, Counters *c)
+{
+	extern __shared__ gio_owned_entry entries[];
+	session_loop(qps, nqps, buf_addr, block_bytes, nblocks, run_ns, inflight, entries + (threadIdx.x / 32u) * window, window,
+		     (blockIdx.x * blockDim.x + threadIdx.x) / 32u, c);
+}
+
+// --fused: the GPU target's executor (its first exec_blocks blocks) and the session producers (the
+// rest) in one launch, so that tools which serialize kernels (ncu, compute-sanitizer) can run the
+// pair. The last producer block to finish stops the executor.
+template <uint32_t MaxThreads>
+__global__ void __launch_bounds__(MaxThreads, 1) fused_kernel(gio_tgt *t, unsigned char *backing, gio_gpu_ctl *ctl, uint32_t flags,
+							       gio_ssd_model model, uint32_t exec_blocks, gio_qp *qps, uint32_t nqps,
+							       uint64_t buf_addr, uint32_t block_bytes, uint64_t nblocks, uint64_t run_ns,
+							       uint32_t inflight, uint32_t window, Counters *c, uint32_t *finished)
+{
+	extern __shared__ uint4 fused_smem[]; // the executor's env per warp, or the producers' windows
+	const uint32_t wib = threadIdx.x / 32u;
+	if (blockIdx.x < exec_blocks) {
+		gio_gpu_exec_loop(t, backing, ctl, flags, &model, (blockIdx.x * blockDim.x + threadIdx.x) / 32u,
+				  exec_blocks * blockDim.x / 32u, (gio_gpu_exec_env *)fused_smem + wib);
+		return;
+	}
+	session_loop(qps, nqps, buf_addr, block_bytes, nblocks, run_ns, inflight, (gio_owned_entry *)fused_smem + wib * window,
+		     window, ((blockIdx.x - exec_blocks) * blockDim.x + threadIdx.x) / 32u, c);
+	__syncthreads();
+	if (threadIdx.x == 0 && atomicAdd(finished, 1u) == gridDim.x - exec_blocks - 1u)
+		gio_store_release(&ctl->stop, 1u);
+}
+
 // The producer kernel for blocks of io_warps warps: bounded to 256 threads where they fit (the
 // ceiling's kernels are), so that both get a 256-thread block's registers; bounded to 1024, the
 // session kernel had 64 registers a thread and spilled, the ceiling's none.
 const void *producer_kernel(bool session, bool stages, uint32_t io_warps)
 {
 	const bool narrow = io_warps <= 8;
+	if (session && g_fused)
+		return narrow ? (const void *)fused_kernel<256> : (const void *)fused_kernel<1024>;
 	if (session)
 		return narrow ? (const void *)session_kernel<256> : (const void *)session_kernel<1024>;
 	if (stages)
@@ -333,8 +368,28 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 	std::memset(c, 0, sizeof(*c));
 	size_t smem = 0;
 	const void *kernel = producer_kernel(g_session, g_stages, io_warps);
-	if (gio_gpu_preload(kernel) || gio_gpu_one_block_per_sm(kernel, &smem) || gio_gpu_target_start(g)) {
+	uint32_t *finished = nullptr; // --fused: producer blocks done (the last one stops the executor)
+	if (g_fused) {
+		int sms = 0;
+		KV_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+		// One block size for both parts, and every block resident at once (a block per SM): an
+		// executor block that ran while a producer block waited for an SM would spin for ever.
+		if (exec_warps != io_warps || g->cfg.exec_blocks + io_sms > (uint32_t)sms) {
+			std::fprintf(stderr, "FAIL: --fused needs --exec-warps equal to --io-warps (%u, %u) and %u + %u blocks within %d SMs\n",
+				     exec_warps, io_warps, g->cfg.exec_blocks, io_sms, sms);
+			std::exit(2);
+		}
+		KV_CK(cudaMallocManaged(&finished, sizeof(*finished)));
+		*finished = 0;
+	}
+	if (gio_gpu_preload(kernel) || gio_gpu_one_block_per_sm(kernel, &smem) ||
+	    (g_fused ? gio_gpu_target_prepare(g) : gio_gpu_target_start(g))) {
 		std::fprintf(stderr, "FAIL: start: %s\n", gio_last_error());
+		std::exit(1);
+	}
+	if (g_fused && smem < (size_t)exec_warps * sizeof(gio_gpu_exec_env)) {
+		std::fprintf(stderr, "FAIL: --fused: %u executor warps need %zu bytes of shared memory, a block gets %zu\n", exec_warps,
+			     (size_t)exec_warps * sizeof(gio_gpu_exec_env), smem);
 		std::exit(1);
 	}
 	cudaStream_t s;
@@ -355,11 +410,35 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 		uint64_t nblocks = (64u << 20) / 4096;
 		void *session_args[] = {&g->qps, &queues, &addr, &block_bytes, &nblocks, &ns, &inflight, (void *)&window, &c};
 		void *io_args[] = {&g->qps, &queues, &addr, &block_bytes, &nblocks, &ns, &inflight, &c};
-		KV_CK(cudaLaunchKernel(kernel, dim3(io_sms), dim3(io_warps * 32), g_session ? session_args : io_args, smem, s));
+		uint32_t exec_blocks = g->cfg.exec_blocks;
+		void *fused_args[] = {&g->tgt,    &g->backing, &g->ctl_dev, &g->cfg.flags, &g->cfg.model,      &exec_blocks,
+				      &g->qps,    &queues,     &addr,       &block_bytes,   &nblocks,           &ns,
+				      &inflight, (void *)&window, &c,        &finished};
+		if (g_fused)
+			KV_CK(cudaLaunchKernel(kernel, dim3(exec_blocks + io_sms), dim3(io_warps * 32), fused_args, smem, s));
+		else
+			KV_CK(cudaLaunchKernel(kernel, dim3(io_sms), dim3(io_warps * 32), g_session ? session_args : io_args, smem, s));
 	};
+	// --fused: after each launch the executor's state is read back, and prepared again before the
+	// next (gio_gpu_target_prepare() zeroes the control block's counters: the timed run's alone).
+	auto read_back = [&](struct gio_tgt_stats *st) {
+		if (gio_gpu_target_read_back(g, 10000, st)) {
+			std::fprintf(stderr, "FAIL: read back: %s\n", gio_last_error());
+			std::exit(1);
+		}
+	};
+	struct gio_tgt_stats warm{};
 	launch(run_ns / 10);
 	KV_CK(cudaGetLastError());
 	KV_CK(cudaStreamSynchronize(s));
+	if (g_fused) {
+		read_back(&warm);
+		*finished = 0;
+		if (gio_gpu_target_prepare(g)) {
+			std::fprintf(stderr, "FAIL: prepare: %s\n", gio_last_error());
+			std::exit(1);
+		}
+	}
 	std::memset(c, 0, sizeof(*c));
 	KV_CK(cudaEventRecord(e0, s));
 	launch(run_ns);
@@ -369,7 +448,9 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 	float ms = 0;
 	KV_CK(cudaEventElapsedTime(&ms, e0, e1));
 	struct gio_tgt_stats ts{};
-	if (gio_gpu_target_stop(g, 10000, &ts)) {
+	if (g_fused) {
+		read_back(&ts);
+	} else if (gio_gpu_target_stop(g, 10000, &ts)) {
 		std::fprintf(stderr, "FAIL: stop: %s\n", gio_last_error());
 		std::exit(1);
 	}
@@ -379,7 +460,10 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 	pt.exec_commands = ts.commands;
 	pt.mcmds = (double)c->done / (ms * 1e3);
 	pt.per_io_sm = pt.mcmds / io_sms;
-	pt.exec_batch = g->ctl->batches ? (double)ts.commands / (double)g->ctl->batches : 0;
+	// The control block counts the executor's batches since its last prepare: with --fused, the
+	// timed launch's (the target's command count goes on from the warm-up's).
+	const uint64_t batched = ts.commands - (g_fused ? warm.commands : 0);
+	pt.exec_batch = g->ctl->batches ? (double)batched / (double)g->ctl->batches : 0;
 	pt.ok = c->errors == 0 && c->submit_fail == 0 && ts.errors == 0;
 	pt.submit_us = c->submits ? c->submit_ns / 1e3 / c->submits : 0;
 	pt.wait_us = c->waits ? c->wait_ns / 1e3 / c->waits : 0;
@@ -397,6 +481,8 @@ Point run_point(const char *rings, const char *scope, uint32_t io_sms, uint32_t 
 	KV_CK(cudaStreamDestroy(s));
 	KV_CK(cudaFree(c));
 	KV_CK(cudaFree(buf));
+	if (finished)
+		KV_CK(cudaFree(finished));
 	gio_gpu_target_close(g);
 	return pt;
 }
@@ -498,6 +584,8 @@ int main(int argc, char **argv)
 			g_owned = true;
 		} else if (a == "--session") {
 			g_owned = g_session = true;
+		} else if (a == "--fused") {
+			g_owned = g_session = g_fused = true;
 		} else if (a == "--stages") {
 			g_stages = true;
 		} else if (a == "--check") {
@@ -508,7 +596,7 @@ int main(int argc, char **argv)
 			std::fprintf(stderr,
 				     "usage: bench_gpu_cmdrate [--seconds S] [--io-sms LIST] [--exec-sms LIST (0: as many as io)]\n"
 				     "       [--queues LIST] [--io-warps N] [--exec-warps N] [--depth N] [--inflight BATCHES] [--rings hbm,host] [--scope gpu,sys]\n"
-				     "       [--points rings:io_sms:exec_sms[:scope],...] [--profile] [--stages] [--owned] [--session] [--check] [--json PATH] [--quick]\n"
+				     "       [--points rings:io_sms:exec_sms[:scope],...] [--profile] [--stages] [--owned] [--session] [--fused] [--check] [--json PATH] [--quick]\n"
 				     "       [--ceiling-queues LIST (default 64,512,1024,2048; 0: none)] [--no-ceiling]\n");
 			return 2;
 		}
@@ -547,7 +635,8 @@ int main(int argc, char **argv)
 		    "I/O kernel: %u warps per SM, 32 commands per warp batch, %u batches in flight per warp; executor: %u "
 		    "warps per SM%s\n\n",
 		    seconds, io_warps, inflight, exec_warps,
-		    g_session ? "; queue pairs owned by one producer warp each, through a warp session (--session, giouring/device/owned.cuh)"
+		    g_fused ? "; queue pairs owned by one producer warp each, through a warp session, in one launch with the executor (--fused)"
+		    : g_session ? "; queue pairs owned by one producer warp each, through a warp session (--session, giouring/device/owned.cuh)"
 		    : g_owned ? "; queue pairs owned by one producer warp each (--owned, GIO_QP_OWNED)" : "; queue pairs shared");
 	std::printf("| rings | scope | check | I/O SMs | executor SMs | queue pairs | depth | M commands/s | M commands/s per I/O SM | "
 		    "commands per executor batch | data moved | errors | ok |\n");
