@@ -275,6 +275,10 @@ def ttft(doc, out):
             if lim is not None:
                 ax.plot([i - width / 2, i + len(systems) * width - width / 2], [100 * lim] * 2, color="black",
                         linewidth=2, label="physical limit (bulk H2D)" if i == 0 else None)
+            ideal = next((c["ideal"] for c in cs.values() if c.get("ideal") is not None), None)
+            if ideal is not None:  # files before the ideal mover have none
+                ax.plot([i - width / 2, i + len(systems) * width - width / 2], [100 * ideal] * 2, color="black",
+                        linestyle="--", linewidth=1, label="an ideal mover's crossover (modelled)" if i == 0 else None)
         ax.set_xticks([i + (len(systems) - 1) * width / 2 for i in range(len(ts))])
         ax.set_xticklabels([f"{T // 1024}K" for T in ts])
         lows = [c["crossover"] for c in cross if c["crossover"] is not None] + [r["hit"] for r in rows if r["hit"]]

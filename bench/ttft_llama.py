@@ -1036,6 +1036,7 @@ def analyse(bench, results):
             return crossing(f)
 
         limit, limit_part = limit_of(hbm), limit_of(part) if part else None
+        ideal = ideal_crossover(part or hbm, bulk, bench.kv_token_bytes)
         for system in ("hbm-part", *SCHED_SYSTEMS, "giouring-naive", "offload", "cpu-per-object"):
             pts, waits, stalls, comp = [], [], [], []
             for r in by.get((T, system), []):
@@ -1068,13 +1069,34 @@ def analyse(bench, results):
             out["crossover"].append(dict(T=T, system=system, crossover=crossing(pts, first_positive=True),
                                          crossover_wait=crossing(waits, first_positive=True),
                                          crossover_io_wait=crossing(stalls, first_positive=True) if stalls else None,
-                                         limit=limit, limit_part=limit_part,
+                                         limit=limit, limit_part=limit_part, ideal=ideal,
                                          compute_over_part_frac=statistics.median(comp) if comp else None,
                                          waits_timed=system != "offload"))
-        out["rows"].append(dict(T=T, recompute_s=rec, limit=limit, limit_part=limit_part, bulk_gbps=bulk))
+        out["rows"].append(dict(T=T, recompute_s=rec, limit=limit, limit_part=limit_part, ideal=ideal, bulk_gbps=bulk))
         out["cost"] += cost_rows(bench.args, T, rec, hbm, by, bench.kv_token_bytes * bench.L)
         out["goals"] += goals_of(bench.args, T, limit, [c for c in out["crossover"] if c["T"] == T], by)
     return out
+
+
+def ideal_crossover(runs, bulk_gbps, kv_token_bytes):
+    """The crossover of an ideal mover (MODELLED from measured inputs): a system that moves each
+    layer's prefix at the run's bulk H2D bandwidth with nothing else to it, layer l + 1's load wholly
+    behind layer l's compute, on `runs`' layers ({hit: run}: hbm-part's, the compute side's, where it
+    ran). At hit rate h its stall is the sum over the layers but the last of max(0, load - layer),
+    its TTFT that run's plus the stall; its crossover is where the stall passes 5% of its TTFT,
+    interpolated on the same grid as the systems' own. Layer 0's load is taken as hidden, as the
+    measured systems' is (it starts while the host launches the forward). The physical limit is where
+    the stall starts; a system's 5% crossover lies past it by however slowly its stall grows there
+    (slowly where the layers hardly shorten with the hit rate). A mover that leaves those layers as
+    they are crosses no later than this one, so a system's distance below it is what the system
+    costs; one that crosses later has slowed the layers beside its I/O (compute_over_part)."""
+    pts = []
+    for h, r in sorted(runs.items()):
+        load = r["C"] * kv_token_bytes / (bulk_gbps * 1e9)
+        stall = sum(max(0.0, load - ms / 1e3) for ms in r["layer_ms"][:-1])
+        t = median(r["ttft_s"]) + stall
+        pts.append((h, stall / t - GOAL_BUBBLE))
+    return crossing(pts, first_positive=True)
 
 
 GOAL_GAP = 0.003    # the crossover within 0.3 points of the physical limit
@@ -1104,6 +1126,8 @@ def goals_of(a, T, limit, crossovers, by):
         bub_ev = max((r["wait_frac"] for r in below), default=None)
         bubble = bub_io if bub_io is not None else bub_ev
         gap = None if limit is None or measured is None else limit - measured
+        ideal = c.get("ideal")
+        gap_ideal = None if ideal is None or measured is None else ideal - measured
         cf = c.get("compute_over_part_frac")
         if gap is None:
             cross_ok = None
@@ -1112,6 +1136,7 @@ def goals_of(a, T, limit, crossovers, by):
         io_sms = getattr(a, "io_sms", None)
         out.append(dict(T=T, system=system, limit=limit, crossover=measured,
                         crossover_by="I/O stall (GPU clock)" if has_io else "GPU waits (events)", crossover_wait=c.get("crossover_wait"), gap=gap, crossover_met=cross_ok,
+                        ideal=ideal, gap_ideal=gap_ideal,
                         highest_hit=runs[-1]["hit"] if runs else None, points_below=len(below),
                         bubble_max=bubble, bubble_max_events=bub_ev,
                         bubble_met=None if bubble is None else bubble <= GOAL_BUBBLE + 1e-12,
@@ -1322,8 +1347,9 @@ def report(b, an):
         "stream: they also count a host behind its GPU (eager Python at small prefixes); the I/O stall is the GPU's "
         "clock inside the giouring waits: the stream waiting for the I/O alone)")
     log("\n| T | system | physical limit | crossover (measured) | below the limit by, points | crossover within "
-        "0.3 points | largest bubble below the limit, % TTFT (GPU clock / events) | at most 5% | I/O SMs |")
-    log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        "0.3 points | an ideal mover's crossover (modelled) | below it by, points | largest bubble below the limit, "
+        "% TTFT (GPU clock / events) | at most 5% | I/O SMs |")
+    log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     verdict = lambda v: {True: "yes", False: "no", None: "cannot tell"}[v]  # noqa: E731
     for g in an.get("goals", []):
         f = lambda x: "-" if x is None else f"{100 * x:.2f}%"  # noqa: E731
@@ -1331,13 +1357,18 @@ def report(b, an):
         cr = (f"{f(g['crossover'])} ({g['crossover_by']})" if g["crossover"] is not None
               else f"not reached up to {f(g['highest_hit'])}")
         gap = "-" if g["gap"] is None else f"{100 * g['gap']:+.2f}"
+        ideal = f(g.get("ideal")) if g.get("ideal") is not None else "not within the grid"
+        gap_ideal = "-" if g.get("gap_ideal") is None else f"{100 * g['gap_ideal']:+.2f}"
         bio = "-" if g["bubble_max"] is None else f"{100 * g['bubble_max']:.1f}"
         bev = "-" if g["bubble_max_events"] is None else f"{100 * g['bubble_max_events']:.1f}"
         log(f"| {g['T'] // 1024}K | {g['system']} | {lim} | {cr} | {gap} | {verdict(g['crossover_met'])} | "
-            f"{bio} / {bev} ({g['points_below']} hit rates) | {verdict(g['bubble_met'])} | {g['io_sms']} |")
+            f"{ideal} | {gap_ideal} | {bio} / {bev} ({g['points_below']} hit rates) | {verdict(g['bubble_met'])} | {g['io_sms']} |")
     log("(the goals of the bench's issue: crossover within 0.3 points of the physical limit, bubble at most 5% of "
         "TTFT below it, at most 8 I/O SMs; the bubble judged by the GPU clock inside the waits where the system has "
-        "it, the GPU waiting for its I/O; 'cannot tell': no limit or no crossover within the grid's hit rates)")
+        "it, the GPU waiting for its I/O; 'cannot tell': no limit or no crossover within the grid's hit rates. The "
+        "ideal mover (modelled from this run's compute-side layers and bulk H2D): the prefix at bulk H2D, each load "
+        "behind the layer before, nothing else; its stall passes 5% of TTFT past the limit, by as much as the "
+        "layers' slow shortening there allows; a mover that leaves these layers as they are crosses no later)")
     log("\n| T | hit | system | tokens/s (measured) | GPU $ per 1M tokens | holding $ per 1M tokens and hour | "
         "SSD GB written per 1M tokens | drive writes per day |")
     log("| --- | --- | --- | --- | --- | --- | --- | --- |")

@@ -350,3 +350,55 @@ def test_the_stand_in_drives_hold_the_room_asked_for_and_no_less_than_a_prefix_a
     a.drive_room = 1.0
     with pytest.raises(SystemExit, match="drive-room"):
         m.drive_bytes(a, prefix)
+
+
+def test_an_ideal_mover_crosses_past_the_limit_where_the_layers_shorten_slowly():
+    """The ideal mover (modelled): the prefix at bulk H2D, layer l + 1's load behind layer l, nothing
+    else. Its stall starts at the physical limit and passes 5% of TTFT only as far past it as the
+    layers' shortening allows; a system is judged against it by the same 5% criterion on the same grid."""
+    m = bench()
+    T, L, bulk, kvb = 16384, 4, 50.0, 4096
+    # Loads (C x kvb / bulk): 0.745 -> 0.99995 ms, 0.76 -> 1.0200 ms, 0.78 -> 1.0469 ms a layer.
+    layer_ms = {0.7: 1.01, 0.745: 1.005, 0.76: 1.0, 0.78: 0.995}
+    rows = []
+    for h, lay in layer_ms.items():
+        C = int(h * T)
+        rows += [dict(T=T, hit=h, C=C, system=s, ttft_s=[L * lay / 1e3], layer_ms=[lay] * L, bubble_layer_ms=[0.0] * L)
+                 for s in ("hbm", "hbm-part")]
+        rows.append(dict(T=T, hit=h, C=C, system="giouring-sched", ttft_s=[L * lay / 1e3], layer_ms=[lay] * L,
+                         bubble_layer_ms=[0.0] * L, io_wait_layer_ms=[0.0] * L))
+
+    def ideal_frac(h):
+        C, lay = int(h * T), layer_ms[h] / 1e3
+        stall = (L - 1) * max(0.0, C * kvb / (bulk * 1e9) - lay)
+        return stall / (L * lay + stall)
+
+    # The ideal's stall: 0 at 0.745 (the load just under the layer), 1.5% at 0.76, 3.9% at 0.78: no
+    # crossover within the grid although the limit (between 0.745 and 0.76) is.
+    assert ideal_frac(0.745) == 0 and 0.01 < ideal_frac(0.76) < ideal_frac(0.78) < 0.05
+    parts = {r["hit"]: r for r in rows if r["system"] == "hbm-part"}
+    assert m.ideal_crossover(parts, bulk, kvb) is None
+    b = argparse.Namespace(contexts=[T], bulk=[bulk], args=args(io_sms=8), kv_token_bytes=kvb, L=L)
+    an = m.analyse(b, rows)
+    assert 0.745 < an["rows"][0]["limit"] < 0.76 and an["rows"][0]["ideal"] is None
+    # A hit rate more, where its stall is 7.6%: it crosses there, interpolated as the systems' are.
+    h, C, lay = 0.8, int(0.8 * T), 0.99
+    rows += [dict(T=T, hit=h, C=C, system=s, ttft_s=[L * lay / 1e3], layer_ms=[lay] * L, bubble_layer_ms=[0.0] * L)
+             for s in ("hbm", "hbm-part")]
+    layer_ms[h] = lay
+    # giouring-sched's stall: 6% at 0.78 already (crossing before the ideal does), 9% at 0.8.
+    rows.append(dict(T=T, hit=h, C=C, system="giouring-sched", ttft_s=[L * lay / 1e3], layer_ms=[lay] * L,
+                     bubble_layer_ms=[0.0] * L, io_wait_layer_ms=[0.09 * L * lay / L] * L))
+    for r in rows:
+        if r["system"] == "giouring-sched" and r["hit"] == 0.78:
+            r["io_wait_layer_ms"] = [0.06 * L * layer_ms[0.78] / L] * L
+    want = 0.78 + 0.02 * (0.05 - ideal_frac(0.78)) / (ideal_frac(0.8) - ideal_frac(0.78))
+    an = m.analyse(b, rows)
+    assert an["rows"][0]["ideal"] == pytest.approx(want)
+    g = an["goals"][0]
+    assert g["ideal"] == pytest.approx(want) and g["crossover"] < 0.78
+    assert g["gap_ideal"] == pytest.approx(want - g["crossover"]) and g["gap_ideal"] > 0
+    # The ideal uses the compute side's layers where hbm-part ran, hbm's otherwise.
+    slow = [dict(r, layer_ms=[x * 1.01 for x in r["layer_ms"]]) if r["system"] == "hbm-part" else r for r in rows]
+    assert m.analyse(b, slow)["rows"][0]["ideal"] > want
+    assert m.analyse(b, [r for r in slow if r["system"] != "hbm-part"])["rows"][0]["ideal"] == pytest.approx(want)
