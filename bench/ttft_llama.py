@@ -1084,8 +1084,9 @@ def ideal_crossover(runs, bulk_gbps, kv_token_bytes):
     behind layer l's compute, on `runs`' layers ({hit: run}: hbm-part's, the compute side's, where it
     ran). At hit rate h its stall is the sum over the layers but the last of max(0, load - layer),
     its TTFT that run's plus the stall; its crossover is where the stall passes 5% of its TTFT,
-    interpolated on the same grid as the systems' own. Layer 0's load is taken as hidden, as the
-    measured systems' is (it starts while the host launches the forward). The physical limit is where
+    interpolated on the same grid as the systems' own. Layer 0's load is taken as hidden (as if started
+    when the request was admitted), where the measured systems' has only the host's launch of the
+    forward to hide behind and may wait: the ideal is the more demanding. The physical limit is where
     the stall starts; a system's 5% crossover lies past it by however slowly its stall grows there
     (slowly where the layers hardly shorten with the hit rate). A mover that leaves those layers as
     they are crosses no later than this one, so a system's distance below it is what the system
