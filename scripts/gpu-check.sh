@@ -49,9 +49,12 @@
 #               json/ttft.json; draw the plots on any machine with bench/plot.py.
 #     ttft-goals  bench/ttft_llama.py as issue 14's goals are judged: the stand-in drives in HBM
 #               (--drive-backing hbm --drive-room 1.5), hbm, hbm-part and giouring-sched at hit
-#               rates 90-99.5%, 3 repetitions, one process per context group (GIO_TTFT_GROUPS,
+#               rates 90-99.5%, 0.1-0.2 points apart where each group's goals are judged
+#               (ttft_goal_hits), 3 repetitions, one process per context group (GIO_TTFT_GROUPS,
 #               default "128K 64K 8K,16K,32K"; 128K does not fit an 80 GB GPU beside its drives),
-#               the package built once. Not in the default (about 5 minutes on the H200). Writes
+#               the package built once. Not in the default (about 5 minutes on the H200 with the
+#               coarse grid alone; the fine points add an estimated 1.5: a group per call where
+#               a call's limit is near). Writes
 #               ttft-goals-<group>.log and json/ttft-goals-<group>.json.
 #     nixl      NIXL's GIOURING backend with VRAM_SEG buffers and GPU-executed targets
 #               (bench/nixl_bench.py --mem vram, beside a bulk H2D copy; then tests/nixl): builds
@@ -211,6 +214,18 @@ if want ttft; then
 	rm -rf "$out/ttft-run" # the package built there: too many files to bring back
 	if ((rc == 0)); then say "PASS ttft ($((SECONDS - t)) s)"; else fail "ttft (exit $rc, $((SECONDS - t)) s; ttft.log)"; fi
 fi
+# The hit rates of a ttft-goals context group: 90-99.5%, and finer where the goals are judged
+# for its contexts, since a crossover interpolated across half a point can miss by 0.2 and the
+# goal allows 0.3 (the limits, crossovers and an ideal mover's crossovers measured on 2026-12-05:
+# 16K and 32K at 97.4-98.5%, 64K at 98.6-98.8%, 128K at 99.1-99.2%).
+ttft_goal_hits() {
+	local base=0.9,0.95,0.97,0.975,0.98,0.985,0.99,0.995
+	case ",$1," in
+	*,128K,*) echo "$base,0.988,0.991,0.992,0.993,0.994" ;;
+	*,64K,*) echo "$base,0.982,0.984,0.986,0.987,0.988,0.989,0.992" ;;
+	*) echo "$base,0.972,0.974,0.976,0.978,0.982,0.984,0.986,0.988" ;;
+	esac
+}
 if want ttft-goals; then
 	t=$SECONDS
 	pkg="$out/ttft-goals-pkg"
@@ -221,7 +236,7 @@ if want ttft-goals; then
 		for g in ${GIO_TTFT_GROUPS:-128K 64K 8K,16K,32K}; do
 			tag=ttft-goals-${g//,/-}
 			GIO_TTFT_SITE="$pkg/site" GIO_TTFT_TIMEOUT=${GIO_TTFT_TIMEOUT:-300} bash scripts/gpu-ttft.sh "$out/$tag-run" \
-				--contexts "$g" --hits 0.9,0.95,0.97,0.975,0.98,0.985,0.99,0.995 --low-hits= --slow-hits= --reps 3 \
+				--contexts "$g" --hits "$(ttft_goal_hits "$g")" --low-hits= --slow-hits= --reps 3 \
 				--systems hbm,hbm-part,giouring-sched --drive-backing hbm --drive-room 1.5 >>"$detail" 2>&1
 			rc=$?
 			[[ -f $out/$tag-run/ttft.json ]] && cp "$out/$tag-run/ttft.json" "$out/json/$tag.json"
