@@ -112,6 +112,18 @@ static inline uint64_t fz_u64(struct fz_reader *r)
 }
 
 /* ------------------------------------------------------------------------- */
+/* fuzz_kv_format: its mode byte (byte 0) and limits                          */
+/* ------------------------------------------------------------------------- */
+
+#define FZ_KV_M_SB_MASK 0x03u     /* where the superblock's bytes come from: */
+#define FZ_KV_M_SB_RAW 0x03u      /*   raw input bytes (0-2: made from the parameters, mutated) */
+#define FZ_KV_M_SB_CRC 0x04u      /* the CRC of raw superblock bytes made right */
+#define FZ_KV_M_ENTRY_CRC 0x08u   /* the CRC of raw entry bytes made right */
+#define FZ_KV_M_RAW_SHAPE 0x10u   /* layers, object bytes and device count as read */
+#define FZ_KV_MAX_MUTATIONS 8u    /* byte writes into a made superblock */
+#define FZ_KV_MAX_ENTRIES 4u      /* entries checked against an accepted superblock */
+
+/* ------------------------------------------------------------------------- */
 /* Decoded settings shared by the targets                                    */
 /* ------------------------------------------------------------------------- */
 

@@ -11,6 +11,7 @@
  *   corpus/fuzz_prp_walk/         PRP1/PRP2 with 1, 2, 3 pages, lists, a chained list
  *   corpus/fuzz_dptr_roundtrip/   range lists for the builders
  *   corpus/fuzz_target_cmd/       software target sessions: bring-up, admin and I/O commands
+ *   corpus/fuzz_kv_format/        KV store superblocks and entries: made, mutated and raw
  *   regressions/fuzz_<target>/    inputs that reproduced header bugs (README.md, "Known
  *                                 findings"); a fixed header passes them
  * Every file is a few hundred bytes at most. Existing files of the same name are replaced;
@@ -25,6 +26,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+
+#include <giouring/kv/format.h>
 
 #include "fuzz_common.h"
 
@@ -1218,6 +1221,122 @@ static void target_seeds(void)
 	tc_write(&s, "regressions", "cq-misaligned-host-pointer");
 }
 
+/* ------------------------------------------------------------------------- */
+/* KV store format inputs                                                    */
+/* ------------------------------------------------------------------------- */
+
+/* Written through the roundtrip seeds' byte writer (struct rt_seed, rs_u8 ... rs_u64). */
+static struct rt_seed s_kv;
+
+/* The header of fuzz_kv_format: mode, block size 512 << bshift, the store, its shape (layers and
+ * object bytes as the target maps them: 1 + v), device index and count, id, pool signature. */
+static void kv_head(struct rt_seed *s, uint8_t mode, uint8_t bshift, uint64_t store_bytes, uint32_t layers,
+		    uint64_t object_bytes, uint32_t dev, uint32_t count)
+{
+	s->n = 0;
+	rs_u8(s, mode);
+	rs_u8(s, bshift);
+	rs_u64(s, store_bytes);
+	rs_u32(s, layers - 1u);
+	rs_u64(s, object_bytes - 1u);
+	rs_u32(s, dev);
+	rs_u32(s, count);
+	rs_u64(s, 0x0123456789abcdefull);
+	rs_u64(s, 0xfedcba9876543210ull);
+	rs_u64(s, 0x5157u);
+}
+
+/* The device as opened now, then n entries of the kinds fuzz_kv_format reads. */
+static void kv_device(struct rt_seed *s, uint8_t bshift, uint64_t blocks)
+{
+	rs_u8(s, bshift);
+	rs_u64(s, blocks);
+}
+
+static void kv_entry(struct rt_seed *s, uint8_t emode, uint64_t slot, uint16_t state, uint64_t key, uint64_t seq,
+		     uint64_t len)
+{
+	rs_u8(s, emode);
+	rs_u64(s, slot);
+	rs_u16(s, state);
+	rs_u64(s, key);
+	rs_u64(s, key ? ~key : 0);
+	rs_u64(s, seq);
+	rs_u64(s, len);
+}
+
+static void kv_write(struct rt_seed *s, const char *name)
+{
+	write_file("corpus", "fuzz_kv_format", name, s->b, s->n);
+}
+
+static void kv_format_seeds(void)
+{
+	struct gio_kv_layout lay;
+	struct gio_kv_sb sb;
+	struct gio_kv_u128 id = {0x0123456789abcdefull, 0xfedcba9876543210ull};
+	uint8_t raw[GIO_KV_SB_BYTES], ent[GIO_KV_ENTRY_BYTES];
+
+	/* A Llama3-8B chunk (32 layers of 1 MiB) on 4 KiB blocks: entries of every kind. */
+	kv_head(&s_kv, 0, 3, 1ull << 30, 32, 1u << 20, 0, 1);
+	rs_u8(&s_kv, 0); /* no mutation */
+	kv_device(&s_kv, 3, (1ull << 30) / 4096);
+	rs_u8(&s_kv, 4);
+	kv_entry(&s_kv, 1, 3, GIO_KV_ENTRY_VALID, 0x99, 5, 0);
+	kv_entry(&s_kv, 1 | 4, 7, GIO_KV_ENTRY_FREE, 0, 0, 0);
+	kv_entry(&s_kv, 1 | 8, 1, GIO_KV_ENTRY_VALID, 0x77, 1, 12345);
+	kv_entry(&s_kv, 1, 2, 9, 0x55, 1, 0); /* a state no entry has */
+	kv_write(&s_kv, "llama-4k-entries");
+
+	/* Objects that share blocks (head and tail bytes), on 512-byte blocks, device 1 of 3. */
+	kv_head(&s_kv, 0, 0, 40ull << 20, 5, 1000, 1, 3);
+	rs_u8(&s_kv, 0);
+	kv_device(&s_kv, 0, 40ull << 11);
+	rs_u8(&s_kv, 2);
+	kv_entry(&s_kv, 1, 0, GIO_KV_ENTRY_VALID, 0x1, 2, 5000);
+	kv_entry(&s_kv, 1, 11, GIO_KV_ENTRY_VALID, 0x2, 3, 0);
+	kv_write(&s_kv, "shared-blocks-512");
+
+	/* 64 KiB blocks, a device smaller than the store, a device count field mutated. */
+	kv_head(&s_kv, 0, 7, 256ull << 20, 8, 1u << 16, 2, 4);
+	rs_u8(&s_kv, 1);
+	rs_u8(&s_kv, 36); /* device_count's low byte: 4 -> 5, still a store with a device 2 */
+	rs_u8(&s_kv, 5);
+	kv_device(&s_kv, 7, 100);
+	rs_u8(&s_kv, 0);
+	kv_write(&s_kv, "64k-count-mutated");
+
+	/* Too small for one slot (-ENOSPC), and a geometry that overflows (raw shape). */
+	kv_head(&s_kv, 0, 3, 65536 + 4096, 32, 1u << 20, 0, 1);
+	kv_write(&s_kv, "no-space");
+	kv_head(&s_kv, FZ_KV_M_RAW_SHAPE, 3, 1ull << 40, 0x10000u, 1ull << 60, 0, 1);
+	kv_write(&s_kv, "geometry-overflow");
+
+	/* Raw bytes: a valid superblock and valid entry bytes (CRCs kept as made), then the same
+	 * superblock with a reserved byte set and its CRC made right again. */
+	if (gio_kv_layout_compute(8ull << 20, 4096, 4, 8192, &lay, NULL) || gio_kv_sb_init(&sb, &lay, id, 0, 1, 0x5157u, NULL) ||
+	    gio_kv_sb_encode(raw, &sb, NULL) ||
+	    gio_kv_entry_encode(ent, &sb, 0, GIO_KV_ENTRY_VALID, id, 42, 0, NULL)) {
+		fprintf(stderr, "kv format seed: the header refused its own example\n");
+		exit(1);
+	}
+	kv_head(&s_kv, FZ_KV_M_SB_RAW | FZ_KV_M_ENTRY_CRC, 3, 8ull << 20, 4, 8192, 0, 1);
+	for (size_t i = 0; i < sizeof(raw); i++)
+		rs_u8(&s_kv, raw[i]);
+	kv_device(&s_kv, 3, 2048);
+	rs_u8(&s_kv, 1);
+	rs_u8(&s_kv, 2); /* raw entry bytes, slot as given */
+	rs_u64(&s_kv, 0);
+	for (size_t i = 0; i < sizeof(ent); i++)
+		rs_u8(&s_kv, ent[i]);
+	kv_write(&s_kv, "raw-valid");
+	raw[104] = 1;
+	kv_head(&s_kv, FZ_KV_M_SB_RAW | FZ_KV_M_SB_CRC, 3, 8ull << 20, 4, 8192, 0, 1);
+	for (size_t i = 0; i < sizeof(raw); i++)
+		rs_u8(&s_kv, raw[i]);
+	kv_write(&s_kv, "raw-reserved");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
@@ -1226,6 +1345,7 @@ int main(int argc, char **argv)
 	prp_walk_seeds();
 	roundtrip_seeds();
 	target_seeds();
+	kv_format_seeds();
 	printf("wrote %u files under %s/corpus and %s/regressions\n", written, root, root);
 	return 0;
 }
