@@ -203,8 +203,19 @@ int gio__kv_dev_scan(struct gio__kv_dev *dv, gio__kv_entry_visit visit, void *ar
 		for (k = 0; k < nb; k++) {
 			struct gio_kv_entry e;
 			uint32_t reason = GIO_KV_R_OK;
+			const uint8_t *at = dv->mem + k * b;
+			rc = read_rc;
+			if (read_rc && nb > 1) {
+				/* The batch failed: this block alone, so that a bad block costs its own
+				 * slot, not every slot of the batch read with it. */
+				rc = gio__kv_dev_rw(dv, 0, gio_kv_entry_lba(&dv->lay, slot + k), 1, "reading an entry");
+				if (rc == -ETIME)
+					return rc;
+				at = dv->mem;
+			}
 			memset(&e, 0, sizeof(e));
-			rc = read_rc ? read_rc : gio_kv_entry_decode(dv->mem + k * b, &dv->sb, slot + k, &e, &reason);
+			if (!rc)
+				rc = gio_kv_entry_decode(at, &dv->sb, slot + k, &e, &reason);
 			rc = visit(arg, slot + k, rc, reason, &e);
 			if (rc)
 				return rc;

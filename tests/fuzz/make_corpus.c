@@ -12,6 +12,7 @@
  *   corpus/fuzz_dptr_roundtrip/   range lists for the builders
  *   corpus/fuzz_target_cmd/       software target sessions: bring-up, admin and I/O commands
  *   corpus/fuzz_kv_format/        KV store superblocks and entries: made, mutated and raw
+ *   corpus/fuzz_kv_reopen/        KV stores written, damaged and reopened
  *   regressions/fuzz_<target>/    inputs that reproduced header bugs (README.md, "Known
  *                                 findings"); a fixed header passes them
  * Every file is a few hundred bytes at most. Existing files of the same name are replaced;
@@ -1337,6 +1338,99 @@ static void kv_format_seeds(void)
 	kv_write(&s_kv, "raw-reserved");
 }
 
+/* ------------------------------------------------------------------------- */
+/* KV store reopen inputs (fuzz_kv_reopen.c's layout, in its first comment)  */
+/* ------------------------------------------------------------------------- */
+
+/* Devices: n of them, each (4096-byte blocks?, blocks); the chunk; the transfer limit in blocks;
+ * the keys put first (npre from first, one apart). */
+static void kr_head(struct rt_seed *s, uint32_t n, const uint8_t *big, const uint16_t *blocks, uint8_t layers,
+		    uint16_t object_bytes, uint8_t xfer, uint8_t npre, uint8_t first)
+{
+	s->n = 0;
+	rs_u8(s, (uint8_t)(n - 1));
+	for (uint32_t k = 0; k < n; k++) {
+		rs_u8(s, big[k]);
+		rs_u16(s, (uint16_t)(blocks[k] - 48));
+	}
+	rs_u8(s, (uint8_t)(layers - 1));
+	rs_u16(s, (uint16_t)(object_bytes - 1));
+	rs_u8(s, xfer);
+	rs_u8(s, npre);
+	for (uint8_t i = 0; i < npre; i++)
+		rs_u8(s, (uint8_t)(first + i));
+}
+
+/* The chunks put after the reopen: n keys from first. */
+static void kr_tail(struct rt_seed *s, uint8_t n, uint8_t first)
+{
+	rs_u8(s, n);
+	for (uint8_t i = 0; i < n; i++)
+		rs_u8(s, (uint8_t)(first + i));
+}
+
+static void kr_write(struct rt_seed *s, const char *name)
+{
+	write_file("corpus", "fuzz_kv_reopen", name, s->b, s->n);
+}
+
+static void kv_reopen_seeds(void)
+{
+	static const uint8_t one512[1] = {0}, three[3] = {1, 0, 1}, two512[2] = {0, 0};
+	static const uint16_t b800[1] = {800}, b3[3] = {200, 1000, 300}, b2[2] = {600, 600};
+	struct rt_seed *s = &s_kv;
+
+	/* Three devices of two block sizes, no damage, more chunks after the reopen. */
+	kr_head(s, 3, three, b3, 2, 1000, 2, 20, 0);
+	rs_u8(s, 0);
+	kr_tail(s, 10, 60);
+	kr_write(s, "three-devices");
+
+	/* An entry copied to another slot with a sequence one higher and its data: the copy wins. */
+	kr_head(s, 1, one512, b800, 1, 512, 0, 8, 0);
+	rs_u8(s, 1);
+	rs_u8(s, 2), rs_u8(s, 0), rs_u16(s, 0), rs_u8(s, 0), rs_u16(s, 7), rs_u8(s, 2 | 4);
+	kr_tail(s, 2, 70);
+	kr_write(s, "duplicate-newer");
+
+	/* The same with the sequence kept and no data: the first seen stays. */
+	kr_head(s, 1, one512, b800, 1, 512, 0, 8, 0);
+	rs_u8(s, 1);
+	rs_u8(s, 2), rs_u8(s, 0), rs_u16(s, 0), rs_u8(s, 0), rs_u16(s, 7), rs_u8(s, 1);
+	kr_tail(s, 2, 70);
+	kr_write(s, "duplicate-tie");
+
+	/* Slot 1's entry block on device 0 fails its reads (512-byte blocks: the index at LBA 8). */
+	kr_head(s, 2, two512, b2, 1, 700, 0, 12, 0);
+	rs_u8(s, 1);
+	rs_u8(s, 4), rs_u8(s, 0), rs_u16(s, 9);
+	kr_tail(s, 4, 80);
+	kr_write(s, "bad-entry-block");
+
+	/* Slot 1's entry torn: 8 bytes of its key overwritten. */
+	kr_head(s, 1, one512, b800, 1, 512, 0, 4, 0);
+	rs_u8(s, 1);
+	rs_u8(s, 0), rs_u8(s, 0), rs_u32(s, 9 * 512 + 32), rs_u8(s, 7);
+	for (int i = 0; i < 8; i++)
+		rs_u8(s, 0xa5);
+	kr_tail(s, 1, 90);
+	kr_write(s, "torn-entry");
+
+	/* A superblock byte changed under its CRC: the open refuses the store. */
+	kr_head(s, 1, one512, b800, 3, 100, 0, 4, 0);
+	rs_u8(s, 1);
+	rs_u8(s, 3), rs_u8(s, 0), rs_u8(s, 40), rs_u8(s, 9);
+	kr_write(s, "superblock-byte");
+
+	/* The devices given in another order, transfers of one block. */
+	kr_head(s, 3, three, b3, 4, 3000, 1, 16, 20);
+	rs_u8(s, 2);
+	rs_u8(s, 5), rs_u8(s, 0);
+	rs_u8(s, 5), rs_u8(s, 0);
+	kr_tail(s, 6, 40);
+	kr_write(s, "permuted-one-block-transfers");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
@@ -1346,6 +1440,7 @@ int main(int argc, char **argv)
 	roundtrip_seeds();
 	target_seeds();
 	kv_format_seeds();
+	kv_reopen_seeds();
 	printf("wrote %u files under %s/corpus and %s/regressions\n", written, root, root);
 	return 0;
 }
