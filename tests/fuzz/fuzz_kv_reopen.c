@@ -19,7 +19,9 @@
  *      keys (gio_kv_store_contains(), gio_kv_store_get()), each with the bytes the image holds in
  *      the model's slot (or -EIO where a block of that slot fails), count the model's duplicates,
  *      refused and unreadable entries, and give a next sequence above every sequence scanned;
- *   4. puts more chunks and reads some, closes, reopens with nothing failing any more, and checks
+ *   4. puts more chunks (-EEXIST exactly for a key served, a stored chunk served at once with its
+ *      bytes, every key that went out since the reopen in gio_kv_store_removed()'s journal),
+ *      closes, reopens with nothing failing any more, and checks
  *      again that the store matches the model of the image, and, where the first reopen read every
  *      entry, that every chunk served before the close is served with the same bytes after it (a
  *      chunk evicted meanwhile may come back from an older entry of its key that still reads
@@ -396,13 +398,50 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * The comparison across the close below holds where the open read every entry. */
 	const int all_read = md.unreadable == 0;
 
-	/* 4. More chunks, a close, a reopen with every block readable. */
+	/* 4. More chunks, a close, a reopen with every block readable. A put answers -EEXIST exactly
+	 * for a key served now, and a chunk it stores is served at once with its bytes; every key the
+	 * store drops on the way is in its journal of removals. */
 	for (uint8_t k = fz_u8(&r) % 24u; k; k--) {
 		const uint32_t i = fz_u8(&r) % KEYS;
+		const struct gio_kv_u128 key = key_of(i);
+		uint8_t had = 0;
+		gio_kv_store_contains(st, &key, 1, &had);
 		chunk_of(i, buf, chunk);
-		rc = gio_kv_store_put(st, key_of(i), buf, chunk);
+		rc = gio_kv_store_put(st, key, buf, chunk);
 		FZ_CHECK(rc == 0 || rc == -EEXIST || rc == -EIO, "put of key %u after the reopen: %d (%s)", i, rc,
 			 gio_last_error());
+		FZ_CHECK((rc == -EEXIST) == (had == 1), "put of key %u: %d, where contains said %u", i, rc, had);
+		if (rc == 0) {
+			memset(buf, 0, chunk);
+			FZ_CHECK(gio_kv_store_get(st, key, buf, chunk) == 1, "key %u not served after its put", i);
+			chunk_of(i, bytes, chunk); /* bytes: scratch here */
+			FZ_CHECK(!memcmp(buf, bytes, chunk), "key %u served with other bytes than it was put with", i);
+		}
+	}
+	{
+		uint8_t now[KEYS];
+		struct gio_kv_u128 gone[64];
+		uint64_t since = 0, next = 0;
+		for (uint32_t i = 0; i < KEYS; i++) {
+			const struct gio_kv_u128 k = key_of(i);
+			now[i] = 0;
+			gio_kv_store_contains(st, &k, 1, &now[i]);
+		}
+		/* A key served at the reopen and not now went through the journal. */
+		for (;;) {
+			const int got = gio_kv_store_removed(st, since, gone, 64, &next);
+			FZ_CHECK(got >= 0, "removed: %d (%s)", got, gio_last_error());
+			for (int j = 0; j < got; j++) {
+				const int idx = index_of(gone[j]);
+				if (idx >= 0)
+					served[idx] = 0;
+			}
+			if (got < 64)
+				break;
+			since = next;
+		}
+		for (uint32_t i = 0; i < KEYS; i++)
+			FZ_CHECK(!served[i] || now[i], "key %u, served at the reopen, went without a removal", i);
 	}
 	for (uint32_t i = 0; i < KEYS; i++) { /* what the store serves before the close */
 		const struct gio_kv_u128 k = key_of(i);
