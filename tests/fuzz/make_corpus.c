@@ -13,6 +13,7 @@
  *   corpus/fuzz_target_cmd/       software target sessions: bring-up, admin and I/O commands
  *   corpus/fuzz_kv_format/        KV store superblocks and entries: made, mutated and raw
  *   corpus/fuzz_kv_reopen/        KV stores written, damaged and reopened
+ *   corpus/fuzz_kv_pool/          KV pools of the engines' layouts, and one that overlaps
  *   regressions/fuzz_<target>/    inputs that reproduced header bugs (README.md, "Known
  *                                 findings"); a fixed header passes them
  * Every file is a few hundred bytes at most. Existing files of the same name are replaced;
@@ -1431,6 +1432,79 @@ static void kv_reopen_seeds(void)
 	kr_write(s, "permuted-one-block-transfers");
 }
 
+/* ------------------------------------------------------------------------- */
+/* KV pool inputs (fuzz_kv_pool.c's layout, in its first comment)            */
+/* ------------------------------------------------------------------------- */
+
+/* A pool with its strides as given: mode bits (base mode, raw bases, element size, dword SGLs),
+ * extents (L, B, P, N, H, C, as the target maps them: 1 + v % m), strides, base and bases. */
+static void kp_raw(const char *name, uint8_t mode, const uint8_t ext[6], const uint16_t stride[6], uint32_t base,
+		   const uint32_t *bases, uint32_t nbases)
+{
+	struct rt_seed *s = &s_kv;
+	s->n = 0;
+	rs_u8(s, (uint8_t)(mode | 4u));
+	for (int d = 0; d < 6; d++)
+		rs_u8(s, (uint8_t)(ext[d] - 1));
+	for (int d = 0; d < 6; d++)
+		rs_u16(s, stride[d]);
+	rs_u32(s, base);
+	for (uint32_t i = 0; i < nbases; i++)
+		rs_u32(s, bases[i]);
+	write_file("corpus", "fuzz_kv_pool", name, s->b, s->n);
+}
+
+static void kv_pool_seeds(void)
+{
+	/* vLLM's tensor per layer [2, blocks, block, heads, dim], bf16: K and V apart, a base per layer. */
+	{
+		static const uint8_t e[6] = {2, 4, 2, 4, 2, 8};
+		static const uint16_t st[6] = {0, 64, 256, 16, 8, 1};
+		static const uint32_t b[2] = {0x100000, 0x200000};
+		kp_raw("vllm-per-layer", 1u | 8u | (1u << 4), e, st, 0, b, 2);
+	}
+	/* One buffer [L, B, H, N, C], fp8, a single base. */
+	{
+		static const uint8_t e[6] = {3, 4, 1, 4, 3, 8};
+		static const uint16_t st[6] = {384, 96, 0, 8, 32, 1};
+		kp_raw("one-buffer-heads-first", 0, e, st, 0x40000, NULL, 0);
+	}
+	/* SGLang's K and V buffers of their own per layer [tokens, heads, dim], fp16, dword SGLs. */
+	{
+		static const uint8_t e[6] = {2, 3, 2, 4, 2, 8};
+		static const uint16_t st[6] = {0, 64, 0, 16, 8, 1};
+		static const uint32_t b[4] = {0x10000, 0x20000, 0x30000, 0x40000};
+		kp_raw("sglang-k-v-buffers", 2u | 8u | (1u << 4) | 0x80u, e, st, 0, b, 4);
+	}
+	/* Blocks first across layers [blocks, L, 2, block, heads, dim]: a block's layers contiguous. */
+	{
+		static const uint8_t e[6] = {3, 2, 2, 4, 1, 8};
+		static const uint16_t st[6] = {64, 192, 32, 8, 0, 1};
+		kp_raw("blocks-first-cross-layer", 2u << 4, e, st, 0x1000, NULL, 0);
+	}
+	/* Blocks padded apart, and a stride that lets two tokens share bytes (refused). */
+	{
+		static const uint8_t e[6] = {1, 4, 2, 2, 2, 8};
+		static const uint16_t st[6] = {0, 80, 32, 16, 8, 1}, bad[6] = {0, 80, 32, 4, 8, 1};
+		kp_raw("blocks-padded", 1u << 4, e, st, 0, NULL, 0);
+		kp_raw("tokens-overlap", 1u << 4, e, bad, 0, NULL, 0);
+	}
+	/* Made from an order and paddings, with a table of bases apart (bits 2 and 3 clear). */
+	{
+		static const uint8_t tail[] = {1, 3, 1, 3, 2, 7, /* extents */
+					       5, 1, 0, 2, 0, 0, /* order picks */
+					       1, 0, 2, 0, 1, 0, /* paddings */
+					       0, 0, 1, 0,       /* base 0x10000 */
+					       7, 0, 0, 0, 3, 0, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0};
+		struct rt_seed *s = &s_kv;
+		s->n = 0;
+		rs_u8(s, 2u | (2u << 4));
+		for (size_t i = 0; i < sizeof(tail); i++)
+			rs_u8(s, tail[i]);
+		write_file("corpus", "fuzz_kv_pool", "made-layer-part", s->b, s->n);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
@@ -1441,6 +1515,7 @@ int main(int argc, char **argv)
 	target_seeds();
 	kv_format_seeds();
 	kv_reopen_seeds();
+	kv_pool_seeds();
 	printf("wrote %u files under %s/corpus and %s/regressions\n", written, root, root);
 	return 0;
 }
