@@ -19,8 +19,10 @@
  *      keys (gio_kv_store_contains(), gio_kv_store_get()), each with the bytes the image holds in
  *      the model's slot (or -EIO where a block of that slot fails), count the model's duplicates,
  *      refused and unreadable entries, and give a next sequence above every sequence scanned;
- *   4. puts more chunks (-EEXIST exactly for a key served, a stored chunk served at once with its
- *      bytes, every key that went out since the reopen in gio_kv_store_removed()'s journal),
+ *   4. puts more chunks, one write of them failing where the input says, whole or torn
+ *      (-EEXIST exactly for a key served, a stored chunk served at once with its bytes, a put
+ *      that failed leaves its key unserved, every key that went out since the reopen in
+ *      gio_kv_store_removed()'s journal),
  *      closes, reopens with nothing failing any more, and checks
  *      again that the store matches the model of the image, and, where the first reopen read every
  *      entry, that every chunk served before the close is served with the same bytes after it (a
@@ -32,6 +34,7 @@
  *   u8 layers-1 (% 4); u16 object bytes-1 (% 3000); u8 transfer limit (0: none, else v % 8 blocks);
  *   u8 chunks put first (% 48), then each a key index (u8 % 64);
  *   u8 damage ops (% 16), each a kind (u8 % 6) and its operands (see damage());
+ *   u8 write fault (bits 0-5: the nth write after the reopen fails, 0 none; bit 7: torn);
  *   u8 chunks put after the reopen (% 24), each a key index (u8 % 96).
  */
 #include <errno.h>
@@ -60,12 +63,21 @@ struct mdev {
 
 static struct mdev g_dev[MAXDEV];
 
+/* Writes of any device count down to a failure: the g_write_fail-th write from when it was set
+ * fails with -EIO (0: none), after writing its first half where g_write_torn (a torn write). */
+static uint32_t g_write_fail, g_write_torn;
+
 static int mdev_rw(void *arg, int write, uint64_t slba, uint64_t nblocks, void *buf, uint64_t timeout_ns)
 {
 	struct mdev *m = arg;
 	(void)timeout_ns;
 	FZ_CHECK(slba <= m->nblocks && nblocks <= m->nblocks - slba && nblocks, "rw of LBA %llu + %llu on %llu blocks",
 		 (unsigned long long)slba, (unsigned long long)nblocks, (unsigned long long)m->nblocks);
+	if (write && g_write_fail && --g_write_fail == 0) {
+		if (g_write_torn)
+			memcpy(m->img + slba * m->b, buf, nblocks * m->b / 2);
+		return -EIO;
+	}
 	if (write) {
 		memcpy(m->img + slba * m->b, buf, nblocks * m->b);
 		memset(m->bad + slba, 0, nblocks); /* a write remaps a bad block */
@@ -333,6 +345,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc;
 
 	memset(bd, 0, sizeof(bd));
+	g_write_fail = g_write_torn = 0;
 	for (uint32_t k = 0; k < n; k++) {
 		struct mdev *m = &g_dev[k];
 		m->b = fz_u8(&r) & 1u ? 4096u : 512u;
@@ -397,8 +410,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const int all_read = md.unreadable == 0;
 
 	/* 4. More chunks, a close, a reopen with every block readable. A put answers -EEXIST exactly
-	 * for a key served now, and a chunk it stores is served at once with its bytes; every key the
-	 * store drops on the way is in its journal of removals. */
+	 * for a key served now, and a chunk it stores is served at once with its bytes; a put that a
+	 * failed write ends (-EIO) leaves its key unserved; every key the store drops on the way is in
+	 * its journal of removals. */
+	{
+		const uint8_t wf = fz_u8(&r);
+		g_write_fail = wf & 0x3fu;
+		g_write_torn = wf >> 7;
+	}
 	for (uint8_t k = fz_u8(&r) % 24u; k; k--) {
 		const uint32_t i = fz_u8(&r) % KEYS;
 		const struct gio_kv_u128 key = key_of(i);
@@ -409,6 +428,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FZ_CHECK(rc == 0 || rc == -EEXIST || rc == -EIO, "put of key %u after the reopen: %d (%s)", i, rc,
 			 gio_last_error());
 		FZ_CHECK((rc == -EEXIST) == (had == 1), "put of key %u: %d, where contains said %u", i, rc, had);
+		if (rc == -EIO) {
+			uint8_t now = 2;
+			FZ_CHECK(gio_kv_store_contains(st, &key, 1, &now) == 0 && now == 0,
+				 "key %u served after its put failed (%s)", i, gio_last_error());
+		}
 		if (rc == 0) {
 			memset(buf, 0, chunk);
 			FZ_CHECK(gio_kv_store_get(st, key, buf, chunk) == 1, "key %u not served after its put", i);
@@ -450,6 +474,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(bytes + (size_t)i * chunk, buf, chunk);
 		}
 	}
+	g_write_fail = 0; /* the close's Flushes: none fails (flush is NULL here anyway) */
 	FZ_CHECK(gio_kv_store_close(st) == 0, "close after the reopen: %s", gio_last_error());
 	st = NULL;
 	for (uint32_t k = 0; k < n; k++)

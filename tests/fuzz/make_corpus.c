@@ -1362,9 +1362,10 @@ static void kr_head(struct rt_seed *s, uint32_t n, const uint8_t *big, const uin
 		rs_u8(s, (uint8_t)(first + i));
 }
 
-/* The chunks put after the reopen: n keys from first. */
-static void kr_tail(struct rt_seed *s, uint8_t n, uint8_t first)
+/* The chunks put after the reopen: n keys from first, the write_fault-th write failing (0: none). */
+static void kr_tail(struct rt_seed *s, uint8_t n, uint8_t first, uint8_t write_fault)
 {
+	rs_u8(s, write_fault);
 	rs_u8(s, n);
 	for (uint8_t i = 0; i < n; i++)
 		rs_u8(s, (uint8_t)(first + i));
@@ -1384,28 +1385,28 @@ static void kv_reopen_seeds(void)
 	/* Three devices of two block sizes, no damage, more chunks after the reopen. */
 	kr_head(s, 3, three, b3, 2, 1000, 2, 20, 0);
 	rs_u8(s, 0);
-	kr_tail(s, 10, 60);
+	kr_tail(s, 10, 60, 0);
 	kr_write(s, "three-devices");
 
 	/* An entry copied to another slot with a sequence one higher and its data: the copy wins. */
 	kr_head(s, 1, one512, b800, 1, 512, 0, 8, 0);
 	rs_u8(s, 1);
 	rs_u8(s, 2), rs_u8(s, 0), rs_u16(s, 0), rs_u8(s, 0), rs_u16(s, 7), rs_u8(s, 2 | 4);
-	kr_tail(s, 2, 70);
+	kr_tail(s, 2, 70, 0);
 	kr_write(s, "duplicate-newer");
 
 	/* The same with the sequence kept and no data: the first seen stays. */
 	kr_head(s, 1, one512, b800, 1, 512, 0, 8, 0);
 	rs_u8(s, 1);
 	rs_u8(s, 2), rs_u8(s, 0), rs_u16(s, 0), rs_u8(s, 0), rs_u16(s, 7), rs_u8(s, 1);
-	kr_tail(s, 2, 70);
+	kr_tail(s, 2, 70, 0);
 	kr_write(s, "duplicate-tie");
 
 	/* Slot 1's entry block on device 0 fails its reads (512-byte blocks: the index at LBA 8). */
 	kr_head(s, 2, two512, b2, 1, 700, 0, 12, 0);
 	rs_u8(s, 1);
 	rs_u8(s, 4), rs_u8(s, 0), rs_u16(s, 9);
-	kr_tail(s, 4, 80);
+	kr_tail(s, 4, 80, 0);
 	kr_write(s, "bad-entry-block");
 
 	/* Slot 1's entry torn: 8 bytes of its key overwritten. */
@@ -1414,8 +1415,19 @@ static void kv_reopen_seeds(void)
 	rs_u8(s, 0), rs_u8(s, 0), rs_u32(s, 9 * 512 + 32), rs_u8(s, 7);
 	for (int i = 0; i < 8; i++)
 		rs_u8(s, 0xa5);
-	kr_tail(s, 1, 90);
+	kr_tail(s, 1, 90, 0);
 	kr_write(s, "torn-entry");
+
+	/* Writes failing after the reopen: the 3rd whole (a put's FREE entry, its data or its VALID
+	 * entry, depending on the slot), the 5th torn. */
+	kr_head(s, 2, two512, b2, 2, 900, 0, 6, 0);
+	rs_u8(s, 0);
+	kr_tail(s, 6, 50, 3);
+	kr_write(s, "write-fails");
+	kr_head(s, 2, two512, b2, 2, 900, 0, 6, 0);
+	rs_u8(s, 0);
+	kr_tail(s, 6, 50, 0x80u | 5u);
+	kr_write(s, "write-torn");
 
 	/* A superblock byte changed under its CRC: the open refuses the store. */
 	kr_head(s, 1, one512, b800, 3, 100, 0, 4, 0);
@@ -1428,7 +1440,7 @@ static void kv_reopen_seeds(void)
 	rs_u8(s, 2);
 	rs_u8(s, 5), rs_u8(s, 0);
 	rs_u8(s, 5), rs_u8(s, 0);
-	kr_tail(s, 6, 40);
+	kr_tail(s, 6, 40, 0);
 	kr_write(s, "permuted-one-block-transfers");
 }
 
