@@ -170,7 +170,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fz_reader r = {data, size};
 	const uint8_t mode = fz_u8(&r);
 	struct gio_kv_pool pool;
-	struct gio_kv_runs runs, keep;
+	struct gio_kv_runs runs;
 	struct gio_kv_pool_fault f;
 	uint64_t bases[MAX_BASES];
 	struct gio_range rng[MAX_ELEMS + 1];
@@ -257,8 +257,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			 "an accepted pool has elements at 0x%llx and 0x%llx (%u bytes each)",
 			 (unsigned long long)g_el[i - 1].addr, (unsigned long long)g_el[i].addr, pool.elem_bytes);
 
-	memset(&runs, 0x5a, sizeof(runs));
-	keep = runs;
 	FZ_CHECK(gio_kv_pool_runs(&pool, &runs) == 0, "runs of an accepted pool refused");
 	{
 		const uint64_t per = (uint64_t)nel / (pool.extent[GIO_KV_LAYER] * pool.extent[GIO_KV_BLOCK]);
@@ -268,7 +266,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			 "%u runs of %llu bytes for an object of %llu", runs.nruns, (unsigned long long)runs.run_bytes,
 			 (unsigned long long)runs.object_bytes);
 	}
-	(void)keep;
 
 	/* Every object's ranges against the model's device order. */
 	qsort(g_el, nel, sizeof(g_el[0]), by_object_order);
