@@ -31,6 +31,8 @@ struct Result {
 	int detached_rc;
 	int open_rc[4]; // session: window 16, window sq_depth, a command outstanding, then idle
 	int left_rc;    // session: the command left outstanding at the close, collected by gio_wait_warp
+	unsigned long long left_ud; // session: its slot's user data after the close (7 given)
+	unsigned left_flags;        // session: its slot's flags after the close
 	unsigned long long reaped, reap_short; // session: completions gio_owned_reap_warp() took; rounds it fell short
 };
 
@@ -154,6 +156,10 @@ __global__ void owners(gio_qp *qps, unsigned char *src, unsigned char *dst, uint
 		uint32_t c = 0;
 		const int rc = v.submit(&sqe, 7, 0, lane == 0, deadline, &c);
 		gio_owned_close_warp(&v.w);
+		// The slot held an earlier command's user data (an object number); the close puts this
+		// command's there, which the submission kept in the window only.
+		const unsigned long long left_ud = qp->slots[c & (qp->sq_depth - 1u)].user_data;
+		const unsigned left_flags = qp->slots[c & (qp->sq_depth - 1u)].flags;
 		const int busy = gio_owned_open_warp(&v.w, qp, window[(threadIdx.x / 32u) % 4u], kWindow);
 		uint16_t st = 0xffff;
 		const int wrc = gio_wait_warp(qp, c, lane == 0 && rc == 0, deadline, &st);
@@ -164,6 +170,8 @@ __global__ void owners(gio_qp *qps, unsigned char *src, unsigned char *dst, uint
 			r->open_rc[2] = busy;
 			r->open_rc[3] = again;
 			r->left_rc = rc ? rc : wrc ? wrc : st;
+			r->left_ud = left_ud;
+			r->left_flags = left_flags;
 		}
 	}
 	// A detached command: refused on an owned queue pair, the ring moves on.
@@ -249,6 +257,8 @@ void run(const char *uri)
 		EXPECT(r->open_rc[2] == -EBUSY, "%s: open with a command outstanding: %d", uri, r->open_rc[2]);
 		EXPECT(r->open_rc[3] == 0, "%s: open once it was collected: %d", uri, r->open_rc[3]);
 		EXPECT(r->left_rc == 0, "%s: the command left outstanding at the close: %d", uri, r->left_rc);
+		EXPECT(r->left_ud == 7 && r->left_flags == 0, "%s: its slot after the close: user data %llu (7 given), flags %u",
+		       uri, r->left_ud, r->left_flags);
 		unsigned long long reaped = 0; // the even rounds' commands, both directions
 		for (uint32_t round = 0; round < kRounds; round += 2)
 			reaped += 2ull * 2 * (32u - round % 7u) * kWarps;

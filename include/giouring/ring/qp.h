@@ -364,6 +364,31 @@ GIO_HD int gio__qp_claim(struct gio_qp *qp, uint32_t idx)
 	return -ETIME;
 }
 
+/* Writes `sqe` into SQ entry `idx` with its CID set to the slot. */
+GIO_HD void gio__qp_write_sqe(struct gio_sqe *sq, uint32_t sq_mask, uint32_t idx, const struct gio_sqe *sqe)
+{
+	const uint32_t slot = idx & sq_mask;
+#if defined(__CUDA_ARCH__)
+	/* Four 16-byte stores (entries are 64-byte aligned): the struct's 8-byte alignment would
+	 * give eight. */
+	union {
+		struct gio_sqe e;
+		uint4 v[4];
+	} u;
+	u.e = *sqe;
+	u.e.cid = (uint16_t)slot;
+	uint4 *dst = (uint4 *)&sq[slot];
+	dst[0] = u.v[0];
+	dst[1] = u.v[1];
+	dst[2] = u.v[2];
+	dst[3] = u.v[3];
+#else
+	struct gio_sqe e = *sqe;
+	e.cid = (uint16_t)slot;
+	sq[slot] = e;
+#endif
+}
+
 /* gio__qp_write() with the queue pair's fields given (sq, slots, check, sq_depth - 1): a warp
  * that holds them in registers writes its entries without loading them again from global memory,
  * where every acquire of its polls made those loads go to L2. qp itself is read only to refuse. */
@@ -378,29 +403,7 @@ GIO_HD uint32_t gio__qp_write_at(struct gio_qp *qp, struct gio_sqe *sq, struct g
 		gio__qp_nop(qp, slot);
 		return GIO_CMD_CANCELLED;
 	}
-#if defined(__CUDA_ARCH__)
-	{
-		/* Four 16-byte stores (entries are 64-byte aligned): the struct's 8-byte alignment
-		 * would give eight. */
-		union {
-			struct gio_sqe e;
-			uint4 v[4];
-		} u;
-		u.e = *sqe;
-		u.e.cid = (uint16_t)slot;
-		uint4 *dst = (uint4 *)&sq[slot];
-		dst[0] = u.v[0];
-		dst[1] = u.v[1];
-		dst[2] = u.v[2];
-		dst[3] = u.v[3];
-	}
-#else
-	{
-		struct gio_sqe e = *sqe;
-		e.cid = (uint16_t)slot;
-		sq[slot] = e;
-	}
-#endif
+	gio__qp_write_sqe(sq, sq_mask, idx, sqe);
 	s->user_data = user_data;
 	s->flags = (uint16_t)flags;
 	return GIO_CMD_INFLIGHT;
