@@ -181,7 +181,7 @@ TEST_CASE("kv index: pins block eviction; everything pinned is -ENOSPC")
 	CHECK(gio__kv_index_alloc(ix, &C, 1, &r) == 0);
 	CHECK(r.rc == -ENOSPC);
 	CHECK(r.loc.id == GIO__KV_NIL);
-	CHECK(gio__kv_index_remove(ix, B) == -EBUSY);
+	CHECK(gio__kv_index_remove(ix, B, nullptr) == -EBUSY);
 
 	REQUIRE(gio__kv_index_unpin(ix, b.loc.id) == 0);
 	CHECK(gio__kv_index_alloc(ix, &C, 1, &r) == 0); // B still has one pin
@@ -291,16 +291,16 @@ TEST_CASE("kv index: commit, abort and remove, and the stale flag")
 	CHECK(state == GIO__KV_VALID);
 	CHECK(stale == 1); // committed: its entry reads VALID until someone writes it FREE
 	CHECK(gio__kv_index_pin(ix, 2) == -EINVAL); // out of range
-	CHECK(gio__kv_index_remove(ix, K(3)) == -ENOENT);
+	CHECK(gio__kv_index_remove(ix, K(3), nullptr) == -ENOENT);
 
-	REQUIRE(gio__kv_index_remove(ix, A) == 0);
+	REQUIRE(gio__kv_index_remove(ix, A, nullptr) == 0);
 	gio__kv_loc loc;
 	CHECK(gio__kv_index_lookup(ix, A, 0, &loc) == -ENOENT);
 	gio__kv_alloc c = ix.alloc(K(3));
 	CHECK(c.loc.slot == 0);
 	CHECK(c.invalidate == 1); // A's entry is still VALID on the device
 	CHECK(c.evicted == 0);
-	CHECK(gio__kv_index_remove(ix, K(3)) == -EBUSY); // being written
+	CHECK(gio__kv_index_remove(ix, K(3), nullptr) == -EBUSY); // being written
 	uint64_t seq = 0;
 	gio_kv_u128 key;
 	REQUIRE(gio__kv_index_peek(ix, c.loc.id, &loc, &state, nullptr, nullptr, &key, &seq) == 0);
@@ -699,7 +699,7 @@ void random_run(const std::vector<uint64_t> &slots, uint64_t nkeys, int ops, uin
 			}
 		} else {
 			const gio_kv_u128 key = space[rng() % space.size()];
-			REQUIRE(gio__kv_index_remove(ix, key) == m.remove(key));
+			REQUIRE(gio__kv_index_remove(ix, key, nullptr) == m.remove(key));
 		}
 		m.expect_stats(ix.stats());
 		if (op % 1000 == 0)

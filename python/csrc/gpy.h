@@ -175,6 +175,10 @@ GPY_EXPORT int gpy_store_stats(struct gpy_store *s, uint64_t *out, uint32_t n);
 GPY_EXPORT int gpy_store_inject(struct gpy_store *s, uint32_t dev, uint64_t fail_nth, uint32_t status);
 /** gio_kv_store_contains() over @p n keys given as (hi, lo) pairs: how many are stored. */
 GPY_EXPORT int gpy_store_contains(struct gpy_store *s, const uint64_t *keys, uint32_t n, uint8_t *found);
+/** gio_kv_store_remove() of @p n keys given as (hi, lo) pairs, in order: @p removed[i] 1 or 0;
+ *  how many were removed, or the first failure (the keys before it are done, the failing one is
+ *  out of the index: see gio_kv_store_remove()). */
+GPY_EXPORT int gpy_store_remove(struct gpy_store *s, const uint64_t *keys, uint32_t n, uint8_t *removed);
 /** gio_kv_store_removed() with the keys as (hi, lo) pairs: how many were written (-ERANGE: some
  *  were lost; @p next then says where the journal is now). */
 GPY_EXPORT int gpy_store_removed(struct gpy_store *s, uint64_t since, uint64_t *keys, uint32_t cap, uint64_t *next);

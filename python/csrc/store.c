@@ -333,6 +333,28 @@ int gpy_store_contains(struct gpy_store *s, const uint64_t *keys, uint32_t n, ui
 	return rc < 0 ? gpy_lib(rc, "looking the keys up") : rc;
 }
 
+int gpy_store_remove(struct gpy_store *s, const uint64_t *keys, uint32_t n, uint8_t *removed)
+{
+	struct gio_kv_u128 *k;
+	uint32_t i;
+	int got = 0, rc = 0;
+	gpy_clear_error();
+	if (!s || (n && (!keys || !removed)))
+		return gpy_fail(-EINVAL, "remove: no store, keys or output");
+	if (!(k = gpy_keys_of(keys, n)))
+		return gpy_fail(-ENOMEM, "remove: %u keys", n);
+	memset(removed, 0, n);
+	for (i = 0; i < n && rc >= 0; i++) {
+		rc = gio_kv_store_remove(s->store, k[i]);
+		if (rc > 0) {
+			removed[i] = 1;
+			got++;
+		}
+	}
+	free(k);
+	return rc < 0 ? gpy_lib(rc, "removing a key") : got;
+}
+
 /* gio_kv_store_removed() or gio_kv_store_keys() with the keys as (hi, lo) pairs. */
 static int key_query(struct gpy_store *s, int (*fn)(struct gio_kv_store *, uint64_t, struct gio_kv_u128 *, uint32_t,
 						 uint64_t *),

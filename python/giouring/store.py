@@ -213,6 +213,25 @@ class Store:
         _lib.check(_lib.lib.gpy_store_contains(self._handle(), keys_array(keys), len(keys), found))
         return [bool(found[i]) for i in range(len(keys))]
 
+    def remove(self, keys: Sequence) -> list[bool]:
+        """Removes the chunks of ``keys``: each entry written FREE and made durable, each key out
+        of the index (one of :meth:`removed`'s). Returns, per key, whether it was stored.
+
+        For a chunk whose reads fail: it stays stored after a failed load, and saving its key
+        again is ``EEXIST``; remove it, and the next save stores it anew (a drive remaps a bad
+        block when it is written).
+
+        Raises:
+            TypeError / GiouringError as :meth:`contains`; GiouringError ``EBUSY`` for a chunk
+                being loaded or saved (a plan holds it), ``EIO`` / ``ETIME`` when writing its entry
+                FREE failed (it is out of the index all the same, but may be found again at the
+                next open). The keys before the failing one are removed, those after it are not.
+        """
+        keys = list(keys)
+        done = (ctypes.c_uint8 * max(len(keys), 1))()
+        _lib.check(_lib.lib.gpy_store_remove(self._handle(), keys_array(keys), len(keys), done))
+        return [bool(done[i]) for i in range(len(keys))]
+
     def keys(self) -> list[int]:
         """The keys of the chunks the store holds (committed), as ints, slot by slot: what an index
         kept elsewhere starts from. No I/O, no pin, no change to the LRU order. A chunk stored or
@@ -229,7 +248,8 @@ class Store:
             at = nxt.value
 
     def removed(self, since: int = 0, *, max_keys: int = 4096) -> tuple[list[int], int, bool]:
-        """The keys the store removed (evicted) since ``since``, oldest first, as ints:
+        """The keys the store removed (evicted, or by :meth:`remove`) since ``since``, oldest
+        first, as ints:
         ``(keys, next, lost)``. ``since`` is 0 after the open, then the ``next`` of the last call;
         ``keys`` holds at most ``max_keys`` (call again from ``next`` for the rest).
 

@@ -432,7 +432,7 @@ int gio__kv_index_unpin(struct gio__kv_index *ix, uint32_t id)
 	return 0;
 }
 
-int gio__kv_index_remove(struct gio__kv_index *ix, struct gio_kv_u128 key)
+int gio__kv_index_remove(struct gio__kv_index *ix, struct gio_kv_u128 key, struct gio__kv_loc *loc)
 {
 	const int64_t p = hfind(ix, key, key_hash(key));
 	struct gio__kv_ent *e;
@@ -443,6 +443,8 @@ int gio__kv_index_remove(struct gio__kv_index *ix, struct gio_kv_u128 key)
 	e = &ix->ent[id];
 	if (e->state != GIO__KV_VALID || e->pins)
 		return -EBUSY;
+	if (loc)
+		fill_loc(ix, id, loc);
 	hdelete(ix, (uint64_t)p);
 	list_unlink(ix, &ix->dev[e->device].lru, id);
 	ix->nlru--;

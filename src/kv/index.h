@@ -111,9 +111,9 @@ int gio__kv_index_abort(struct gio__kv_index *ix, uint32_t id);
 int gio__kv_index_pin(struct gio__kv_index *ix, uint32_t id);
 int gio__kv_index_unpin(struct gio__kv_index *ix, uint32_t id);
 
-/* Drops a key: its VALID, unpinned slot goes back FREE (stale). -ENOENT, or -EBUSY when it is
- * pinned or being written. */
-int gio__kv_index_remove(struct gio__kv_index *ix, struct gio_kv_u128 key);
+/* Drops a key: its VALID, unpinned slot goes back FREE (stale); *loc (may be NULL) receives where
+ * it was. -ENOENT, or -EBUSY when it is pinned or being written. No hit or miss is counted. */
+int gio__kv_index_remove(struct gio__kv_index *ix, struct gio_kv_u128 key, struct gio__kv_loc *loc);
 
 /* Reopen: a VALID entry scanned from (device, slot), which must still be FREE in the index.
  * Returns 0, or 1 when the key was already there: the higher sequence wins (on a tie, the one

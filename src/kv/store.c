@@ -593,6 +593,38 @@ int gio_kv_store_contains(struct gio_kv_store *s, const struct gio_kv_u128 *keys
 	return hits;
 }
 
+int gio_kv_store_remove(struct gio_kv_store *s, struct gio_kv_u128 key)
+{
+	static const struct gio_kv_u128 zero = {0, 0};
+	struct gio__kv_loc loc;
+	struct gio__kv_dev *dv;
+	int rc;
+	gio__clear_error();
+	if (!s)
+		return gio__fail(-EINVAL, "giouring: kv store: remove: NULL store");
+	pthread_mutex_lock(&s->lock);
+	rc = gio__kv_index_remove(s->ix, key, &loc);
+	if (rc == -ENOENT) {
+		pthread_mutex_unlock(&s->lock);
+		return 0;
+	}
+	if (rc) {
+		pthread_mutex_unlock(&s->lock);
+		return gio__fail(rc, "giouring: kv store: remove: key %016llx%016llx is being read or written",
+				 (unsigned long long)key.hi, (unsigned long long)key.lo);
+	}
+	/* Out of the index first, whatever the device then says: a chunk whose entry cannot be
+	 * written FREE is still not served again, and its slot, left stale by the index, is written
+	 * FREE before its next use. */
+	s->removed[s->nremoved++ % GIO_KV_STORE_REMOVED_KEPT] = key;
+	dv = &s->dev[loc.device];
+	rc = dev_write_entry(dv, loc.slot, GIO_KV_ENTRY_FREE, zero, s->next_seq - 1, 0, "remove: writing the entry FREE");
+	if (!rc)
+		rc = gio__kv_dev_flush(dv, "remove: flush of the FREE entry");
+	pthread_mutex_unlock(&s->lock);
+	return rc ? rc : 1;
+}
+
 /* The argument checks of the calls that give keys from a cursor (removed, keys). */
 static int check_key_query(const struct gio_kv_store *s, const struct gio_kv_u128 *keys, uint32_t cap,
 			   const uint64_t *next, const char *what)

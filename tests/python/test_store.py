@@ -210,6 +210,50 @@ def test_a_device_failing_mid_layer_fails_only_its_key_with_the_nvme_status(uris
         assert store.stats()["pinned"] == 0
 
 
+def test_a_chunk_that_failed_to_load_is_removed_and_saved_anew(uris):
+    kv, pool = vllm_pool()
+    keys = list(range(8))
+    with giouring.Store.create(uris, pool) as store:
+        plan = store.plan(max_requests=8)
+        save(plan, kv, keys, keys)
+        unrecovered_read = 0x0281
+        store.inject_fault(1, 1, unrecovered_read)
+        plan.load(keys, keys)
+        # Held by the plan until it finishes: not removable.
+        with pytest.raises(giouring.GiouringError) as e:
+            store.remove([keys[0]])
+        assert e.value.errno == errno.EBUSY and "being read or written" in e.value.strerror
+        for layer in range(LAYERS):
+            plan.load_layer(layer)
+        results = plan.finish(check=False)
+        store.inject_fault(1, 0, 0)
+        bad = [k for k, r in zip(keys, results) if r.rc]
+        assert len(bad) == 1 and results[bad[0]].nvme_status == unrecovered_read
+        # Saving it again changes nothing while it is stored: removed, it is saved anew.
+        assert [r.rc for r in save_results(plan, kv, bad, bad)] == [-errno.EEXIST]
+        assert store.remove(bad + [999]) == [True, False]
+        assert store.contains(bad) == [False]
+        assert store.removed() == (bad, 1, False)
+        assert [r.rc for r in save_results(plan, kv, bad, bad)] == [0]
+        for t in kv:
+            t.zero_()
+        assert plan.load(keys, keys) == [True] * 8
+        for layer in range(LAYERS):
+            plan.load_layer(layer)
+        plan.finish()
+        assert all(holds(kv, k, k) for k in keys)
+        assert store.remove([]) == []
+
+
+def save_results(plan, kv, keys, blocks):
+    for k, b in zip(keys, blocks):
+        fill(kv, b, k)
+    plan.save(keys, blocks)
+    for layer in range(LAYERS):
+        plan.save_layer(layer)
+    return plan.finish(check=False)
+
+
 def test_a_save_whose_write_fails_commits_the_other_chunks(uris):
     kv, pool = vllm_pool()
     with giouring.Store.create(uris[:2], pool) as store:

@@ -239,6 +239,27 @@ int gio_kv_store_get(struct gio_kv_store *store, struct gio_kv_u128 key, void *d
 int gio_kv_store_contains(struct gio_kv_store *store, const struct gio_kv_u128 *keys, uint32_t n, uint8_t *found);
 
 /**
+ * @brief Removes a chunk: its entry written FREE and made durable, its key gone from the index.
+ * @param store  the store.
+ * @param key    the chunk's key.
+ * @return 1 when it was removed, 0 when it was not stored; or
+ *   - `-EINVAL`: a NULL @p store;
+ *   - `-EBUSY`: the chunk is being read or written (a load planned or in flight, a put): nothing
+ *     changed;
+ *   - `-EIO` / `-ETIME`: writing its entry FREE, or the Flush after, failed (the message names the
+ *     device and the NVMe status). The key is gone from the index all the same (it is not served
+ *     again in this open, and a put may store it anew), but its entry may still read VALID at the
+ *     next open.
+ *
+ * Any thread (serialized with the store's other calls). For a chunk whose reads fail: a chunk
+ * stays stored after a failed get or load, and a put of its key answers `-EEXIST`, so an engine
+ * that recomputed it removes it first to store it again (the write may then succeed where the
+ * read failed: drives remap a bad block when it is written). The removal is one of
+ * gio_kv_store_removed()'s.
+ */
+int gio_kv_store_remove(struct gio_kv_store *store, struct gio_kv_u128 key);
+
+/**
  * @brief The keys the store holds, slot by slot: what an index kept elsewhere starts from.
  * @param store  the store.
  * @param from   the slot to start at: 0, then what the last call put in @p next.
@@ -276,7 +297,7 @@ int gio_kv_store_keys(struct gio_kv_store *store, uint64_t from, struct gio_kv_u
  *
  * Any thread (serialized with the store's other calls). A removal is a committed chunk that went
  * out of the index: an eviction to make room (gio_kv_store_stats::evictions counts them too), even
- * when the write that evicted it then failed. The journal lives in memory: it starts empty at each
+ * when the write that evicted it then failed, or a gio_kv_store_remove(). The journal lives in memory: it starts empty at each
  * open (the chunks a store holds when it opens are gio_kv_store_contains()'s to say).
  */
 int gio_kv_store_removed(struct gio_kv_store *store, uint64_t since, struct gio_kv_u128 *keys, uint32_t cap,
