@@ -11,7 +11,8 @@ side counts the leading blocks of a prompt that the store holds; the worker side
 by layer before each layer's attention and saves every block that a step fills, layer by layer
 after its attention. A block that fails to load (an NVMe error, a deadline, a chunk evicted since
 the scheduler asked) is reported through ``get_block_ids_with_load_errors``, so vLLM recomputes it
-(``kv_load_failure_policy="recompute"``) or fails the request (``"fail"``), and never reads it.
+(``kv_load_failure_policy="recompute"``) or fails the request (``"fail"``), and never reads it. A
+chunk whose read the device failed is removed from the store, so that the recompute saves it anew.
 
 The scheduler side answers from the store itself when a worker of its process opened it (vLLM's
 single-process executor), and otherwise from its own index of the keys the workers reported: each
@@ -228,9 +229,12 @@ class GiouringConnector(KVConnectorBase_V1):
             raise ValueError(f"GiouringConnector: block size {self._block_size} is not a multiple of the hash "
                              f"block size {hash_bs}")
         self._hashes_per_block = self._block_size // hash_bs
-        self.stats = {"blocks_loaded": 0, "load_errors": 0, "blocks_saved": 0, "save_failures": 0}
+        self.stats = {"blocks_loaded": 0, "load_errors": 0, "blocks_saved": 0, "save_failures": 0,
+                      "chunks_removed": 0}
         """Counters of the worker side: blocks loaded and saved, blocks reported as load errors,
-        chunks whose save failed (a failed save is a later miss, never an error for vLLM)."""
+        chunks whose save failed (a failed save is a later miss, never an error for vLLM), chunks
+        removed from the store because the device failed their read (the recompute stores them
+        anew)."""
         # Scheduler side.
         self._reqs: dict[str, _Req] = {}
         self._told_index = False
@@ -554,18 +558,30 @@ class GiouringConnector(KVConnectorBase_V1):
         except GiouringError as e:
             log.error("giouring: finishing the load failed: %s", e)
             results = None
+        unreadable = []
         for i, (key, block) in enumerate(batch):
             r = results[i] if results is not None else None
             if r is None or r.rc != 0:
                 if r is not None:
                     log.warning("giouring: block %d (key %032x) failed to load: rc %d, NVMe status 0x%x, layer %d",
                                 block, key, r.rc, r.nvme_status, r.layer)
+                    if r.rc == -errno.EIO:
+                        unreadable.append(key)
                 self._errors.add(block)
             elif r.layer != 0xFFFF and block not in self._errors:
                 self.stats["blocks_loaded"] += 1
                 # The store holds it: the scheduler side's index learns it too (a scheduler in
                 # the store's process found it there; after a restart its index is empty).
                 self._reports.append(("stored", self._rank, key))
+        if unreadable:
+            # The device answered an error: the chunk stays stored and a save of its key would be
+            # EEXIST, so vLLM's recompute could never replace it and every later hit would fail
+            # again. Removed, the recompute's save stores it anew (and the scheduler side learns
+            # of the removal from the store's journal).
+            try:
+                self.stats["chunks_removed"] += sum(self._store.remove(unreadable))
+            except GiouringError as e:
+                log.error("giouring: removing %d chunks that failed to load failed: %s", len(unreadable), e)
 
     def save_kv_layer(self, layer_name: str, kv_layer: torch.Tensor, attn_metadata: Any, **kwargs: Any) -> None:
         if self._save_plan is None or layer_name not in self._layer:

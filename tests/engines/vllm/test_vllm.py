@@ -144,6 +144,15 @@ def test_a_target_failing_mid_load_is_a_load_error_never_wrong_kv(uris, policy):
     assert req.num_computed_tokens == BLOCK
     out, errors = e.step(kv_of=token_value)
     assert out.num_scheduled_tokens == {req.request_id: 53 - BLOCK} and not errors
+    # The device failed the chunk's read: removed from the store, the recompute saved it anew
+    # (before, the save was EEXIST and every later hit on this prefix failed to load again).
+    assert e.worker.stats["chunks_removed"] == 1
+    e.close()
+    e = Engine(make_config(uris))
+    read, seen = check_loaded(e, 48)
+    again, steps = serve(e, PROMPT, read=read)
+    assert steps[0][0].num_scheduled_tokens == {again.request_id: 5} and not steps[0][1]
+    assert seen == [again.request_id] and e.worker.stats["blocks_loaded"] == 3
     e.close()
 
 
