@@ -146,14 +146,27 @@ class GiouringHiCacheStorage(HiCacheStorage):
     def batch_get_v1(self, keys: List[str], host_indices: torch.Tensor, extra_info: Any = None) -> List[bool]:
         """Reads each key's page into the host pool page its indices name: True for a page read,
         False for a miss (the page is left alone). Raises GiouringError when a read fails (the
-        pages of that batch may then hold part of a chunk: none of them is reported read)."""
+        pages of that batch may then hold part of a chunk: none of them is reported read); a
+        chunk whose read the device failed is removed from the store first, so that the next
+        write-back of its page stores it anew (left stored, every later get of it would fail
+        and its set would change nothing)."""
         pages = self._pages(keys, host_indices)
+        wanted = [self._key(k) for k in keys]
         with self._get_lock:
-            hits = self._get.load([self._key(k) for k in keys], pages)
+            hits = self._get.load(wanted, pages)
             if any(hits):
                 for layer in range(self.pool.layers):
                     self._get.load_layer(layer)
-            self._get.finish()  # raises GiouringError on a failed read, naming errno and status
+            try:
+                self._get.finish()  # raises GiouringError on a failed read, naming errno and status
+            except GiouringError as e:
+                unreadable = [k for k, r in zip(wanted, e.results or []) if r.rc == -errno.EIO]
+                if unreadable:
+                    try:
+                        self.store.remove(unreadable)
+                    except GiouringError as r:
+                        log.error("giouring: removing %d chunks that failed to load failed: %s", len(unreadable), r)
+                raise
         return hits
 
     def batch_set_v1(self, keys: List[str], host_indices: torch.Tensor, extra_info: Any = None) -> List[bool]:

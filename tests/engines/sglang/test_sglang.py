@@ -47,7 +47,7 @@ def filled(uris, pages=4):
     return pool, b
 
 
-def test_a_target_failing_mid_read_raises_never_none(uris):
+def test_a_target_failing_mid_read_raises_never_none_and_its_chunk_is_stored_anew(uris):
     pool, b = filled(uris)
     assert b.batch_set_v1(KEYS[:4], indices(range(4))) == [True] * 4
     b.store.inject_fault(1, 2, 0x0281)  # target 1's 2nd read: an unrecovered read error
@@ -55,7 +55,12 @@ def test_a_target_failing_mid_read_raises_never_none(uris):
         b.batch_get_v1(KEYS[:4], indices([10, 11, 12, 13]))
     assert e.value.errno == errno.EIO and e.value.nvme_status == 0x0281
     b.store.inject_fault(1, 0, 0)
-    # The store and the plan go on serving after the failure.
+    # The chunk whose read failed is removed (left stored, every later get of it would fail and
+    # its set would change nothing); the others stay, and the store and the plan go on serving.
+    failed = [k for k, r in zip(KEYS[:4], e.value.results) if r.rc]
+    assert len(failed) == 1
+    assert [b.exists(k) for k in KEYS[:4]] == [k not in failed for k in KEYS[:4]]
+    assert b.batch_set_v1(KEYS[:4], indices(range(4))) == [True] * 4  # the write-back stores it anew
     assert b.batch_get_v1(KEYS[:4], indices([10, 11, 12, 13])) == [True] * 4
     assert all(page_holds(pool, 10 + i, i) for i in range(4))
     b.close()
