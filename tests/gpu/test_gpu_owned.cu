@@ -6,10 +6,13 @@
 // refused with -EINVAL on an owned queue pair. The same again through a warp session
 // (giouring/device/owned.cuh: ring state in registers, command states in shared memory), whose
 // close leaves a command outstanding for gio_wait_warp() to collect, and whose open refuses a bad
-// window and a queue pair with a command outstanding. Exits 77 without a GPU.
+// window and a queue pair with a command outstanding. GIO_GPU_FUSED=1 (compute-sanitizer, which
+// serializes kernels: racecheck sees the sessions' windows in shared memory) runs the executor and
+// the owners in one launch; GIO_GPU_QUICK=1 runs fewer rounds. Exits 77 without a GPU.
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "gpu_test.cuh"
@@ -18,11 +21,12 @@
 #include <giouring/host/ctx.h>
 #include <giouring/host/launch.h>
 #include <giouring/proto/sgl_build.h>
+#include <giouring/target/gpu_exec.cuh>
 #include <giouring/target/gpu_target.h>
 
 namespace {
 
-constexpr uint32_t kWarps = 16, kRounds = 20, kObj = 4096, kPerWarp = 64; // objects per warp per round
+constexpr uint32_t kWarps = 16, kRounds = 20, kObj = 4096, kPerWarp = 64; // objects per warp per round (at most)
 constexpr uint64_t kBufPerWarp = (uint64_t)kPerWarp * kObj;
 
 struct Result {
@@ -59,11 +63,12 @@ template <> struct Verbs<true> {
 
 __device__ uint32_t word(uint32_t obj, uint32_t k) { return obj * 2654435761u ^ (k * 40503u + 0x5bd1e995u); }
 
+// Owner warp `w` (of kWarps) through `rounds` rounds; `window` is its block's session entries.
 template <bool Session>
-__global__ void owners(gio_qp *qps, unsigned char *src, unsigned char *dst, uint64_t src_addr, uint64_t dst_addr, Result *r)
+__device__ void own(gio_qp *qps, unsigned char *src, unsigned char *dst, uint64_t src_addr, uint64_t dst_addr,
+		    uint32_t rounds, uint32_t w, gio_owned_entry (*window)[kWindow], Result *r)
 {
-	__shared__ gio_owned_entry window[Session ? 4 : 1][kWindow]; // 4 warps per block
-	const uint32_t lane = threadIdx.x & 31u, w = (blockIdx.x * blockDim.x + threadIdx.x) / 32u;
+	const uint32_t lane = threadIdx.x & 31u;
 	gio_qp *qp = &qps[w];
 	const uint64_t deadline = gio_deadline_in(30ull * 1000000000ull);
 	unsigned long long done = 0, errors = 0, bad = 0;
@@ -85,7 +90,7 @@ __global__ void owners(gio_qp *qps, unsigned char *src, unsigned char *dst, uint
 	} else {
 		v.qp = qp;
 	}
-	for (uint32_t round = 0; round < kRounds; round++) {
+	for (uint32_t round = 0; round < rounds; round++) {
 		const uint32_t nact = 32u - round % 7u; // 32 down to 26 active lanes
 		const int active = lane < nact;
 		for (int dir = 0; dir < 2; dir++) {
@@ -204,7 +209,35 @@ __global__ void owners(gio_qp *qps, unsigned char *src, unsigned char *dst, uint
 }
 
 template <bool Session>
-void run(const char *uri)
+__global__ void owners(gio_qp *qps, unsigned char *src, unsigned char *dst, uint64_t src_addr, uint64_t dst_addr,
+		       uint32_t rounds, Result *r)
+{
+	__shared__ gio_owned_entry window[Session ? 4 : 1][kWindow]; // 4 warps per block
+	own<Session>(qps, src, dst, src_addr, dst_addr, rounds, (blockIdx.x * blockDim.x + threadIdx.x) / 32u, window, r);
+}
+
+// One launch: blocks [0, exec_blocks) run the executor, the rest own; the last owner block
+// stops the executor.
+template <bool Session>
+__global__ void fused(gio_tgt *t, unsigned char *backing, gio_gpu_ctl *ctl, uint32_t flags, gio_ssd_model model,
+		      uint32_t exec_blocks, gio_qp *qps, unsigned char *src, unsigned char *dst, uint64_t src_addr,
+		      uint64_t dst_addr, uint32_t rounds, Result *r, uint32_t *finished)
+{
+	__shared__ gio_owned_entry window[Session ? 4 : 1][kWindow];
+	if (blockIdx.x < exec_blocks) {
+		gio_gpu_exec_loop(t, backing, ctl, flags, &model, (blockIdx.x * blockDim.x + threadIdx.x) / 32u,
+				  exec_blocks * blockDim.x / 32u, nullptr);
+		return;
+	}
+	own<Session>(qps, src, dst, src_addr, dst_addr, rounds, ((blockIdx.x - exec_blocks) * blockDim.x + threadIdx.x) / 32u,
+		     window, r);
+	__syncthreads();
+	if (threadIdx.x == 0 && gio_fetch_add(finished, 1) == gridDim.x - exec_blocks - 1)
+		gio_store_release(&ctl->stop, 1);
+}
+
+template <bool Session>
+void run(const char *uri, bool fused_launch, uint32_t rounds)
 {
 	gio_gpu_target *g = nullptr;
 	if (gio_gpu_target_open(uri, &g)) {
@@ -220,22 +253,38 @@ void run(const char *uri)
 	EXPECT(gio_gpu_target_register(g, src, kWarps * kBufPerWarp, &src_addr) == 0, "register: %s", gio_last_error());
 	EXPECT(gio_gpu_target_register(g, dst, kWarps * kBufPerWarp, &dst_addr) == 0, "register: %s", gio_last_error());
 	Result *r = nullptr;
+	uint32_t *finished = nullptr;
 	CK(cudaMallocManaged(&r, sizeof(*r)));
+	CK(cudaMallocManaged(&finished, sizeof(*finished)));
 	std::memset(r, 0, sizeof(*r));
+	*finished = 0;
 	cudaStream_t s;
 	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-	EXPECT(gio_gpu_preload((const void *)owners<Session>) == 0, "preload: %s", gio_last_error());
-	if (gio_gpu_target_start(g)) {
-		std::printf("FAIL: start: %s\n", gio_last_error());
-		std::exit(1);
+	if (fused_launch) {
+		if (gio_gpu_target_prepare(g)) {
+			std::printf("FAIL: prepare: %s\n", gio_last_error());
+			std::exit(1);
+		}
+		fused<Session><<<g->cfg.exec_blocks + kWarps / 4, 128, 0, s>>>(g->tgt, g->backing, g->ctl_dev, g->cfg.flags,
+									       g->cfg.model, g->cfg.exec_blocks, g->qps, src, dst,
+									       src_addr, dst_addr, rounds, r, finished);
+	} else {
+		EXPECT(gio_gpu_preload((const void *)owners<Session>) == 0, "preload: %s", gio_last_error());
+		if (gio_gpu_target_start(g)) {
+			std::printf("FAIL: start: %s\n", gio_last_error());
+			std::exit(1);
+		}
+		owners<Session><<<kWarps / 4, 128, 0, s>>>(g->qps, src, dst, src_addr, dst_addr, rounds, r);
 	}
-	owners<Session><<<kWarps / 4, 128, 0, s>>>(g->qps, src, dst, src_addr, dst_addr, r);
 	CK(cudaGetLastError());
-	EXPECT(sync_within(s, 60.0), "%s: the owners did not finish within 60 s", uri);
+	EXPECT(sync_within(s, fused_launch ? 240.0 : 60.0), "%s: the owners did not finish in time", uri);
 	gio_tgt_stats ts{};
-	EXPECT(gio_gpu_target_stop(g, 10000, &ts) == 0, "stop: %s", gio_last_error());
+	if (fused_launch)
+		EXPECT(gio_gpu_target_read_back(g, 10000, &ts) == 0, "read back: %s", gio_last_error());
+	else
+		EXPECT(gio_gpu_target_stop(g, 10000, &ts) == 0, "stop: %s", gio_last_error());
 	unsigned long long want = 0; // active lanes x 2 batches x 2 directions x warps
-	for (uint32_t round = 0; round < kRounds; round++)
+	for (uint32_t round = 0; round < rounds; round++)
 		want += 2ull * 2 * (32u - round % 7u) * kWarps;
 	uint32_t stray = 0;
 	for (uint32_t q = 0; q < kWarps; q++)
@@ -260,7 +309,7 @@ void run(const char *uri)
 		EXPECT(r->left_ud == 7 && r->left_flags == 0, "%s: its slot after the close: user data %llu (7 given), flags %u",
 		       uri, r->left_ud, r->left_flags);
 		unsigned long long reaped = 0; // the even rounds' commands, both directions
-		for (uint32_t round = 0; round < kRounds; round += 2)
+		for (uint32_t round = 0; round < rounds; round += 2)
 			reaped += 2ull * 2 * (32u - round % 7u) * kWarps;
 		EXPECT(r->reap_short == 0 && r->reaped == reaped, "%s: gio_owned_reap_warp() took %llu completions, want %llu (%llu rounds short)",
 		       uri, r->reaped, reaped, r->reap_short);
@@ -271,6 +320,7 @@ void run(const char *uri)
 	EXPECT(gio_gpu_target_close(g) == 0, "close: %s", gio_last_error());
 	CK(cudaStreamDestroy(s));
 	CK(cudaFree(r));
+	CK(cudaFree(finished));
 	CK(cudaFree(src));
 	CK(cudaFree(dst));
 }
@@ -280,11 +330,14 @@ void run(const char *uri)
 int main()
 {
 	skip_without_gpu();
-	run<false>("mem://hbm?size=128M&queues=16&depth=64&sms=2&warps=4");
-	run<false>("mem://hbm?size=128M&queues=16&depth=64&sms=2&warps=4&rings=host");
-	// Window 64 (two batches outstanding) needs sq_depth 128; the rings still wrap 20 times.
-	run<true>("mem://hbm?size=128M&queues=16&depth=128&sms=2&warps=4");
-	run<true>("mem://hbm?size=128M&queues=16&depth=128&sms=2&warps=4&rings=host");
+	const char *f = std::getenv("GIO_GPU_FUSED"), *q = std::getenv("GIO_GPU_QUICK");
+	const bool fused_launch = f && *f == '1';
+	const uint32_t rounds = q && *q == '1' ? 4 : kRounds; // 4 rounds: every lane count from 32 to 29
+	run<false>("mem://hbm?size=128M&queues=16&depth=64&sms=2&warps=4", fused_launch, rounds);
+	run<false>("mem://hbm?size=128M&queues=16&depth=64&sms=2&warps=4&rings=host", fused_launch, rounds);
+	// Window 64 (two batches outstanding) needs sq_depth 128; the rings still wrap (4 times in 4 rounds).
+	run<true>("mem://hbm?size=128M&queues=16&depth=128&sms=2&warps=4", fused_launch, rounds);
+	run<true>("mem://hbm?size=128M&queues=16&depth=128&sms=2&warps=4&rings=host", fused_launch, rounds);
 	std::printf("%s: owned queue pairs, a warp each, and warp sessions on them\n", failures ? "FAIL" : "PASS");
 	return failures ? 1 : 0;
 }
