@@ -164,8 +164,8 @@ class GiouringHiCacheStorage(HiCacheStorage):
                 if unreadable:
                     try:
                         self.store.remove(unreadable)
-                    except GiouringError as r:
-                        log.error("giouring: removing %d chunks that failed to load failed: %s", len(unreadable), r)
+                    except GiouringError as err:
+                        log.error("giouring: removing %d chunks that failed to load failed: %s", len(unreadable), err)
                 raise
         return hits
 

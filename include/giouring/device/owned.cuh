@@ -6,7 +6,7 @@
  * CUDA only. An owned queue pair (GIO_QP_OWNED) has one warp as its only user, so nothing of its
  * state needs to be read back from global memory between calls. gio_owned_open_warp() loads the
  * queue pair's indices into a `struct gio_owned_warp` held by the warp (in registers, where the
- * compiler keeps it), and gives each outstanding command an 8-byte entry of a window in storage
+ * compiler keeps it), and gives each outstanding command a 16-byte entry of a window in storage
  * the caller provides, in the manner of CUB's TempStorage: shared memory makes every state check
  * an on-chip access, where gio_submit_warp() / gio_wait_warp() read and write slot states in
  * global memory. A batch then costs its SQ entries, one release fence and the doorbell to submit,

@@ -297,8 +297,9 @@ int gio_kv_store_keys(struct gio_kv_store *store, uint64_t from, struct gio_kv_u
  *
  * Any thread (serialized with the store's other calls). A removal is a committed chunk that went
  * out of the index: an eviction to make room (gio_kv_store_stats::evictions counts them too), even
- * when the write that evicted it then failed, or a gio_kv_store_remove(). The journal lives in memory: it starts empty at each
- * open (the chunks a store holds when it opens are gio_kv_store_contains()'s to say).
+ * when the write that evicted it then failed, or a gio_kv_store_remove(). The journal lives in
+ * memory: it starts empty at each open (the chunks a store holds when it opens are
+ * gio_kv_store_contains()'s to say).
  */
 int gio_kv_store_removed(struct gio_kv_store *store, uint64_t since, struct gio_kv_u128 *keys, uint32_t cap,
 			 uint64_t *next);
