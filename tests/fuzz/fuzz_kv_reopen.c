@@ -19,10 +19,11 @@
  *      keys (gio_kv_store_contains(), gio_kv_store_get()), each with the bytes the image holds in
  *      the model's slot (or -EIO where a block of that slot fails), count the model's duplicates,
  *      refused and unreadable entries, and give a next sequence above every sequence scanned;
- *   4. puts more chunks, one write of them failing where the input says, whole or torn
- *      (-EEXIST exactly for a key served, a stored chunk served at once with its bytes, a put
- *      that failed leaves its key unserved, every key that went out since the reopen in
- *      gio_kv_store_removed()'s journal),
+ *   4. puts and removes more chunks, one write of them failing where the input says, whole or
+ *      torn (-EEXIST exactly for a key served, a stored chunk served at once with its bytes, a
+ *      put that failed leaves its key unserved, a removal answers 1 exactly for a key served and
+ *      leaves it unserved, every key that went out since the reopen in gio_kv_store_removed()'s
+ *      journal),
  *      closes, reopens with nothing failing any more, and checks
  *      again that the store matches the model of the image, and, where the first reopen read every
  *      entry, that every chunk served before the close is served with the same bytes after it (a
@@ -35,7 +36,8 @@
  *   u8 chunks put first (% 48), then each a key index (u8 % 64);
  *   u8 damage ops (% 16), each a kind (u8 % 6) and its operands (see damage());
  *   u8 write fault (bits 0-5: the nth write after the reopen fails, 0 none; bit 7: torn);
- *   u8 chunks put after the reopen (% 24), each a key index (u8 % 96).
+ *   u8 chunks put or removed after the reopen (% 24), each a key index (u8 % 96; 192 and above:
+ *   a removal).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -419,10 +421,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		g_write_torn = wf >> 7;
 	}
 	for (uint8_t k = fz_u8(&r) % 24u; k; k--) {
-		const uint32_t i = fz_u8(&r) % KEYS;
+		const uint8_t v = fz_u8(&r);
+		const uint32_t i = v % KEYS;
 		const struct gio_kv_u128 key = key_of(i);
 		uint8_t had = 0;
 		gio_kv_store_contains(st, &key, 1, &had);
+		if (v >= 2u * KEYS) { /* a removal: 1 exactly for a key served, never served after it */
+			uint8_t now = 2;
+			rc = gio_kv_store_remove(st, key);
+			FZ_CHECK(rc == (int)had || rc == -EIO, "remove of key %u: %d, where contains said %u (%s)", i, rc,
+				 had, gio_last_error());
+			FZ_CHECK(gio_kv_store_contains(st, &key, 1, &now) == 0 && now == 0, "key %u served after its removal",
+				 i);
+			continue;
+		}
 		chunk_of(i, buf, chunk);
 		rc = gio_kv_store_put(st, key, buf, chunk);
 		FZ_CHECK(rc == 0 || rc == -EEXIST || rc == -EIO, "put of key %u after the reopen: %d (%s)", i, rc,

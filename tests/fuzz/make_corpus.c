@@ -1429,6 +1429,24 @@ static void kv_reopen_seeds(void)
 	kr_tail(s, 6, 50, 0x80u | 5u);
 	kr_write(s, "write-torn");
 
+	/* Removals after the reopen (a key byte of 192 and above): a stored key, an absent one, the
+	 * first put again; then the first write (the removal's FREE entry) failing. */
+	{
+		static const uint8_t ops[5] = {192 + 2, 192 + 9, 2, 192 + 5, 30};
+		kr_head(s, 1, one512, b800, 1, 512, 0, 8, 0);
+		rs_u8(s, 0);
+		rs_u8(s, 0), rs_u8(s, 5);
+		for (int i = 0; i < 5; i++)
+			rs_u8(s, ops[i]);
+		kr_write(s, "removals");
+		kr_head(s, 1, one512, b800, 1, 512, 0, 8, 0);
+		rs_u8(s, 0);
+		rs_u8(s, 1), rs_u8(s, 3);
+		for (int i = 0; i < 3; i++)
+			rs_u8(s, ops[i]);
+		kr_write(s, "removal-write-fails");
+	}
+
 	/* A superblock byte changed under its CRC: the open refuses the store. */
 	kr_head(s, 1, one512, b800, 3, 100, 0, 4, 0);
 	rs_u8(s, 1);

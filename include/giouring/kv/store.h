@@ -251,6 +251,10 @@ int gio_kv_store_contains(struct gio_kv_store *store, const struct gio_kv_u128 *
  *     again in this open, and a put may store it anew), but its entry may still read VALID at the
  *     next open.
  *
+ * An older entry of the same key that an open found and ranked below this one (a duplicate: its
+ * slot free, its bytes left as they were until the slot is reused) may serve the key again after
+ * the next open, as after an eviction (docs/store-format.md, "Reopen").
+ *
  * Any thread (serialized with the store's other calls). For a chunk whose reads fail: a chunk
  * stays stored after a failed get or load, and a put of its key answers `-EEXIST`, so an engine
  * that recomputed it removes it first to store it again (the write may then succeed where the
