@@ -185,8 +185,8 @@ __device__ void session_loop(gio_qp *qps, uint32_t nqps, uint64_t buf_addr, uint
 	uint64_t lba = ((uint64_t)warp * 32u + lane) * 7919u % nblocks;
 	const uint64_t step = (32ull * 7919u) % nblocks; // a batch's stride, so no division per batch
 	// A batch of 32 takes 32 consecutive tickets, so batch b's is the first one + 32 * b: an
-	// array of them, indexed by a variable, would live in local memory (measured: 3.5% of the
-	// rate on the H100).
+	// array of them, indexed by a variable, would live in local memory (measured with the
+	// division: 3.5% of the rate on the H100, bench/results/2026-12-06-cmdrate-session-slots.md).
 	uint32_t first_ticket = 0;
 	uint32_t head = 0, tail = 0; // batches submitted and waited for (free-running)
 	int go = 1;

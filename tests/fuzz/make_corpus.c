@@ -1362,13 +1362,23 @@ static void kr_head(struct rt_seed *s, uint32_t n, const uint8_t *big, const uin
 		rs_u8(s, (uint8_t)(first + i));
 }
 
-/* The chunks put after the reopen: n keys from first, the write_fault-th write failing (0: none). */
-static void kr_tail(struct rt_seed *s, uint8_t n, uint8_t first, uint8_t write_fault)
+/* The operations after the reopen: n key bytes (a put of key k % 96, a removal from 192 on), the
+ * write_fault-th write failing (0: none). */
+static void kr_ops(struct rt_seed *s, uint8_t write_fault, uint8_t n, const uint8_t *ops)
 {
 	rs_u8(s, write_fault);
 	rs_u8(s, n);
 	for (uint8_t i = 0; i < n; i++)
-		rs_u8(s, (uint8_t)(first + i));
+		rs_u8(s, ops[i]);
+}
+
+/* The chunks put after the reopen: n keys from first, the write_fault-th write failing (0: none). */
+static void kr_tail(struct rt_seed *s, uint8_t n, uint8_t first, uint8_t write_fault)
+{
+	uint8_t keys[255];
+	for (uint8_t i = 0; i < n; i++)
+		keys[i] = (uint8_t)(first + i);
+	kr_ops(s, write_fault, n, keys);
 }
 
 static void kr_write(struct rt_seed *s, const char *name)
@@ -1435,15 +1445,11 @@ static void kv_reopen_seeds(void)
 		static const uint8_t ops[5] = {192 + 2, 192 + 9, 2, 192 + 5, 30};
 		kr_head(s, 1, one512, b800, 1, 512, 0, 8, 0);
 		rs_u8(s, 0);
-		rs_u8(s, 0), rs_u8(s, 5);
-		for (int i = 0; i < 5; i++)
-			rs_u8(s, ops[i]);
+		kr_ops(s, 0, 5, ops);
 		kr_write(s, "removals");
 		kr_head(s, 1, one512, b800, 1, 512, 0, 8, 0);
 		rs_u8(s, 0);
-		rs_u8(s, 1), rs_u8(s, 3);
-		for (int i = 0; i < 3; i++)
-			rs_u8(s, ops[i]);
+		kr_ops(s, 1, 3, ops);
 		kr_write(s, "removal-write-fails");
 	}
 

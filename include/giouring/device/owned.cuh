@@ -13,7 +13,8 @@
  * and one acquire load per CQE (Dword 3 carries the CID and the status word together) to reap.
  * A command's user data stays in its window entry too: the slots in global memory are written
  * only by gio_owned_close_warp(), for the commands it leaves to the queue pair's other verbs
- * (measured on the H100: the two slot stores per command cost 5% of the command rate).
+ * (measured on the H100: the two slot stores per command cost 5% of the command rate,
+ * bench/results/2026-12-06-cmdrate-session-slots.md).
  * gio_owned_close_warp() writes the state back, so that the queue pair's other verbs, the host
  * and a later session continue from it.
  *
@@ -52,6 +53,7 @@ struct gio_owned_entry {
 	uint32_t word;      /**< GIO_CMD_* << 16 | its status field (DONE only). */
 	uint64_t user_data; /**< Given to gio_owned_submit_warp(); goes to the slot at the close. */
 };
+static_assert(sizeof(struct gio_owned_entry) == 16, "the window's size is documented as 16 bytes an entry");
 
 /** @brief A warp's session on an owned queue pair (every lane holds the same copy). */
 struct gio_owned_warp {
