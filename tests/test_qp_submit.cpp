@@ -33,8 +33,11 @@ struct Producers {
 	std::vector<std::thread> ts;
 	void start(Ring &r, int n, int per, int tag_base)
 	{
+		// per and tag_base by value: start() returns long before the threads end (captured by
+		// reference they were read from a dead frame: at -O0 the producers stopped after one
+		// command and the first test failed).
 		for (int p = 0; p < n; p++)
-			ts.emplace_back([&, p] {
+			ts.emplace_back([this, &r, p, per, tag_base] {
 				std::mt19937 rng(p + 7);
 				for (int i = 0; i < per;) {
 					const uint32_t want = std::min<uint32_t>(1 + rng() % 3, (uint32_t)(per - i));
