@@ -30,7 +30,8 @@
  *   then ops, each an op byte (bits 0-2 kind, 3-7 argument) and its payload:
  *     0, 6 ADMIN   SQE: gio_tgt_admin() directly (only while the admin queue exists)
  *     1, 7 IO      u8 output capacity (0: GIO_TGT_MAX_SEGS), SQE: gio_tgt_io_prepare() into
- *                  an exact-size list, then gio_tgt_io_copy_mem() into the backing store
+ *                  an exact-size list (and gio_tgt_io_check() with GIO_TGT_RULES_MAP_FIXED
+ *                  rules, which must agree), then gio_tgt_io_copy_mem() into the backing store
  *     2    ARING   u8 ring mode, u16 tail, u16 head, (arg & 7) SQEs written into the admin
  *                  SQ at the host's tail; the SQ tail and CQ head doorbells set by the mode
  *                  (host tail / raw, possibly >= depth / raw % depth; all consumed / as is /
@@ -791,10 +792,11 @@ static uint16_t exec_io(struct ctx *c, const unsigned char *b, uint32_t cap)
 	const int is_flush = opc == GIO_NVM_OPC_FLUSH, is_wz = opc == GIO_NVM_OPC_WRITE_ZEROES;
 	const int is_write = opc == GIO_NVM_OPC_WRITE, is_rw = is_write || opc == GIO_NVM_OPC_READ;
 	const uint64_t bytes = (uint64_t)nlb << c->cfg.lba_shift;
-	struct gio_xfer_seg *segs, *wsegs;
+	struct gio_xfer_seg *segs, *wsegs, *fsegs;
 	struct gio_xfer_list wl;
 	struct gio_dptr_caps caps;
-	struct gio_tgt_io io;
+	struct gio_tgt_io_rules fixed;
+	struct gio_tgt_io io, fio;
 	struct gio_sqe sqe;
 	uint16_t acc[6], st, exp = 0;
 	unsigned nacc = 0, i;
@@ -802,7 +804,8 @@ static uint16_t exec_io(struct ctx *c, const unsigned char *b, uint32_t cap)
 
 	segs = (struct gio_xfer_seg *)malloc(cap * sizeof(*segs)); /* exact: ASan guards cap */
 	wsegs = (struct gio_xfer_seg *)malloc(cap * sizeof(*wsegs));
-	if (segs == NULL || wsegs == NULL)
+	fsegs = (struct gio_xfer_seg *)malloc(cap * sizeof(*fsegs));
+	if (segs == NULL || wsegs == NULL || fsegs == NULL)
 		abort();
 	memset(segs, 0xa5, cap * sizeof(*segs));
 	memset(&io, 0x5a, sizeof(io));
@@ -856,6 +859,18 @@ static uint16_t exec_io(struct ctx *c, const unsigned char *b, uint32_t cap)
 	st = gio_tgt_io_prepare(c->t, &sqe, &io);
 	FZ_CHECK(memcmp(&sqe, b, sizeof(sqe)) == 0, "gio_tgt_io_prepare modified the SQE");
 	compare(c, 1, "gio_tgt_io_prepare (nothing may move before the executor copies)");
+	/* The same command against rules that read the region table as a private copy (a GPU
+	 * executor's, GIO_TGT_RULES_MAP_FIXED): the same status, parameters and segments. */
+	gio_tgt_io_rules_of(c->t, &fixed);
+	fixed.flags |= GIO_TGT_RULES_MAP_FIXED;
+	memset(&fio, 0x5a, sizeof(fio));
+	fio.xfer.segs = fsegs;
+	fio.xfer.cap = cap;
+	FZ_CHECK(gio_tgt_io_check(&fixed, &sqe, &fio) == st, "the fixed-table rules gave another status than 0x%04x", st);
+	FZ_CHECK(fio.opc == io.opc && fio.is_write == io.is_write && fio.nlb == io.nlb && fio.slba == io.slba &&
+			 fio.offset == io.offset && fio.bytes == io.bytes && fio.xfer.n == io.xfer.n,
+		 "the fixed-table rules gave other parameters");
+	FZ_CHECK(st || fz_lists_equal(segs, io.xfer.n, fsegs, fio.xfer.n), "the fixed-table rules gave other segments");
 	FZ_CHECK(io.xfer.segs == segs && io.xfer.cap == cap, "prepare changed the output list's storage");
 	FZ_CHECK(io.xfer.n <= cap, "prepare listed %u segments, capacity %u", (unsigned)io.xfer.n, (unsigned)cap);
 	FZ_CHECK(io.opc == opc && io.is_write == is_write && io.rsvd == 0, "io: opc %u is_write %u rsvd %u for opcode %u",
@@ -953,6 +968,7 @@ static uint16_t exec_io(struct ctx *c, const unsigned char *b, uint32_t cap)
 		compare(c, 1, "gio_tgt_io_copy_mem");
 	}
 out:
+	free(fsegs);
 	free(wsegs);
 	free(segs);
 	return st;

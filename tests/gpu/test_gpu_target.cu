@@ -6,7 +6,8 @@
 // command completes exactly once (the producers' count, the target's count and the CIDs agree).
 // Errors surface intact: LBA Out of Range, Data Transfer Error for an unregistered buffer, an SGL
 // shorter than the transfer. Deadlines fire: with the executor stopped, a wait returns -ETIME by
-// its deadline. Bad URIs get -EINVAL with a message. GIO_GPU_FUSED=1 (compute-sanitizer, which
+// its deadline. Data pointers the executor walks from lists (an SGL segment in memory, PRP1 and
+// PRP2) move every byte. Bad URIs get -EINVAL with a message. GIO_GPU_FUSED=1 (compute-sanitizer, which
 // serializes kernels) runs the executor and the producers in one launch. Exits 77 without a GPU.
 #include <cuda_runtime.h>
 
@@ -21,6 +22,7 @@
 #include <giouring/host/launch.h>
 #include <giouring/target/gpu_exec.cuh>
 #include <giouring/target/gpu_target.h>
+#include <giouring/proto/prp_build.h>
 #include <giouring/proto/sgl_build.h>
 
 namespace {
@@ -31,13 +33,28 @@ struct Result {
 	unsigned long long submitted, completed, errors, bad_words, bad_cid;
 	uint16_t oob_status, unreg_status, short_status;
 	int oob_rc, unreg_rc, short_rc;
+	int lists_rc;          // the first failure of the list commands (build, submit or wait)
+	uint16_t lists_status; // ... and its status
+	uint32_t lists_bad;    // bytes read back through PRP1 and PRP2 that differ from those written
 };
+
+// A second registered region (page aligned) for the commands whose data pointers are lists:
+// [0, 4 KiB) and [8 KiB, 12 KiB) the pieces written, [16 KiB, 20 KiB) the SGL segment,
+// [24 KiB, 32 KiB) the pages read back into.
+struct Lists {
+	unsigned char *mem;
+	uint64_t addr;
+	gio_dptr_caps caps;
+};
+const uint32_t kListsBytes = 32768;
+
+__device__ unsigned char piece_byte(uint32_t i) { return (unsigned char)(i * 7u + 3u + (i >> 12)); }
 
 __device__ uint4 word(uint32_t obj, uint32_t k) { return make_uint4(obj, k, 0x600dc0deu, obj ^ (k * 2654435761u)); }
 
 // Warp w uses queue w % nqps; lane l of warp w moves objects (w * 32 + l) + i * nwarps * 32.
 __device__ void produce(gio_qp *qps, uint32_t nqps, unsigned char *buf, uint64_t addr, uint32_t nobj, uint32_t warp,
-			uint32_t nwarps, uint64_t unreg_addr, Result *r)
+			uint32_t nwarps, uint64_t unreg_addr, Lists lists, Result *r)
 {
 	const uint32_t lane = threadIdx.x & 31u;
 	gio_qp *qp = &qps[warp % nqps];
@@ -115,23 +132,52 @@ __device__ void produce(gio_qp *qps, uint32_t nqps, unsigned char *buf, uint64_t
 		if (r->short_rc == 0)
 			r->short_rc = gio_wait(qp, cid, deadline, &st);
 		r->short_status = st;
+		// Lists: a Write of two blocks from two pieces 8 KiB apart through an SGL segment in
+		// memory, then a Read of them through PRP1 and PRP2 into two other pages, compared. The
+		// executor moves these from the list it walked, the common command from its one
+		// descriptor. LBAs 0 and 1 hold object 0, which this lane has verified already.
+		unsigned char *m = lists.mem;
+		for (uint32_t i = 0; i < 8192; i++) {
+			m[(i < 4096 ? 0u : 8192u - 4096u) + i] = piece_byte(i);
+			m[24576u + i] = 0x5a;
+		}
+		const gio_range pieces[2] = {{lists.addr, 4096}, {lists.addr + 8192, 4096}};
+		const gio_range pages[2] = {{lists.addr + 24576, 4096}, {lists.addr + 28672, 4096}};
+		st = 0;
+		gio_prep_write(&sqe, GIO_TGT_NSID, 0, 2);
+		int rc = gio_sgl_build(&sqe, pieces, 2, &lists.caps, (gio_sgl_desc *)(m + 16384), lists.addr + 16384, 4096);
+		rc = rc > 0 ? gio_submit(qp, &sqe, 0, 0, deadline, &cid) : rc == 0 ? -ENOTSUP : rc;
+		if (rc == 0)
+			rc = gio_wait(qp, cid, deadline, &st);
+		if (rc == 0) {
+			gio_prep_read(&sqe, GIO_TGT_NSID, 0, 2);
+			rc = gio_prp_build(&sqe, pages, 2, &lists.caps, nullptr, 0, 0);
+			if (rc == 0)
+				rc = gio_submit(qp, &sqe, 0, 0, deadline, &cid);
+			if (rc == 0)
+				rc = gio_wait(qp, cid, deadline, &st);
+		}
+		r->lists_rc = rc;
+		r->lists_status = st;
+		for (uint32_t i = 0; rc == 0 && i < 8192; i++)
+			r->lists_bad += m[24576u + i] != piece_byte(i);
 	}
 }
 
 __global__ void producers(gio_qp *qps, uint32_t nqps, unsigned char *buf, uint64_t addr, uint32_t nobj, uint64_t unreg,
-			  Result *r)
+			  Lists lists, Result *r)
 {
 	produce(qps, nqps, buf, addr, nobj, (blockIdx.x * blockDim.x + threadIdx.x) / 32u, gridDim.x * blockDim.x / 32u,
-		unreg, r);
+		unreg, lists, r);
 }
 
 // One launch: blocks [0, exec_blocks) run the executor, the rest produce; the last producer
 // block stops the executor.
 __global__ void fused(gio_tgt *t, unsigned char *backing, gio_gpu_ctl *ctl, uint32_t flags, gio_ssd_model model,
 		      uint32_t exec_blocks, gio_qp *qps, uint32_t nqps, unsigned char *buf, uint64_t addr, uint32_t nobj,
-		      uint64_t unreg, Result *r, uint32_t *finished)
+		      uint64_t unreg, Lists lists, Result *r, uint32_t *finished)
 {
-	__shared__ gio_gpu_exec_env env[4]; // a copy of the target's rules per warp of 128-thread blocks
+	__shared__ gio_gpu_exec_env env[4]; // a copy of the target's region table per warp of 128-thread blocks
 	if (blockIdx.x < exec_blocks) {
 		// Even blocks check commands against their shared-memory copy, odd ones against the target.
 		gio_gpu_exec_loop(t, backing, ctl, flags, &model, (blockIdx.x * blockDim.x + threadIdx.x) / 32u,
@@ -140,7 +186,7 @@ __global__ void fused(gio_tgt *t, unsigned char *backing, gio_gpu_ctl *ctl, uint
 	}
 	const uint32_t pb = blockIdx.x - exec_blocks;
 	produce(qps, nqps, buf, addr, nobj, (pb * blockDim.x + threadIdx.x) / 32u, (gridDim.x - exec_blocks) * blockDim.x / 32u,
-		unreg, r);
+		unreg, lists, r);
 	__syncthreads();
 	if (threadIdx.x == 0 && gio_fetch_add(finished, 1) == gridDim.x - exec_blocks - 1)
 		gio_store_release(&ctl->stop, 1);
@@ -174,6 +220,15 @@ void run(const char *uri, bool fused_launch)
 	CK(cudaMalloc(&unreg, 1 << 16));
 	uint64_t addr = 0;
 	EXPECT(gio_gpu_target_register(g, buf, (size_t)nobj * kObj, &addr) == 0, "register: %s", gio_last_error());
+	unsigned char *lists_raw;
+	CK(cudaMalloc(&lists_raw, kListsBytes + 4096));
+	Lists lists{};
+	lists.mem = (unsigned char *)(((uintptr_t)lists_raw + 4095) & ~(uintptr_t)4095); // PRP pages are page aligned
+	EXPECT(gio_gpu_target_register(g, lists.mem, kListsBytes, &lists.addr) == 0, "register the lists' region: %s",
+	       gio_last_error());
+	lists.caps.sgls = g->cfg.sgls == 2 ? GIO_SGLS_SUPPORT_DWORD : GIO_SGLS_SUPPORT_BYTE; // as the target advertises
+	lists.caps.page_bytes = 4096;
+	lists.caps.max_xfer_bytes = g->cfg.mdts ? 4096ull << g->cfg.mdts : 0;
 	Result *r;
 	uint32_t *finished;
 	CK(cudaMallocManaged(&r, sizeof(*r)));
@@ -187,12 +242,13 @@ void run(const char *uri, bool fused_launch)
 		EXPECT(gio_gpu_target_prepare(g) == 0, "prepare: %s", gio_last_error());
 		fused<<<g->cfg.exec_blocks + pblocks, threads, 0, s>>>(g->tgt, g->backing, g->ctl_dev, g->cfg.flags, g->cfg.model,
 								       g->cfg.exec_blocks, g->qps, g->cfg.queues, buf, addr,
-								       nobj, (uint64_t)(uintptr_t)unreg, r, finished);
+								       nobj, (uint64_t)(uintptr_t)unreg, lists, r, finished);
 	} else {
 		EXPECT(gio_gpu_preload((const void *)producers) == 0 && gio_gpu_preload((const void *)deadline_probe) == 0,
 		       "preload: %s", gio_last_error());
 		EXPECT(gio_gpu_target_start(g) == 0, "start: %s", gio_last_error());
-		producers<<<pblocks, threads, 0, s>>>(g->qps, g->cfg.queues, buf, addr, nobj, (uint64_t)(uintptr_t)unreg, r);
+		producers<<<pblocks, threads, 0, s>>>(g->qps, g->cfg.queues, buf, addr, nobj, (uint64_t)(uintptr_t)unreg, lists,
+						      r);
 	}
 	CK(cudaGetLastError());
 	const uint64_t t0 = gio_host_now_ns();
@@ -224,8 +280,8 @@ void run(const char *uri, bool fused_launch)
 	EXPECT(r->submitted == expect && r->completed == expect && r->errors == 0,
 	       "%llu submitted, %llu completed, %llu errors (expected %llu)", r->submitted, r->completed, r->errors, expect);
 	EXPECT(r->bad_words == 0, "%llu 16-byte words wrong after the read-back", r->bad_words);
-	EXPECT(ts.commands == expect + 3 && ts.errors == 3, "target counted %llu commands, %llu errors (expected %llu, 3)",
-	       (unsigned long long)ts.commands, (unsigned long long)ts.errors, expect + 3);
+	EXPECT(ts.commands == expect + 5 && ts.errors == 3, "target counted %llu commands, %llu errors (expected %llu, 3)",
+	       (unsigned long long)ts.commands, (unsigned long long)ts.errors, expect + 5);
 	unsigned long long stray = 0;
 	for (uint32_t q = 0; q < g->cfg.queues; q++)
 		stray += g->qps_host[q].stray_cqes; // the host image, read back by the stop
@@ -237,8 +293,12 @@ void run(const char *uri, bool fused_launch)
 	       "unregistered buffer: rc %d, %s (0x%04x)", r->unreg_rc, gio_status_str(r->unreg_status), r->unreg_status);
 	EXPECT(r->short_rc == -EIO && gio_status_sc(r->short_status) == GIO_SC_SGL_INVALID_DATA_LEN,
 	       "short SGL: rc %d, %s (0x%04x)", r->short_rc, gio_status_str(r->short_status), r->short_status);
-	std::printf("   %llu commands verified, errors surfaced: %s | %s | %s\n", expect, gio_status_str(r->oob_status),
-		    gio_status_str(r->unreg_status), gio_status_str(r->short_status));
+	EXPECT(r->lists_rc == 0 && r->lists_bad == 0, "lists (SGL segment, PRP1 and PRP2): rc %d, %s (0x%04x), %u bytes wrong",
+	       r->lists_rc, gio_status_str(r->lists_status), r->lists_status, r->lists_bad);
+	std::printf("   %llu commands verified, errors surfaced: %s | %s | %s; lists: 8 KiB through an SGL segment and back "
+		    "through PRP1/PRP2, %u bytes wrong\n",
+		    expect, gio_status_str(r->oob_status), gio_status_str(r->unreg_status), gio_status_str(r->short_status),
+		    r->lists_bad);
 
 	if (!fused_launch) {
 		// Deadlines: nothing serves the rings now; the wait must end by its deadline (50 ms).
@@ -265,6 +325,7 @@ void run(const char *uri, bool fused_launch)
 	CK(cudaFree(finished));
 	CK(cudaFree(buf));
 	CK(cudaFree(unreg));
+	CK(cudaFree(lists_raw));
 }
 
 void bad_uris()

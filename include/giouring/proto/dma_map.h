@@ -42,6 +42,21 @@ GIO_HD int gio__dma_region_holds(const struct gio_dma_region *r, uint64_t addr, 
 	return addr >= r->addr && addr - r->addr <= r->len && len <= r->len - (addr - r->addr);
 }
 
+/* The first of regions[0, n) that holds [addr, addr + len) wholly (len 0 as 1), or NULL. */
+GIO_HD const struct gio_dma_region *gio__dma_map_scan(const struct gio_dma_region *regions, uint32_t n, uint64_t addr,
+						       uint64_t len)
+{
+	uint32_t i;
+	if (len == 0)
+		len = 1;
+	if (addr + len < addr)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (gio__dma_region_holds(&regions[i], addr, len))
+			return &regions[i];
+	return NULL;
+}
+
 /**
  * @brief The registered region that holds a bus range wholly.
  * @param map   the region table.
@@ -53,16 +68,26 @@ GIO_HD int gio__dma_region_holds(const struct gio_dma_region *r, uint64_t addr, 
  */
 GIO_HD const struct gio_dma_region *gio_dma_map_region(const struct gio_dma_map *map, uint64_t addr, uint64_t len)
 {
-	uint32_t i, n;
-	if (len == 0)
-		len = 1;
-	if (addr + len < addr)
-		return NULL;
-	n = gio_load_acquire(&map->count); /* pairs with the registrar's release of the count */
-	for (i = 0; i < n; i++)
-		if (gio__dma_region_holds(&map->regions[i], addr, len))
-			return &map->regions[i];
-	return NULL;
+	/* Acquire: pairs with the registrar's release of the count. */
+	return gio__dma_map_scan(map->regions, gio_load_acquire(&map->count), addr, len);
+}
+
+/**
+ * @brief gio_dma_map_region() on a table that nothing grows while it is read (a private copy,
+ * such as a GPU executor warp's in shared memory): its count is read plainly.
+ * @param map   the region table.
+ * @param addr  first bus address of the range.
+ * @param len   its length in bytes; 0 is treated as 1.
+ * @return as gio_dma_map_region().
+ *
+ * Pure; any thread, host or device. On the GPU the acquire of a shared table's count is a
+ * system-scope load that also invalidates the SM's L1 cache, once per command a GPU executor
+ * checks (bench/results/2026-12-06-cmdrate-exec.md, measured with the executor's other changes).
+ */
+GIO_HD const struct gio_dma_region *gio_dma_map_region_fixed(const struct gio_dma_map *map, uint64_t addr,
+							      uint64_t len)
+{
+	return gio__dma_map_scan(map->regions, map->count, addr, len);
 }
 
 /**

@@ -155,11 +155,16 @@ struct gio_tgt_io {
 struct gio_tgt_io_rules {
 	uint64_t nsze;                      /**< Namespace size in logical blocks. */
 	uint32_t lba_shift;                 /**< log2 of the logical block size. */
-	uint32_t rsvd;                      /**< Zero. */
+	uint32_t flags;                     /**< 0, or GIO_TGT_RULES_MAP_FIXED. */
 	struct gio_dptr_caps caps;          /**< Rules for data pointers. */
 	const struct gio_dma_map *map;      /**< As gio_tgt::map. */
 	const struct gio_dma_map *copy_map; /**< As gio_tgt::copy_map. */
 };
+
+/** @brief gio_tgt_io_rules::flags: `map` is a private copy of the target's table that nothing
+ *  changes while the rules are in use, so its count is read plainly (gio_dma_map_region_fixed()),
+ *  where the target's own table, which a registrar may grow, is read with an acquire. */
+#define GIO_TGT_RULES_MAP_FIXED 1u
 
 #define GIO__TGT_SF(sct, sc) ((uint16_t)(GIO_SF((sct), (sc)) | GIO_SF_DNR))
 
@@ -332,6 +337,13 @@ GIO_HD uint32_t *gio__tgt_doorbell(struct gio_tgt *t, uint16_t qid, int cq)
 	return (uint32_t *)((char *)t->bar + off);
 }
 
+/* x % depth for x < 2 depth (a ring index plus less than a lap): a compare where `%` divides,
+ * which is a chain of some twenty instructions on a GPU. */
+GIO_HD uint32_t gio__tgt_wrap(uint32_t x, uint32_t depth)
+{
+	return x >= depth ? x - depth : x;
+}
+
 /* The fetch after the SQ tail is known, on the state of an SQ and of its CQ: the target's
  * own (gio__tgt_fetch_core()) or a copy its one serving thread keeps where it is cheaper to reach
  * (a GPU executor warp's shared memory) and writes back. With head_always the CQ head doorbell is
@@ -347,7 +359,7 @@ GIO_HD int gio__tgt_fetch_q(struct gio_tgt *t, struct gio_tgt_queue *sq, struct 
 	}
 	if (tail == sq->idx)
 		return 0;
-	used = (cq->idx + cq->depth - cq->head_seen) % cq->depth;
+	used = gio__tgt_wrap(cq->idx + cq->depth - cq->head_seen, cq->depth);
 	if (head_always || used + cq->inflight + 1 >= cq->depth) {
 		/* Room check: consumed CQ head (pairs with the host's release of the CQ head doorbell:
 		 * the entries below it are consumed and may be overwritten). */
@@ -357,18 +369,18 @@ GIO_HD int gio__tgt_fetch_q(struct gio_tgt *t, struct gio_tgt_queue *sq, struct 
 			return 0;
 		}
 		cq->head_seen = head;
-		used = (cq->idx + cq->depth - head) % cq->depth;
+		used = gio__tgt_wrap(cq->idx + cq->depth - head, cq->depth);
 		if (used + cq->inflight + 1 >= cq->depth)
 			return 0;
 	}
 	room = cq->depth - 1 - used - cq->inflight;
-	avail = (tail + sq->depth - sq->idx) % sq->depth;
+	avail = gio__tgt_wrap(tail + sq->depth - sq->idx, sq->depth);
 	if (avail > room)
 		avail = room;
 	if (avail > max)
 		avail = max;
 	*slot = sq->idx;
-	sq->idx = (sq->idx + avail) % sq->depth;
+	sq->idx = gio__tgt_wrap(sq->idx + avail, sq->depth);
 	cq->inflight += avail;
 	return (int)avail;
 }
@@ -810,14 +822,39 @@ GIO_HD uint16_t gio_tgt_admin(struct gio_tgt *t, const struct gio_sqe *sqe, uint
 	}
 }
 
-/* gio_tgt_seg_ptr() in the region tables given. */
-GIO_HD void *gio__tgt_seg_find(const struct gio_dma_map *map, const struct gio_dma_map *copy_map,
-				const struct gio_xfer_seg *s, int *copy_only)
+/**
+ * @brief The fixed part of a target that checking I/O commands reads.
+ * @param t  the target, configured (after the controller was enabled and memory registered).
+ * @param r  receives its namespace size, block size, data pointer rules and region tables.
+ *
+ * Any thread. The copy stays right while nothing is registered or unregistered and the
+ * controller is not reset: an executor makes it at its start.
+ */
+GIO_HD void gio_tgt_io_rules_of(const struct gio_tgt *t, struct gio_tgt_io_rules *r)
 {
-	void *p = gio_dma_map_find(map, s->addr, s->len);
+	r->nsze = t->cfg.nsze;
+	r->lba_shift = t->cfg.lba_shift;
+	r->flags = 0;
+	r->caps = t->caps;
+	r->map = t->map;
+	r->copy_map = t->copy_map;
+}
+
+/* gio_dma_map_find() on the rules' table, read plainly where the rules say it is a private copy. */
+GIO_HD void *gio__tgt_rules_find(const struct gio_tgt_io_rules *r, uint64_t addr, uint64_t len)
+{
+	const struct gio_dma_region *g = (r->flags & GIO_TGT_RULES_MAP_FIXED) ? gio_dma_map_region_fixed(r->map, addr, len)
+									      : gio_dma_map_region(r->map, addr, len);
+	return g ? (char *)g->ptr + (addr - g->addr) : NULL;
+}
+
+/* gio_tgt_seg_ptr() in the rules' region tables. */
+GIO_HD void *gio__tgt_seg_find(const struct gio_tgt_io_rules *r, const struct gio_xfer_seg *s, int *copy_only)
+{
+	void *p = gio__tgt_rules_find(r, s->addr, s->len);
 	*copy_only = 0;
-	if (p == NULL && copy_map != NULL) {
-		p = gio_dma_map_find(copy_map, s->addr, s->len);
+	if (p == NULL && r->copy_map != NULL) {
+		p = gio_dma_map_find(r->copy_map, s->addr, s->len);
 		*copy_only = p != NULL;
 	}
 	return p;
@@ -837,49 +874,17 @@ GIO_HD void *gio__tgt_seg_find(const struct gio_dma_map *map, const struct gio_d
  */
 GIO_HD void *gio_tgt_seg_ptr(const struct gio_tgt *t, const struct gio_xfer_seg *s, int *copy_only)
 {
-	return gio__tgt_seg_find(t->map, t->copy_map, s, copy_only);
+	struct gio_tgt_io_rules r;
+	gio_tgt_io_rules_of(t, &r);
+	return gio__tgt_seg_find(&r, s, copy_only);
 }
 
-/**
- * @brief The fixed part of a target that checking I/O commands reads.
- * @param t  the target, configured (after the controller was enabled and memory registered).
- * @param r  receives its namespace size, block size, data pointer rules and region tables.
- *
- * Any thread. The copy stays right while nothing is registered or unregistered and the
- * controller is not reset: an executor makes it at its start.
- */
-GIO_HD void gio_tgt_io_rules_of(const struct gio_tgt *t, struct gio_tgt_io_rules *r)
+/* gio_tgt_io_check() up to the data pointer: opcode, fuse, namespace, LBA range, size. Sets *walk
+ * when the command passed and has a data pointer to check (a Read or a Write). */
+GIO_HD uint16_t gio__tgt_io_head(const struct gio_tgt_io_rules *r, const struct gio_sqe *sqe, struct gio_tgt_io *io,
+				 int *walk)
 {
-	r->nsze = t->cfg.nsze;
-	r->lba_shift = t->cfg.lba_shift;
-	r->rsvd = 0;
-	r->caps = t->caps;
-	r->map = t->map;
-	r->copy_map = t->copy_map;
-}
-
-/**
- * @brief Checks an I/O command and walks its data pointer, against a target's rules.
- * @param r    the rules (gio_tgt_io_rules_of()).
- * @param sqe  the command.
- * @param io   receives the command's parameters; `io->xfer` must point to caller storage of
- *             GIO_TGT_MAX_SEGS segments (set `io->xfer.segs` and `io->xfer.cap` before calling).
- * @return 0, or the status field a controller returns: Invalid Command Opcode (other than Flush,
- *         Write, Read, Write Zeroes), Invalid Field in Command (fused, or above MDTS, or SGLs
- *         where SGLS says none), Invalid Namespace or Format (NSID other than 1; 0xffffffff is
- *         allowed for Flush), LBA Out of Range, the SGL and PRP statuses of the walkers, or Data
- *         Transfer Error when a data segment lies outside registered memory (`map`, or
- *         `copy_map` where the target has one: the executor must then move that segment with its
- *         copy engine, see gio_tgt_seg_ptr()).
- *
- * Any thread (it reads only @p r and what its tables point to); the queue's serving thread calls
- * it. Nothing is moved: the executor moves data only after this passed.
- */
-GIO_HD uint16_t gio_tgt_io_check(const struct gio_tgt_io_rules *r, const struct gio_sqe *sqe, struct gio_tgt_io *io)
-{
-	struct gio_xfer_seg one;
-	uint32_t i;
-	uint16_t st;
+	*walk = 0;
 	io->opc = sqe->opc;
 	io->is_write = sqe->opc == GIO_NVM_OPC_WRITE;
 	io->rsvd = 0;
@@ -904,22 +909,34 @@ GIO_HD uint16_t gio_tgt_io_check(const struct gio_tgt_io_rules *r, const struct 
 	if (io->slba >= r->nsze || io->nlb > r->nsze - io->slba)
 		return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_LBA_RANGE);
 	io->offset = io->slba << r->lba_shift;
-	if (sqe->opc == GIO_NVM_OPC_WRITE_ZEROES) {
-		io->bytes = (uint64_t)io->nlb << r->lba_shift;
-		return 0; /* no data pointer */
-	}
 	io->bytes = (uint64_t)io->nlb << r->lba_shift;
+	if (sqe->opc == GIO_NVM_OPC_WRITE_ZEROES)
+		return 0; /* no data pointer */
 	if (r->caps.max_xfer_bytes && io->bytes > r->caps.max_xfer_bytes)
 		return GIO__TGT_SF(GIO_SCT_GENERIC, GIO_SC_INVALID_FIELD);
-	if (io->xfer.cap >= 1 && gio_sgl_walk_one(sqe, io->bytes, &r->caps, &one)) {
-		/* The common command, one Data Block: its segment checked from registers, not read back
-		 * from the list (the executor moves data from the list). */
-		int copy_only;
-		io->xfer.segs[0] = one;
-		io->xfer.n = 1;
-		return gio__tgt_seg_find(r->map, r->copy_map, &one, &copy_only) ? 0
-										 : GIO_SF(GIO_SCT_GENERIC, GIO_SC_DATA_XFER_ERROR);
-	}
+	*walk = 1;
+	return 0;
+}
+
+/* The common data pointer, one SGL Data Block, of a command that passed gio__tgt_io_head(): 1
+ * with *seg the segment and *st its status (0, or Data Transfer Error outside registered memory),
+ * checked from the SQE's registers; 0 when the pointer needs gio__tgt_io_walk(). */
+GIO_HD int gio__tgt_io_one(const struct gio_tgt_io_rules *r, const struct gio_sqe *sqe, const struct gio_tgt_io *io,
+			   struct gio_xfer_seg *seg, uint16_t *st)
+{
+	int copy_only;
+	if (!gio_sgl_walk_one(sqe, io->bytes, &r->caps, seg))
+		return 0;
+	*st = gio__tgt_seg_find(r, seg, &copy_only) ? 0 : GIO_SF(GIO_SCT_GENERIC, GIO_SC_DATA_XFER_ERROR);
+	return 1;
+}
+
+/* The data pointer of a command that passed gio__tgt_io_head(), walked into io->xfer (PRPs or an
+ * SGL through lists in memory), every segment then checked against registered memory. */
+GIO_HD uint16_t gio__tgt_io_walk(const struct gio_tgt_io_rules *r, const struct gio_sqe *sqe, struct gio_tgt_io *io)
+{
+	uint32_t i;
+	uint16_t st;
 	if (gio_sqe_psdt(sqe) == GIO_PSDT_PRP)
 		st = gio_prp_walk(sqe, io->bytes, &r->caps, r->map, &io->xfer);
 	else
@@ -930,10 +947,44 @@ GIO_HD uint16_t gio_tgt_io_check(const struct gio_tgt_io_rules *r, const struct 
 	for (i = 0; i < io->xfer.n; i++) {
 		const struct gio_xfer_seg *s = &io->xfer.segs[i];
 		int copy_only;
-		if (!(s->flags & GIO_XFER_BIT_BUCKET) && gio__tgt_seg_find(r->map, r->copy_map, s, &copy_only) == NULL)
+		if (!(s->flags & GIO_XFER_BIT_BUCKET) && gio__tgt_seg_find(r, s, &copy_only) == NULL)
 			return GIO_SF(GIO_SCT_GENERIC, GIO_SC_DATA_XFER_ERROR);
 	}
 	return 0;
+}
+
+/**
+ * @brief Checks an I/O command and walks its data pointer, against a target's rules.
+ * @param r    the rules (gio_tgt_io_rules_of()).
+ * @param sqe  the command.
+ * @param io   receives the command's parameters; `io->xfer` must point to caller storage of
+ *             GIO_TGT_MAX_SEGS segments (set `io->xfer.segs` and `io->xfer.cap` before calling).
+ * @return 0, or the status field a controller returns: Invalid Command Opcode (other than Flush,
+ *         Write, Read, Write Zeroes), Invalid Field in Command (fused, or above MDTS, or SGLs
+ *         where SGLS says none), Invalid Namespace or Format (NSID other than 1; 0xffffffff is
+ *         allowed for Flush), LBA Out of Range, the SGL and PRP statuses of the walkers, or Data
+ *         Transfer Error when a data segment lies outside registered memory (`map`, or
+ *         `copy_map` where the target has one: the executor must then move that segment with its
+ *         copy engine, see gio_tgt_seg_ptr()).
+ *
+ * Any thread (it reads only @p r and what its tables point to); the queue's serving thread calls
+ * it. Nothing is moved: the executor moves data only after this passed.
+ */
+GIO_HD uint16_t gio_tgt_io_check(const struct gio_tgt_io_rules *r, const struct gio_sqe *sqe, struct gio_tgt_io *io)
+{
+	struct gio_xfer_seg one;
+	int walk;
+	uint16_t st = gio__tgt_io_head(r, sqe, io, &walk);
+	if (st || !walk)
+		return st;
+	if (io->xfer.cap >= 1 && gio__tgt_io_one(r, sqe, io, &one, &st)) {
+		/* The common command: its segment checked from registers, not read back from the list
+		 * (the executor moves data from the list). */
+		io->xfer.segs[0] = one;
+		io->xfer.n = 1;
+		return st;
+	}
+	return gio__tgt_io_walk(r, sqe, io);
 }
 
 /**

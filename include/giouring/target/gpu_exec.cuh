@@ -32,13 +32,12 @@
 #define GIO_GPU_EXEC_ENV_QUEUES 32u
 
 /**
- * @brief An executor warp's copy of the target's fixed rules and region table (the target's
- * memory registrations and configuration do not change while the executor runs): in shared
+ * @brief An executor warp's copy of the target's region table (the target's memory registrations
+ * and configuration do not change while the executor runs), and of its queues' state: in shared
  * memory, checking a command reads no global memory, where every acquire of a doorbell would
- * make each of those reads go to L2 again.
+ * make each of those reads go to L2 again. (The rest of the rules the warp keeps in registers.)
  */
 struct gio_gpu_exec_env {
-	struct gio_tgt_io_rules rules;                      /**< `map` points at `map` below. */
 	struct gio_dma_map map;                             /**< `regions` points at `regions` below. */
 	struct gio_dma_region regions[GIO_GPU_MAX_REGIONS]; /**< The registered regions. */
 	/** The state of the warp's k-th owned SQ and of its CQ while the loop runs, written back to
@@ -56,7 +55,8 @@ struct gio_gpu_exec_env {
 #endif
 
 /* Reads commands k = 32 r + lane (r < rounds) of a fetched batch of n at `slot` into sqe[r]: every
- * round's loads are issued before any is used, so that one memory latency serves them all. */
+ * round's loads are issued before any is used, so that one memory latency serves them all. A batch
+ * is shorter than its queue (n < depth), so slot + k < 2 depth. */
 __device__ inline void gio__gpu_read_sqes(const struct gio_sqe *entries, uint32_t depth, uint32_t slot, uint32_t n,
 					  uint32_t flags, struct gio_sqe sqe[GIO_GPU_EXEC_ROUNDS])
 {
@@ -76,7 +76,7 @@ __device__ inline void gio__gpu_read_sqes(const struct gio_sqe *entries, uint32_
 				const uint32_t c = 32u * (uint32_t)j + lane, e = 32u * r + c / 4u;
 				piece[r][j] = make_uint4(0, 0, 0, 0);
 				if (e < n)
-					piece[r][j] = ((const uint4 *)&entries[(slot + e) % depth])[c % 4u];
+					piece[r][j] = ((const uint4 *)&entries[gio__tgt_wrap(slot + e, depth)])[c % 4u];
 			}
 		/* Entry e of a round, piece p sits in piece[e / 8] of lane 4 (e % 8) + p. */
 #pragma unroll
@@ -101,7 +101,7 @@ __device__ inline void gio__gpu_read_sqes(const struct gio_sqe *entries, uint32_
 #pragma unroll
 	for (uint32_t r = 0; r < GIO_GPU_EXEC_ROUNDS; r++)
 		if (32u * r + lane < n) {
-			const uint4 *src = (const uint4 *)&entries[(slot + 32u * r + lane) % depth];
+			const uint4 *src = (const uint4 *)&entries[gio__tgt_wrap(slot + 32u * r + lane, depth)];
 			uint4 *dst = (uint4 *)&sqe[r];
 			dst[0] = src[0];
 			dst[1] = src[1];
@@ -111,9 +111,12 @@ __device__ inline void gio__gpu_read_sqes(const struct gio_sqe *entries, uint32_
 }
 
 /* Moves the data of the prepared commands of one round (those with `moves`), one command at a
- * time, the whole warp copying its segments in order. */
+ * time, the whole warp copying its segments in order: from `one` where the lane's command has a
+ * single Data Block (`single`), else from its walked list `segs`. Only the shuffled values of the
+ * command's own lane are used. */
 __device__ inline void gio__gpu_move_round(const struct gio_tgt_io_rules *rules, const struct gio_tgt_io *io,
-					   const struct gio_xfer_seg *segs, int moves, unsigned char *backing)
+					   const struct gio_xfer_seg *one, int single, const struct gio_xfer_seg *segs,
+					   int moves, unsigned char *backing)
 {
 	const unsigned lane = threadIdx.x & 31u;
 	unsigned todo = __ballot_sync(0xffffffffu, moves);
@@ -122,6 +125,7 @@ __device__ inline void gio__gpu_move_round(const struct gio_tgt_io_rules *rules,
 		const uint32_t nseg = __shfl_sync(0xffffffffu, io->xfer.n, k);
 		const int is_write = __shfl_sync(0xffffffffu, (int)io->is_write, k);
 		const int zeroes = __shfl_sync(0xffffffffu, io->opc == GIO_NVM_OPC_WRITE_ZEROES, k);
+		const int one_seg = __shfl_sync(0xffffffffu, single, k);
 		uint64_t off = __shfl_sync(0xffffffffu, io->offset, k);
 		if (zeroes) {
 			const uint64_t bytes = __shfl_sync(0xffffffffu, io->bytes, k);
@@ -129,12 +133,20 @@ __device__ inline void gio__gpu_move_round(const struct gio_tgt_io_rules *rules,
 				backing[off + b] = 0;
 		}
 		for (uint32_t s = 0; s < nseg && !zeroes; s++) {
-			const uint32_t mine = s < GIO_GPU_EXEC_MAX_SEGS ? s : 0;
-			const uint64_t addr = __shfl_sync(0xffffffffu, segs[mine].addr, k);
-			const uint64_t len = __shfl_sync(0xffffffffu, segs[mine].len, k);
-			const uint32_t fl = __shfl_sync(0xffffffffu, segs[mine].flags, k);
+			uint64_t addr, len;
+			uint32_t fl;
+			if (one_seg) { /* the same on every lane */
+				addr = __shfl_sync(0xffffffffu, one->addr, k);
+				len = __shfl_sync(0xffffffffu, one->len, k);
+				fl = __shfl_sync(0xffffffffu, one->flags, k);
+			} else {
+				const uint32_t mine = s < GIO_GPU_EXEC_MAX_SEGS ? s : 0;
+				addr = __shfl_sync(0xffffffffu, segs[mine].addr, k);
+				len = __shfl_sync(0xffffffffu, segs[mine].len, k);
+				fl = __shfl_sync(0xffffffffu, segs[mine].flags, k);
+			}
 			if (!(fl & GIO_XFER_BIT_BUCKET)) {
-				unsigned char *host = (unsigned char *)gio_dma_map_find(rules->map, addr, len);
+				unsigned char *host = (unsigned char *)gio__tgt_rules_find(rules, addr, len);
 				if (is_write)
 					gio_copy_warp(backing + off, host, len, 0);
 				else
@@ -204,8 +216,9 @@ __device__ inline void gio__gpu_model_hold(uint64_t done)
  * for all of them, where a producer keeps several batches of 32 outstanding. */
 __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct gio_tgt_io_rules *rules, uint16_t qid,
 					       struct gio_tgt_queue *sq, struct gio_tgt_queue *cq, uint32_t tail,
-					       unsigned char *backing, uint32_t flags, const struct gio_ssd_model *model,
-					       struct gio_tgt_model_clock *clock, uint64_t *prof)
+					       unsigned char *backing, uint32_t flags, uint32_t scope,
+					       const struct gio_ssd_model *model, struct gio_tgt_model_clock *clock,
+					       uint64_t *prof)
 {
 	const unsigned lane = threadIdx.x & 31u;
 	uint64_t t0 = prof && lane == 0 ? gio_now_ns() : 0, t1 = 0, tdata = 0, data_ns = 0;
@@ -252,18 +265,30 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 #pragma unroll
 	for (uint32_t r = 0; r < GIO_GPU_EXEC_ROUNDS; r++) {
 		struct gio_tgt_io io;
+		struct gio_xfer_seg one;
+		int single = 0;
 		/* Lanes without a command still take part in the shuffles of the data move. */
 		memset(&io, 0, sizeof(io));
-		segs[0].addr = segs[0].len = 0;
-		segs[0].flags = 0;
+		memset(&one, 0, sizeof(one));
 		st[r] = 0;
 		if (r >= rounds)
 			continue; /* the same on every lane */
 		const int mine = 32u * r + lane < (uint32_t)n;
 		if (mine) {
-			io.xfer.segs = segs;
-			io.xfer.cap = GIO_GPU_EXEC_MAX_SEGS;
-			st[r] = gio_tgt_io_check(rules, &sqe[r], &io);
+			/* gio_tgt_io_check() in its parts, so that the common command's one segment stays
+			 * in registers (`one`): a list walked into segs[] lives in local memory, whose
+			 * stores and loads cost every command when the check wrote its segment there. */
+			int walk;
+			st[r] = gio__tgt_io_head(rules, &sqe[r], &io, &walk);
+			if (!st[r] && walk) {
+				single = gio__tgt_io_one(rules, &sqe[r], &io, &one, &st[r]);
+				io.xfer.n = single ? 1u : 0u;
+				if (!single) {
+					io.xfer.segs = segs;
+					io.xfer.cap = GIO_GPU_EXEC_MAX_SEGS;
+					st[r] = gio__tgt_io_walk(rules, &sqe[r], &io);
+				}
+			}
 		}
 		const int moves = mine && st[r] == 0 && io.bytes && io.opc != GIO_NVM_OPC_FLUSH;
 		if (flags & GIO_GPU_MODEL) {
@@ -277,7 +302,7 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 				tdata = gio_now_ns();
 		}
 		if (!(flags & GIO_GPU_NO_DATA))
-			gio__gpu_move_round(rules, &io, segs, moves, backing);
+			gio__gpu_move_round(rules, &io, &one, single, segs, moves, backing);
 		if (prof) {
 			__syncwarp();
 			if (lane == 0)
@@ -308,22 +333,22 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 	for (uint32_t r = 0; r < GIO_GPU_EXEC_ROUNDS; r++) {
 		dw3[r] = (uint32_t *)0;
 		word[r] = 0;
+		/* The round's failed commands, counted by one vote where a sum over the lanes took a
+		 * chain of five shuffles. */
+		nerr += (uint32_t)__popc(__ballot_sync(0xffffffffu, 32u * r + lane < (uint32_t)n && (st[r] & 0x7ffu)));
 		if (32u * r + lane < (uint32_t)n) {
 			uint32_t phase;
 			struct gio_cqe *e = gio__tgt_cqe_put012((void *)(uintptr_t)cq_entries, cq_idx, cq_depth, cq_phase,
 								 32u * r + lane, 0, (uint16_t)sqhd, qid, &phase);
 			dw3[r] = gio_cqe_dw3(e);
 			word[r] = GIO_CQE_DW3(sqe[r].cid, (st[r] << 1) | phase);
-			nerr += (st[r] & 0x7ffu) ? 1u : 0u;
 		}
 	}
-	gio_fence_release_in(t->scope);
+	gio_fence_release_in(scope);
 #pragma unroll
 	for (uint32_t r = 0; r < GIO_GPU_EXEC_ROUNDS; r++)
 		if (dw3[r])
-			gio_store_relaxed_in(t->scope, dw3[r], word[r]);
-	for (int o = 16; o; o >>= 1)
-		nerr += __shfl_xor_sync(0xffffffffu, nerr, o);
+			gio_store_relaxed_in(scope, dw3[r], word[r]);
 	__syncwarp();
 	if (lane == 0)
 		gio__tgt_post_done_q(sq, cq, (uint32_t)n, nerr);
@@ -343,10 +368,10 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
  * @param model    the timing model.
  * @param warp     this warp's index among the executor's warps.
  * @param nwarps   the executor's warps.
- * @param env      this warp's own storage for a copy of the target's rules and of its queues'
- *                 state (shared memory for speed; the queues' state is written back to @p t when
- *                 the loop ends, so the target's queue counters are current only then), or NULL
- *                 to use them in @p t every time.
+ * @param env      this warp's own storage for a copy of the target's region table and of its
+ *                 queues' state (shared memory for speed; the queues' state is written back to @p t
+ *                 when the loop ends, so the target's queue counters are current only then), or
+ *                 NULL to use them in @p t every time.
  *
  * All 32 lanes of the warp. gio_gpu_exec_kernel() runs it on every warp; a program may instead
  * call it from blocks of its own kernel (a fused launch: compute-sanitizer serializes separate
@@ -358,6 +383,8 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 					 struct gio_gpu_exec_env *env)
 {
 	const unsigned lane = threadIdx.x & 31u;
+	/* The rules in registers (each lane its copy, read once): in memory, checking a command read
+	 * them through a chain of loads. */
 	struct gio_tgt_io_rules own;
 	const struct gio_tgt_io_rules *rules = &own;
 	gio_tgt_io_rules_of(t, &own);
@@ -367,11 +394,10 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 		if (lane == 0) {
 			env->map.regions = env->regions;
 			env->map.count = t->map->count;
-			env->rules = own;
-			env->rules.map = &env->map;
 		}
 		__syncwarp(); /* the copy before any lane reads it */
-		rules = &env->rules;
+		own.map = &env->map;
+		own.flags |= GIO_TGT_RULES_MAP_FIXED; /* no acquire per command checked */
 	}
 	uint32_t idle = 0, owned = 0;
 	unsigned long long batches = 0;
@@ -409,6 +435,14 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 		}
 		__syncwarp(); /* the copies before any lane's use */
 	}
+	/* Fixed while the loop runs, so kept in registers: every acquire of a doorbell invalidates the
+	 * SM's L1 cache, after which each read of the target's fields (the register block's address,
+	 * CAP for the doorbell stride, the scope) went to L2 again, one after the other before the
+	 * doorbell's own load. Lane l's doorbell is that of its owned queue l of the first 32; those of
+	 * further queues are found when read. */
+	const uint32_t scope = t->scope;
+	const uint32_t q0 = lane < owned ? mine[0] : 0u;
+	const uint32_t *db0 = lane < owned ? gio__tgt_doorbell(t, (uint16_t)q0, 0) : (const uint32_t *)0;
 	for (;;) {
 		uint32_t did = 0;
 		const uint64_t pass_start = pr && lane == 0 ? gio_now_ns() : 0;
@@ -418,12 +452,12 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 			uint32_t q = 0, tail = 0;
 			int pending = 0;
 			if (c * 32 + lane < owned) {
-				q = mine[c];
+				q = c ? mine[c] : q0;
 				/* The SQ head is this warp's own (lane 0 moved it, before a warp barrier):
 				 * loaded before the tail's acquire, both are one round trip. The queue
 				 * stays live while the executor runs: it was looked at once, above. */
 				const uint32_t head = local ? env->sq[lane].idx : t->sq[q & 0xffffu].idx;
-				tail = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, (uint16_t)q, 0));
+				tail = gio_load_acquire_in(scope, c ? gio__tgt_doorbell(t, (uint16_t)q, 0) : db0);
 				pending = tail != head;
 			}
 			for (unsigned todo = __ballot_sync(0xffffffffu, pending); todo; todo &= todo - 1) {
@@ -432,8 +466,8 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 				const uint16_t sqid = (uint16_t)qk, cqid = (uint16_t)(qk >> 16);
 				const uint32_t n = gio__gpu_serve_warp(t, rules, sqid, local ? &env->sq[k] : &t->sq[sqid],
 								       local ? &env->cq[k] : &t->cq[cqid],
-								       __shfl_sync(0xffffffffu, tail, k), backing, flags, model,
-								       &t->model, pr);
+								       __shfl_sync(0xffffffffu, tail, k), backing, flags, scope,
+								       model, &t->model, pr);
 				did += n;
 				batches += n ? 1 : 0;
 			}
