@@ -35,21 +35,22 @@
 /* The executor kernel: every warp runs gio_gpu_exec_loop(); exec_blocks blocks of exec_warps warps,
  * a block per SM (gio_gpu_one_block_per_sm(): the dynamic shared memory that keeps a second block
  * away also holds each warp's copy of the target's rules, so the bounds' one block per SM holds).
- * Two builds of it: the register file split among up to 16 warps leaves each thread 128 registers,
- * where the loop spills (368 bytes a thread with CUDA 13); up to 8 warps (the default) it gets
- * 174, with no spill. */
-#define GIO__EXEC_KERNEL(name, max_warps)                                                                        \
+ * Two builds of it: up to 8 warps (the default) each thread gets 229 registers, where the lanes keep
+ * their queues' state, with no spill (CUDA 13); the register file split among up to 16 warps leaves
+ * each thread 128, where the loop spills, and the lanes' queue state stays in shared memory
+ * (gio_gpu_exec_loop_wide()). */
+#define GIO__EXEC_KERNEL(name, max_warps, loop)                                                                  \
 	__global__ void __launch_bounds__((max_warps) * 32, 1)                                                   \
 		name(struct gio_tgt *t, unsigned char *backing, struct gio_gpu_ctl *ctl, uint32_t flags,         \
 		     struct gio_ssd_model model)                                                                 \
 	{                                                                                                        \
 		extern __shared__ struct gio_gpu_exec_env gio__exec_env[];                                       \
-		gio_gpu_exec_loop(t, backing, ctl, flags, &model, (blockIdx.x * blockDim.x + threadIdx.x) / 32u, \
-				  gridDim.x * blockDim.x / 32u, &gio__exec_env[threadIdx.x / 32u]);              \
+		loop(t, backing, ctl, flags, &model, (blockIdx.x * blockDim.x + threadIdx.x) / 32u,              \
+		     gridDim.x * blockDim.x / 32u, &gio__exec_env[threadIdx.x / 32u]);                           \
 	}
 #define GIO__EXEC_NARROW_WARPS 8u
-GIO__EXEC_KERNEL(exec_kernel_narrow, GIO__EXEC_NARROW_WARPS)
-GIO__EXEC_KERNEL(exec_kernel_wide, GIO_GPU_EXEC_MAX_WARPS)
+GIO__EXEC_KERNEL(exec_kernel_narrow, GIO__EXEC_NARROW_WARPS, gio_gpu_exec_loop)
+GIO__EXEC_KERNEL(exec_kernel_wide, GIO_GPU_EXEC_MAX_WARPS, gio_gpu_exec_loop_wide)
 
 /* The executor kernel for blocks of `warps` warps. */
 static const void *exec_kernel_for(uint32_t warps)

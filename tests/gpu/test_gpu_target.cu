@@ -179,9 +179,15 @@ __global__ void fused(gio_tgt *t, unsigned char *backing, gio_gpu_ctl *ctl, uint
 {
 	__shared__ gio_gpu_exec_env env[4]; // a copy of the target's region table per warp of 128-thread blocks
 	if (blockIdx.x < exec_blocks) {
-		// Even blocks check commands against their shared-memory copy, odd ones against the target.
-		gio_gpu_exec_loop(t, backing, ctl, flags, &model, (blockIdx.x * blockDim.x + threadIdx.x) / 32u,
-				  exec_blocks * blockDim.x / 32u, blockIdx.x % 2u ? nullptr : &env[threadIdx.x / 32u % 4u]);
+		// Even blocks check commands against their shared-memory copy, odd ones against the target;
+		// in even blocks, odd warps keep their queues' state in shared memory (the build for more
+		// than 8 warps a block), even warps in their lanes' registers.
+		const uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) / 32u, nw = exec_blocks * blockDim.x / 32u;
+		gio_gpu_exec_env *e = blockIdx.x % 2u ? nullptr : &env[threadIdx.x / 32u % 4u];
+		if (e && threadIdx.x / 32u % 2u)
+			gio_gpu_exec_loop_wide(t, backing, ctl, flags, &model, w, nw, e);
+		else
+			gio_gpu_exec_loop(t, backing, ctl, flags, &model, w, nw, e);
 		return;
 	}
 	const uint32_t pb = blockIdx.x - exec_blocks;

@@ -90,6 +90,12 @@ GIO_HD const struct gio_dma_region *gio_dma_map_region_fixed(const struct gio_dm
 	return gio__dma_map_scan(map->regions, map->count, addr, len);
 }
 
+/* The pointer for bus address addr inside region r (a region that holds it), or NULL for no region. */
+GIO_HD void *gio__dma_region_ptr(const struct gio_dma_region *r, uint64_t addr)
+{
+	return r ? (char *)r->ptr + (addr - r->addr) : NULL;
+}
+
 /**
  * @brief Pointer to a bus range that lies wholly inside one registered region.
  * @param map   the region table.
@@ -102,8 +108,7 @@ GIO_HD const struct gio_dma_region *gio_dma_map_region_fixed(const struct gio_dm
  */
 GIO_HD void *gio_dma_map_find(const struct gio_dma_map *map, uint64_t addr, uint64_t len)
 {
-	const struct gio_dma_region *r = gio_dma_map_region(map, addr, len);
-	return r ? (char *)r->ptr + (addr - r->addr) : NULL;
+	return gio__dma_region_ptr(gio_dma_map_region(map, addr, len), addr);
 }
 
 GIO_EXTERN_C_END

@@ -344,28 +344,51 @@ GIO_HD uint32_t gio__tgt_wrap(uint32_t x, uint32_t depth)
 	return x >= depth ? x - depth : x;
 }
 
+/* How gio__tgt_fetch_q() and gio__tgt_post_done_q() treat the queue state they are given. */
+#define GIO__TGT_Q_HEAD_ALWAYS 1u /* read the CQ head doorbell at every fetch (the exact check) */
+#define GIO__TGT_Q_PRIVATE 2u     /* a private copy (a GPU executor lane's registers): plain stores */
+
+/* A counter of queue state: by a relaxed store where another thread may read it (the target's own
+ * state, gio_tgt_get_stats()), plainly in a private copy, whose address then need not exist (the
+ * store of an asm statement would keep a GPU lane's copy in local memory). */
+GIO_HD void gio__tgt_q_count32(uint32_t *c, uint32_t v, uint32_t qflags)
+{
+	if (qflags & GIO__TGT_Q_PRIVATE)
+		*c = v;
+	else
+		gio_store_relaxed(c, v);
+}
+
+GIO_HD void gio__tgt_q_count64(uint64_t *c, uint64_t v, uint32_t qflags)
+{
+	if (qflags & GIO__TGT_Q_PRIVATE)
+		*c = v;
+	else
+		gio_store_relaxed64(c, v);
+}
+
 /* The fetch after the SQ tail is known, on the state of an SQ and of its CQ: the target's
  * own (gio__tgt_fetch_core()) or a copy its one serving thread keeps where it is cheaper to reach
- * (a GPU executor warp's shared memory) and writes back. With head_always the CQ head doorbell is
- * read every time (the exact check); without, only when the CQ may be full by the head read last
- * time. */
+ * (a GPU executor lane's registers, GIO__TGT_Q_PRIVATE) and writes back. With
+ * GIO__TGT_Q_HEAD_ALWAYS the CQ head doorbell is read every time (the exact check); without, only
+ * when the CQ may be full by the head read last time. */
 GIO_HD int gio__tgt_fetch_q(struct gio_tgt *t, struct gio_tgt_queue *sq, struct gio_tgt_queue *cq, uint32_t max,
-			     uint32_t tail, uint32_t *slot, int head_always)
+			     uint32_t tail, uint32_t *slot, uint32_t qflags)
 {
 	uint32_t head, used, avail, room;
 	if (tail >= sq->depth) {
-		gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
+		gio__tgt_q_count32(&sq->bad_doorbells, sq->bad_doorbells + 1, qflags);
 		return 0;
 	}
 	if (tail == sq->idx)
 		return 0;
 	used = gio__tgt_wrap(cq->idx + cq->depth - cq->head_seen, cq->depth);
-	if (head_always || used + cq->inflight + 1 >= cq->depth) {
+	if ((qflags & GIO__TGT_Q_HEAD_ALWAYS) || used + cq->inflight + 1 >= cq->depth) {
 		/* Room check: consumed CQ head (pairs with the host's release of the CQ head doorbell:
 		 * the entries below it are consumed and may be overwritten). */
 		head = gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, sq->cqid, 1));
 		if (head >= cq->depth) { /* a head doorbell outside the queue: treat the CQ as full */
-			gio_store_relaxed(&sq->bad_doorbells, sq->bad_doorbells + 1);
+			gio__tgt_q_count32(&sq->bad_doorbells, sq->bad_doorbells + 1, qflags);
 			return 0;
 		}
 		cq->head_seen = head;
@@ -386,9 +409,9 @@ GIO_HD int gio__tgt_fetch_q(struct gio_tgt *t, struct gio_tgt_queue *sq, struct 
 }
 
 GIO_HD int gio__tgt_fetch_core(struct gio_tgt *t, uint16_t qid, uint32_t max, uint32_t tail, uint32_t *slot,
-				int head_always)
+				uint32_t qflags)
 {
-	return gio__tgt_fetch_q(t, &t->sq[qid], &t->cq[t->sq[qid].cqid], max, tail, slot, head_always);
+	return gio__tgt_fetch_q(t, &t->sq[qid], &t->cq[t->sq[qid].cqid], max, tail, slot, qflags);
 }
 
 /**
@@ -413,7 +436,8 @@ GIO_HD int gio_tgt_fetch_batch(struct gio_tgt *t, uint16_t qid, uint32_t max, ui
 	if (!gio_load_acquire_in(t->scope, &t->sq[qid].live))
 		return -ENODEV;
 	/* Pairs with the host's release of the SQ tail: the entries before it are written. */
-	return gio__tgt_fetch_core(t, qid, max, gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, qid, 0)), slot, 1);
+	return gio__tgt_fetch_core(t, qid, max, gio_load_acquire_in(t->scope, gio__tgt_doorbell(t, qid, 0)), slot,
+				   GIO__TGT_Q_HEAD_ALWAYS);
 }
 
 /**
@@ -520,8 +544,10 @@ GIO_HD void gio_tgt_post_at(struct gio_tgt *t, uint16_t sqid, uint32_t k, uint16
 	gio_store_release_in(t->scope, gio_cqe_dw3(e), GIO_CQE_DW3(cid, (status << 1) | phase));
 }
 
-/* gio_tgt_post_done() on the state of an SQ and its CQ (see gio__tgt_fetch_q()). */
-GIO_HD void gio__tgt_post_done_q(struct gio_tgt_queue *sq, struct gio_tgt_queue *cq, uint32_t n, uint32_t nerr)
+/* gio_tgt_post_done() on the state of an SQ and its CQ (see gio__tgt_fetch_q(); qflags:
+ * GIO__TGT_Q_PRIVATE or 0). */
+GIO_HD void gio__tgt_post_done_q(struct gio_tgt_queue *sq, struct gio_tgt_queue *cq, uint32_t n, uint32_t nerr,
+				  uint32_t qflags)
 {
 	cq->idx += n;
 	if (cq->idx >= cq->depth) {
@@ -529,9 +555,9 @@ GIO_HD void gio__tgt_post_done_q(struct gio_tgt_queue *sq, struct gio_tgt_queue 
 		cq->phase ^= 1u;
 	}
 	cq->inflight -= n;
-	gio_store_relaxed64(&sq->commands, sq->commands + n);
+	gio__tgt_q_count64(&sq->commands, sq->commands + n, qflags);
 	if (nerr)
-		gio_store_relaxed64(&sq->errors, sq->errors + nerr);
+		gio__tgt_q_count64(&sq->errors, sq->errors + nerr, qflags);
 }
 
 /**
@@ -545,7 +571,7 @@ GIO_HD void gio__tgt_post_done_q(struct gio_tgt_queue *sq, struct gio_tgt_queue 
  */
 GIO_HD void gio_tgt_post_done(struct gio_tgt *t, uint16_t sqid, uint32_t n, uint32_t nerr)
 {
-	gio__tgt_post_done_q(&t->sq[sqid], &t->cq[t->sq[sqid].cqid], n, nerr);
+	gio__tgt_post_done_q(&t->sq[sqid], &t->cq[t->sq[sqid].cqid], n, nerr, 0);
 }
 
 /**
@@ -843,9 +869,9 @@ GIO_HD void gio_tgt_io_rules_of(const struct gio_tgt *t, struct gio_tgt_io_rules
 /* gio_dma_map_find() on the rules' table, read plainly where the rules say it is a private copy. */
 GIO_HD void *gio__tgt_rules_find(const struct gio_tgt_io_rules *r, uint64_t addr, uint64_t len)
 {
-	const struct gio_dma_region *g = (r->flags & GIO_TGT_RULES_MAP_FIXED) ? gio_dma_map_region_fixed(r->map, addr, len)
-									      : gio_dma_map_region(r->map, addr, len);
-	return g ? (char *)g->ptr + (addr - g->addr) : NULL;
+	return gio__dma_region_ptr((r->flags & GIO_TGT_RULES_MAP_FIXED) ? gio_dma_map_region_fixed(r->map, addr, len)
+									 : gio_dma_map_region(r->map, addr, len),
+				   addr);
 }
 
 /* gio_tgt_seg_ptr() in the rules' region tables. */
@@ -953,6 +979,25 @@ GIO_HD uint16_t gio__tgt_io_walk(const struct gio_tgt_io_rules *r, const struct 
 	return 0;
 }
 
+/* gio_tgt_io_check() with the common data pointer, one SGL Data Block, left in *one (*single 1,
+ * io->xfer.n 1, the list not written) for a caller that keeps it in registers (a GPU executor: a
+ * list lives in local memory there), else walked into io->xfer (*single 0). */
+GIO_HD uint16_t gio__tgt_io_check_split(const struct gio_tgt_io_rules *r, const struct gio_sqe *sqe,
+					struct gio_tgt_io *io, struct gio_xfer_seg *one, int *single)
+{
+	int walk;
+	uint16_t st = gio__tgt_io_head(r, sqe, io, &walk);
+	*single = 0;
+	if (st || !walk)
+		return st;
+	if (io->xfer.cap >= 1 && gio__tgt_io_one(r, sqe, io, one, &st)) {
+		*single = 1;
+		io->xfer.n = 1;
+		return st;
+	}
+	return gio__tgt_io_walk(r, sqe, io);
+}
+
 /**
  * @brief Checks an I/O command and walks its data pointer, against a target's rules.
  * @param r    the rules (gio_tgt_io_rules_of()).
@@ -973,18 +1018,12 @@ GIO_HD uint16_t gio__tgt_io_walk(const struct gio_tgt_io_rules *r, const struct 
 GIO_HD uint16_t gio_tgt_io_check(const struct gio_tgt_io_rules *r, const struct gio_sqe *sqe, struct gio_tgt_io *io)
 {
 	struct gio_xfer_seg one;
-	int walk;
-	uint16_t st = gio__tgt_io_head(r, sqe, io, &walk);
-	if (st || !walk)
-		return st;
-	if (io->xfer.cap >= 1 && gio__tgt_io_one(r, sqe, io, &one, &st)) {
-		/* The common command: its segment checked from registers, not read back from the list
-		 * (the executor moves data from the list). */
+	int single;
+	const uint16_t st = gio__tgt_io_check_split(r, sqe, io, &one, &single);
+	/* The common command's segment was checked from registers, not read back from the list. */
+	if (single)
 		io->xfer.segs[0] = one;
-		io->xfer.n = 1;
-		return st;
-	}
-	return gio__tgt_io_walk(r, sqe, io);
+	return st;
 }
 
 /**

@@ -28,24 +28,22 @@
 #include "gpu_target.h"
 #include "model.h"
 
-/** @brief Owned queues whose state an executor warp keeps in its gio_gpu_exec_env. */
-#define GIO_GPU_EXEC_ENV_QUEUES 32u
+/** @brief Owned queues whose state an executor warp keeps with its lanes (one a lane). */
+#define GIO_GPU_EXEC_LANE_QUEUES 32u
 
 /**
  * @brief An executor warp's copy of the target's region table (the target's memory registrations
- * and configuration do not change while the executor runs), and of its queues' state: in shared
- * memory, checking a command reads no global memory, where every acquire of a doorbell would
- * make each of those reads go to L2 again. (The rest of the rules the warp keeps in registers.)
+ * and configuration do not change while the executor runs): in shared memory, checking a command
+ * reads no global memory, where every acquire of a doorbell would make each of those reads go to
+ * L2 again. (The rest of the rules, and the state of its queues, the warp keeps in registers.)
  */
 struct gio_gpu_exec_env {
 	struct gio_dma_map map;                             /**< `regions` points at `regions` below. */
 	struct gio_dma_region regions[GIO_GPU_MAX_REGIONS]; /**< The registered regions. */
-	/** The state of the warp's k-th owned SQ and of its CQ while the loop runs, written back to
-	 *  the target when it ends: this warp is their one user, and the fetch and post of every batch
-	 *  then read them from shared memory, where after each doorbell's acquire they came from L2.
-	 *  Used when the warp owns at most GIO_GPU_EXEC_ENV_QUEUES queues, each with a CQ of its own. */
-	struct gio_tgt_queue sq[GIO_GPU_EXEC_ENV_QUEUES];
-	struct gio_tgt_queue cq[GIO_GPU_EXEC_ENV_QUEUES]; /**< See `sq`. */
+	/** Where gio_gpu_exec_loop_wide() keeps the state of the warp's owned queue l (its SQ and
+	 *  CQ; lane l's) while the loop runs: gio_gpu_exec_loop() keeps it in lane l's registers. */
+	struct gio_tgt_queue sq[GIO_GPU_EXEC_LANE_QUEUES];
+	struct gio_tgt_queue cq[GIO_GPU_EXEC_LANE_QUEUES]; /**< See `sq`. */
 };
 
 /** @brief Most commands an executor warp takes from one SQ at once: GIO_GPU_EXEC_ROUNDS per lane
@@ -208,57 +206,93 @@ __device__ inline void gio__gpu_model_hold(uint64_t done)
 	__syncwarp();
 }
 
-/* Serves up to 32 x GIO_GPU_EXEC_ROUNDS commands of SQ `qid` with the calling warp, its tail
- * doorbell read as `tail` (by a lane of this warp, with an acquire load); returns how many (on
- * every lane). sq and cq: the state of the SQ and its CQ, the target's or the warp's copy.
- * Command k of the batch is lane k % 32's, in round k / 32: the fixed costs of a batch (the
- * fetch, a memory latency for the entries, one release fence for the completions) are paid once
- * for all of them, where a producer keeps several batches of 32 outstanding. */
-__device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct gio_tgt_io_rules *rules, uint16_t qid,
-					       struct gio_tgt_queue *sq, struct gio_tgt_queue *cq, uint32_t tail,
+/* A batch of commands fetched from one SQ (gio__tgt_fetch_q()), and where its entries and its
+ * completions go: what the lane that fetched it gives every lane of the warp (gio__gpu_batch_bcast()). */
+struct gio__gpu_batch {
+	uint64_t sq_entries; /* the SQ's entries */
+	uint64_t cq_entries; /* its CQ's entries */
+	uint32_t n;          /* commands fetched (0: none) */
+	uint32_t slot;       /* SQ slot of the first */
+	uint32_t sq_depth;
+	uint32_t sqhd;       /* the SQ head after the fetch, for the completions */
+	uint32_t cq_idx;     /* CQ slot of the first completion */
+	uint32_t cq_depth;
+	uint32_t cq_phase;   /* the phase tag at cq_idx */
+	uint32_t sqid;
+};
+
+/* Fetches up to 32 x GIO_GPU_EXEC_ROUNDS commands of an SQ whose tail doorbell the calling lane read
+ * as `tail`, on the state of the SQ and its CQ that this lane serves (qflags as gio__tgt_fetch_q()). */
+__device__ inline void gio__gpu_fetch(struct gio_tgt *t, struct gio_tgt_queue *sq, struct gio_tgt_queue *cq,
+				      uint32_t sqid, uint32_t tail, uint32_t qflags, struct gio__gpu_batch *b)
+{
+	const int n = gio__tgt_fetch_q(t, sq, cq, 32u * GIO_GPU_EXEC_ROUNDS, tail, &b->slot, qflags);
+	b->n = n > 0 ? (uint32_t)n : 0u;
+	b->sq_entries = (uint64_t)(uintptr_t)sq->entries;
+	b->cq_entries = (uint64_t)(uintptr_t)cq->entries;
+	b->sq_depth = sq->depth;
+	b->sqhd = sq->idx;
+	b->cq_idx = cq->idx;
+	b->cq_depth = cq->depth;
+	b->cq_phase = cq->phase;
+	b->sqid = sqid;
+}
+
+/* Lane `src`'s batch, on every lane. */
+__device__ inline struct gio__gpu_batch gio__gpu_batch_bcast(const struct gio__gpu_batch *b, int src)
+{
+	struct gio__gpu_batch o;
+	o.sq_entries = __shfl_sync(0xffffffffu, b->sq_entries, src);
+	o.cq_entries = __shfl_sync(0xffffffffu, b->cq_entries, src);
+	o.n = __shfl_sync(0xffffffffu, b->n, src);
+	o.slot = __shfl_sync(0xffffffffu, b->slot, src);
+	o.sq_depth = __shfl_sync(0xffffffffu, b->sq_depth, src);
+	o.sqhd = __shfl_sync(0xffffffffu, b->sqhd, src);
+	o.cq_idx = __shfl_sync(0xffffffffu, b->cq_idx, src);
+	o.cq_depth = __shfl_sync(0xffffffffu, b->cq_depth, src);
+	o.cq_phase = __shfl_sync(0xffffffffu, b->cq_phase, src);
+	o.sqid = __shfl_sync(0xffffffffu, b->sqid, src);
+	return o;
+}
+
+/* Serves a fetched batch (b->n > 0, the same on every lane) with the calling warp: checks, moves and
+ * completes its commands; returns how many of them failed (on every lane). The caller advances the
+ * queues' state over the batch (gio__tgt_post_done_q()). Command k of the batch is lane k % 32's, in
+ * round k / 32: the fixed costs of a batch (the fetch, a memory latency for the entries, one release
+ * fence for the completions) are paid once for all of them, where a producer keeps several batches
+ * of 32 outstanding. */
+__device__ inline uint32_t gio__gpu_serve_warp(const struct gio_tgt_io_rules *rules, const struct gio__gpu_batch *b,
 					       unsigned char *backing, uint32_t flags, uint32_t scope,
 					       const struct gio_ssd_model *model, struct gio_tgt_model_clock *clock,
 					       uint64_t *prof)
 {
 	const unsigned lane = threadIdx.x & 31u;
-	uint64_t t0 = prof && lane == 0 ? gio_now_ns() : 0, t1 = 0, tdata = 0, data_ns = 0;
+	uint64_t t1 = prof && lane == 0 ? gio_now_ns() : 0, t0 = 0, tdata = 0, data_ns = 0;
 	struct gio_xfer_seg segs[GIO_GPU_EXEC_MAX_SEGS];
 	struct gio_sqe sqe[GIO_GPU_EXEC_ROUNDS];
 	uint16_t st[GIO_GPU_EXEC_ROUNDS];
-	uint32_t slot = 0, cq_idx = 0, cq_depth = 0, cq_phase = 0, sqhd = 0, sq_depth = 0;
-	uint64_t cq_entries = 0, sq_entries = 0;
-	int n = 0;
-	if (lane == 0) {
-		/* As gio_tgt_fetch_batch_at(), on the warp's copy of the queues where it keeps one. */
-		n = gio__tgt_fetch_q(t, sq, cq, 32u * GIO_GPU_EXEC_ROUNDS, tail, &slot, 0);
-		/* Where the batch's entries and completions are, read once while lane 0 has the
-		 * queues at hand: the lanes would each load them again. */
-		sq_entries = (uint64_t)(uintptr_t)sq->entries;
-		sq_depth = sq->depth;
-		cq_idx = cq->idx;
-		cq_depth = cq->depth;
-		cq_phase = cq->phase;
-		cq_entries = (uint64_t)(uintptr_t)cq->entries;
-		sqhd = sq->idx;
-	}
-	n = __shfl_sync(0xffffffffu, n, 0);
-	if (n <= 0)
-		return 0;
-	slot = __shfl_sync(0xffffffffu, slot, 0);
-	cq_idx = __shfl_sync(0xffffffffu, cq_idx, 0);
-	cq_depth = __shfl_sync(0xffffffffu, cq_depth, 0);
-	cq_phase = __shfl_sync(0xffffffffu, cq_phase, 0);
-	cq_entries = __shfl_sync(0xffffffffu, cq_entries, 0);
-	sqhd = __shfl_sync(0xffffffffu, sqhd, 0);
-	sq_entries = __shfl_sync(0xffffffffu, sq_entries, 0);
-	sq_depth = __shfl_sync(0xffffffffu, sq_depth, 0);
-	if (prof && lane == 0) {
-		t1 = gio_now_ns();
-		prof[0] += t1 - t0;
-	}
+	const int n = (int)b->n;
+	const uint32_t slot = b->slot, cq_idx = b->cq_idx, cq_depth = b->cq_depth, cq_phase = b->cq_phase;
+	const uint32_t sqhd = b->sqhd, sq_depth = b->sq_depth;
+	const uint64_t cq_entries = b->cq_entries, sq_entries = b->sq_entries;
+	const uint16_t qid = (uint16_t)b->sqid;
 	/* The host wrote the entries before its release of the doorbell, which a lane of this warp
 	 * acquired, and the warp barrier passed that on. */
 	gio__gpu_read_sqes((const struct gio_sqe *)(uintptr_t)sq_entries, sq_depth, slot, (uint32_t)n, flags, sqe);
+	/* Dwords 0 to 2 of each of this lane's CQEs now, while the entries load: none depends on the
+	 * command, the fetch reserved the slots (the host consumed them), and nothing reads them before
+	 * Dword 3's phase tag, which is stored after the release fence below. By then these stores
+	 * have long reached memory, where written just before the fence they were what it waited for. */
+	uint32_t *dw3[GIO_GPU_EXEC_ROUNDS];
+	uint32_t tag[GIO_GPU_EXEC_ROUNDS];
+#pragma unroll
+	for (uint32_t r = 0; r < GIO_GPU_EXEC_ROUNDS; r++) {
+		dw3[r] = (uint32_t *)0;
+		tag[r] = 0;
+		if (32u * r + lane < (uint32_t)n)
+			dw3[r] = gio_cqe_dw3(gio__tgt_cqe_put012((void *)(uintptr_t)cq_entries, cq_idx, cq_depth, cq_phase,
+								 32u * r + lane, 0, (uint16_t)sqhd, qid, &tag[r]));
+	}
 	/* The model's latency counts from the fetch; each round's transfer is booked before it moves. */
 	uint64_t model_done = flags & GIO_GPU_MODEL ? gio_now_ns() + (uint64_t)(model->lat_us * 1000.0f) : 0;
 	const uint32_t rounds = ((uint32_t)n + 31u) / 32u;
@@ -275,20 +309,12 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 			continue; /* the same on every lane */
 		const int mine = 32u * r + lane < (uint32_t)n;
 		if (mine) {
-			/* gio_tgt_io_check() in its parts, so that the common command's one segment stays
-			 * in registers (`one`): a list walked into segs[] lives in local memory, whose
-			 * stores and loads cost every command when the check wrote its segment there. */
-			int walk;
-			st[r] = gio__tgt_io_head(rules, &sqe[r], &io, &walk);
-			if (!st[r] && walk) {
-				single = gio__tgt_io_one(rules, &sqe[r], &io, &one, &st[r]);
-				io.xfer.n = single ? 1u : 0u;
-				if (!single) {
-					io.xfer.segs = segs;
-					io.xfer.cap = GIO_GPU_EXEC_MAX_SEGS;
-					st[r] = gio__tgt_io_walk(rules, &sqe[r], &io);
-				}
-			}
+			/* The common command's one segment stays in registers (`one`): a list walked
+			 * into segs[] lives in local memory, whose stores and loads cost every command
+			 * when the check wrote its segment there. */
+			io.xfer.segs = segs;
+			io.xfer.cap = GIO_GPU_EXEC_MAX_SEGS;
+			st[r] = gio__tgt_io_check_split(rules, &sqe[r], &io, &one, &single);
 		}
 		const int moves = mine && st[r] == 0 && io.bytes && io.opc != GIO_NVM_OPC_FLUSH;
 		if (flags & GIO_GPU_MODEL) {
@@ -324,25 +350,16 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 		prof[1] += t0 - t1 - data_ns; /* SQE reads and checks */
 		prof[2] += data_ns;
 	}
-	/* Dwords 0 to 2 of each of this lane's CQEs, then one release fence, then their Dwords 3
-	 * (CID and status word, with the phase tags the host polls) by relaxed stores after it. */
-	uint32_t *dw3[GIO_GPU_EXEC_ROUNDS];
+	/* Each CQE's Dword 3 (CID and status word, with the phase tag the host polls), by relaxed
+	 * stores after one release fence. */
 	uint32_t word[GIO_GPU_EXEC_ROUNDS];
 	uint32_t nerr = 0;
 #pragma unroll
 	for (uint32_t r = 0; r < GIO_GPU_EXEC_ROUNDS; r++) {
-		dw3[r] = (uint32_t *)0;
-		word[r] = 0;
 		/* The round's failed commands, counted by one vote where a sum over the lanes took a
 		 * chain of five shuffles. */
 		nerr += (uint32_t)__popc(__ballot_sync(0xffffffffu, 32u * r + lane < (uint32_t)n && (st[r] & 0x7ffu)));
-		if (32u * r + lane < (uint32_t)n) {
-			uint32_t phase;
-			struct gio_cqe *e = gio__tgt_cqe_put012((void *)(uintptr_t)cq_entries, cq_idx, cq_depth, cq_phase,
-								 32u * r + lane, 0, (uint16_t)sqhd, qid, &phase);
-			dw3[r] = gio_cqe_dw3(e);
-			word[r] = GIO_CQE_DW3(sqe[r].cid, (st[r] << 1) | phase);
-		}
+		word[r] = GIO_CQE_DW3(sqe[r].cid, (st[r] << 1) | tag[r]);
 	}
 	gio_fence_release_in(scope);
 #pragma unroll
@@ -350,37 +367,48 @@ __device__ inline uint32_t gio__gpu_serve_warp(struct gio_tgt *t, const struct g
 		if (dw3[r])
 			gio_store_relaxed_in(scope, dw3[r], word[r]);
 	__syncwarp();
-	if (lane == 0)
-		gio__tgt_post_done_q(sq, cq, (uint32_t)n, nerr);
-	__syncwarp();
 	if (prof && lane == 0)
 		prof[3] += gio_now_ns() - t0;
-	return (uint32_t)n;
+	return nerr;
 }
 
-/**
- * @brief The executor loop, for the calling warp: serves the I/O queues whose CQ it owns until
- * gio_gpu_ctl::stop.
- * @param t        the target (device memory).
- * @param backing  namespace byte 0 (device pointer).
- * @param ctl      the control block (device pointer of mapped host memory).
- * @param flags    GIO_GPU_NO_DATA, GIO_GPU_MODEL.
- * @param model    the timing model.
- * @param warp     this warp's index among the executor's warps.
- * @param nwarps   the executor's warps.
- * @param env      this warp's own storage for a copy of the target's region table and of its
- *                 queues' state (shared memory for speed; the queues' state is written back to @p t
- *                 when the loop ends, so the target's queue counters are current only then), or
- *                 NULL to use them in @p t every time.
- *
- * All 32 lanes of the warp. gio_gpu_exec_kernel() runs it on every warp; a program may instead
- * call it from blocks of its own kernel (a fused launch: compute-sanitizer serializes separate
- * kernels, so a persistent executor and its producers must share one launch there), after
- * gio_gpu_target_prepare().
- */
-__device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backing, struct gio_gpu_ctl *ctl,
-					 uint32_t flags, const struct gio_ssd_model *model, uint32_t warp, uint32_t nwarps,
-					 struct gio_gpu_exec_env *env)
+/* Copies the fields of an SQ's and its CQ's state that a fetch and a post read (back: those they
+ * change) between the target (sq, cq) and a lane's copy (lsq, lcq): in registers, the whole of both
+ * would be live across the loop. */
+__device__ inline void gio__gpu_lane_q(struct gio_tgt_queue *sq, struct gio_tgt_queue *cq, struct gio_tgt_queue *lsq,
+				       struct gio_tgt_queue *lcq, int back)
+{
+	if (back) {
+		sq->idx = lsq->idx;
+		sq->commands = lsq->commands;
+		sq->errors = lsq->errors;
+		sq->bad_doorbells = lsq->bad_doorbells;
+		cq->idx = lcq->idx;
+		cq->phase = lcq->phase;
+		cq->inflight = lcq->inflight;
+		cq->head_seen = lcq->head_seen;
+		return;
+	}
+	lsq->depth = sq->depth;
+	lsq->idx = sq->idx;
+	lsq->cqid = sq->cqid;
+	lsq->entries = sq->entries;
+	lsq->commands = sq->commands;
+	lsq->errors = sq->errors;
+	lsq->bad_doorbells = sq->bad_doorbells;
+	lcq->depth = cq->depth;
+	lcq->idx = cq->idx;
+	lcq->phase = cq->phase;
+	lcq->inflight = cq->inflight;
+	lcq->entries = cq->entries;
+	lcq->head_seen = cq->head_seen;
+}
+
+/* gio_gpu_exec_loop(), with the lanes' queue state in registers (kRegs) or in env's shared memory. */
+template <bool kRegs>
+__device__ inline void gio__gpu_exec_loop(struct gio_tgt *t, unsigned char *backing, struct gio_gpu_ctl *ctl,
+					  uint32_t flags, const struct gio_ssd_model *model, uint32_t warp, uint32_t nwarps,
+					  struct gio_gpu_exec_env *env)
 {
 	const unsigned lane = threadIdx.x & 31u;
 	/* The rules in registers (each lane its copy, read once): in memory, checking a command read
@@ -421,19 +449,24 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 				mine[owned / 32] = one;
 		}
 	}
-	/* The owned queues' state in the env while the loop runs (see gio_gpu_exec_env::sq): only
-	 * where each owned SQ has a CQ of its own, since a copy per SQ of a shared CQ would part. */
+	/* Lane l keeps the state of its owned queue l (its SQ and CQ) while the loop runs, in its
+	 * registers (kRegs) or in env, fetches from it and advances it: lane 0 alone, on the state in
+	 * memory, paid a chain of dependent loads for each fetch and post. Only where the warp owns at
+	 * most 32 queues, each SQ with a CQ of its own (a copy per SQ of a shared CQ would part), and
+	 * where the caller gave `env` (the target's state is then current only when the loop ends). */
 	int local = 0;
-	if (env && owned <= GIO_GPU_EXEC_ENV_QUEUES) {
+	struct gio_tgt_queue rsq, rcq;
+	memset(&rsq, 0, sizeof(rsq));
+	memset(&rcq, 0, sizeof(rcq));
+	struct gio_tgt_queue *const lsq = kRegs || !env ? &rsq : &env->sq[lane];
+	struct gio_tgt_queue *const lcq = kRegs || !env ? &rcq : &env->cq[lane];
+	if (env && owned <= GIO_GPU_EXEC_LANE_QUEUES) {
 		int alone = 1;
 		if (lane < owned)
 			alone = t->cq[mine[0] >> 16].nsq == 1u;
 		local = __all_sync(0xffffffffu, alone);
-		if (local && lane < owned) {
-			env->sq[lane] = t->sq[mine[0] & 0xffffu];
-			env->cq[lane] = t->cq[mine[0] >> 16];
-		}
-		__syncwarp(); /* the copies before any lane's use */
+		if (local && lane < owned)
+			gio__gpu_lane_q(&t->sq[mine[0] & 0xffffu], &t->cq[mine[0] >> 16], lsq, lcq, 0);
 	}
 	/* Fixed while the loop runs, so kept in registers: every acquire of a doorbell invalidates the
 	 * SM's L1 cache, after which each read of the target's fields (the register block's address,
@@ -451,25 +484,50 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 		for (uint32_t c = 0; c * 32 < owned; c++) {
 			uint32_t q = 0, tail = 0;
 			int pending = 0;
+			struct gio__gpu_batch mb;
+			mb.n = 0;
 			if (c * 32 + lane < owned) {
 				q = c ? mine[c] : q0;
-				/* The SQ head is this warp's own (lane 0 moved it, before a warp barrier):
-				 * loaded before the tail's acquire, both are one round trip. The queue
-				 * stays live while the executor runs: it was looked at once, above. */
-				const uint32_t head = local ? env->sq[lane].idx : t->sq[q & 0xffffu].idx;
+				/* The SQ head is this warp's own (moved only by its lanes, before a warp
+				 * barrier): loaded before the tail's acquire, both are one round trip. The
+				 * queue stays live while the executor runs: it was looked at once, above. */
+				const uint32_t head = local ? lsq->idx : t->sq[q & 0xffffu].idx;
 				tail = gio_load_acquire_in(scope, c ? gio__tgt_doorbell(t, (uint16_t)q, 0) : db0);
 				pending = tail != head;
 			}
+			/* Every lane with work fetches from its own queue at once. */
+			const uint64_t tf0 = pr && lane == 0 ? gio_now_ns() : 0;
+			if (local && pending)
+				gio__gpu_fetch(t, lsq, lcq, q & 0xffffu, tail, GIO__TGT_Q_PRIVATE, &mb);
+			if (pr && local && __any_sync(0xffffffffu, pending) && lane == 0)
+				prof[0] += gio_now_ns() - tf0; /* (the vote waited for every lane's fetch) */
 			for (unsigned todo = __ballot_sync(0xffffffffu, pending); todo; todo &= todo - 1) {
 				const int k = __ffs(todo) - 1;
 				const uint32_t qk = __shfl_sync(0xffffffffu, q, k);
 				const uint16_t sqid = (uint16_t)qk, cqid = (uint16_t)(qk >> 16);
-				const uint32_t n = gio__gpu_serve_warp(t, rules, sqid, local ? &env->sq[k] : &t->sq[sqid],
-								       local ? &env->cq[k] : &t->cq[cqid],
-								       __shfl_sync(0xffffffffu, tail, k), backing, flags, scope,
-								       model, &t->model, pr);
-				did += n;
-				batches += n ? 1 : 0;
+				const uint64_t tf = pr && lane == 0 ? gio_now_ns() : 0;
+				/* The lane that fetched the batch, and so advances the queues after it. */
+				const int src = local ? k : 0;
+				if (!local) {
+					const uint32_t tk = __shfl_sync(0xffffffffu, tail, k);
+					if (lane == 0)
+						gio__gpu_fetch(t, &t->sq[sqid], &t->cq[cqid], sqid, tk, 0, &mb);
+				}
+				const struct gio__gpu_batch b = gio__gpu_batch_bcast(&mb, src);
+				if (pr && lane == 0)
+					prof[0] += gio_now_ns() - tf;
+				if (!b.n)
+					continue; /* the same on every lane */
+				const uint32_t nerr = gio__gpu_serve_warp(rules, &b, backing, flags, scope, model, &t->model, pr);
+				if (lane == src) {
+					if (local)
+						gio__tgt_post_done_q(lsq, lcq, b.n, nerr, GIO__TGT_Q_PRIVATE);
+					else
+						gio__tgt_post_done_q(&t->sq[sqid], &t->cq[cqid], b.n, nerr, 0);
+				}
+				__syncwarp(); /* the queues advanced before the next fetch from them */
+				did += b.n;
+				batches++;
 			}
 		}
 		if (did) {
@@ -492,16 +550,54 @@ __device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backi
 		__nanosleep(!owned ? 100000u : idle < 5 ? 64u << idle : 2048u);
 		idle++;
 	}
-	__syncwarp(); /* lane 0's last post before the lanes write the copies back */
-	if (local && lane < owned) {
-		t->sq[mine[0] & 0xffffu] = env->sq[lane];
-		t->cq[mine[0] >> 16] = env->cq[lane];
-	}
+	if (local && lane < owned)
+		gio__gpu_lane_q(&t->sq[mine[0] & 0xffffu], &t->cq[mine[0] >> 16], lsq, lcq, 1);
 	if (lane == 0 && batches)
 		atomicAdd(&ctl->batches, batches);
 	if (lane == 0 && pr)
 		for (int i = 0; i < 6; i++)
 			atomicAdd(&ctl->prof[i], (unsigned long long)prof[i]);
+}
+
+/**
+ * @brief The executor loop, for the calling warp: serves the I/O queues whose CQ it owns until
+ * gio_gpu_ctl::stop.
+ * @param t        the target (device memory).
+ * @param backing  namespace byte 0 (device pointer).
+ * @param ctl      the control block (device pointer of mapped host memory).
+ * @param flags    GIO_GPU_NO_DATA, GIO_GPU_MODEL.
+ * @param model    the timing model.
+ * @param warp     this warp's index among the executor's warps.
+ * @param nwarps   the executor's warps.
+ * @param env      this warp's own storage for a copy of the target's region table (shared memory
+ *                 for speed); with it, the warp's lanes keep its queues' state in their registers
+ *                 (written back to @p t when the loop ends, so the target's queue counters are
+ *                 current only then). NULL: both are used in @p t every time.
+ *
+ * All 32 lanes of the warp. gio_gpu_exec_kernel() runs it on every warp; a program may instead
+ * call it from blocks of its own kernel (a fused launch: compute-sanitizer serializes separate
+ * kernels, so a persistent executor and its producers must share one launch there), after
+ * gio_gpu_target_prepare().
+ */
+__device__ inline void gio_gpu_exec_loop(struct gio_tgt *t, unsigned char *backing, struct gio_gpu_ctl *ctl,
+					 uint32_t flags, const struct gio_ssd_model *model, uint32_t warp, uint32_t nwarps,
+					 struct gio_gpu_exec_env *env)
+{
+	gio__gpu_exec_loop<true>(t, backing, ctl, flags, model, warp, nwarps, env);
+}
+
+/**
+ * @brief gio_gpu_exec_loop() for a kernel of more than 8 warps a block: the lanes keep their queues'
+ * state in @p env (shared memory) instead of registers, which a 16 warps' share of the register
+ * file (128 a thread) holds only by spilling more of the loop: 11% fewer commands/s with the state
+ * in registers there (bench/results/2026-12-06-cmdrate-exec-lanes.md).
+ * @param t, backing, ctl, flags, model, warp, nwarps, env  as gio_gpu_exec_loop().
+ */
+__device__ inline void gio_gpu_exec_loop_wide(struct gio_tgt *t, unsigned char *backing, struct gio_gpu_ctl *ctl,
+					      uint32_t flags, const struct gio_ssd_model *model, uint32_t warp,
+					      uint32_t nwarps, struct gio_gpu_exec_env *env)
+{
+	gio__gpu_exec_loop<false>(t, backing, ctl, flags, model, warp, nwarps, env);
 }
 
 #endif /* GIOURING_TARGET_GPU_EXEC_CUH */
