@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <giouring/kv/format.h>
 #include <giouring/proto/dma_map.h>
 #include <giouring/proto/dptr.h>
 #include <giouring/nvme/cqe.h>
@@ -122,6 +123,81 @@ static inline uint64_t fz_u64(struct fz_reader *r)
 #define FZ_KV_M_RAW_SHAPE 0x10u   /* layers, object bytes and device count as read */
 #define FZ_KV_MAX_MUTATIONS 8u    /* byte writes into a made superblock */
 #define FZ_KV_MAX_ENTRIES 4u      /* entries checked against an accepted superblock */
+
+/* ------------------------------------------------------------------------- */
+/* KV targets that drive a store (fuzz_kv_reopen, fuzz_kv_plan)               */
+/* ------------------------------------------------------------------------- */
+
+/* Key i of a target's small universe of chunk keys (distinct for every i). */
+static inline struct gio_kv_u128 fz_kv_key(uint32_t i)
+{
+	struct gio_kv_u128 k = {0x6b65790000000000ull | i, 0x9e3779b97f4a7c15ull * (i + 1)};
+	return k;
+}
+
+/* len bytes of a pseudo-random stream that `seed` names: what a chunk (or one layer object of
+ * it) holds, so that a model keeps only the seed. */
+static inline void fz_kv_bytes(uint64_t seed, uint8_t *buf, uint64_t len)
+{
+	uint64_t x = seed ? seed : 1u; /* xorshift never leaves 0 */
+	for (uint64_t k = 0; k < len; k++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		buf[k] = (uint8_t)x;
+	}
+}
+
+/* ------------------------------------------------------------------------- */
+/* fuzz_kv_plan: input layout (its first comment says the rest)               */
+/* ------------------------------------------------------------------------- */
+
+/* Header byte 0: devices. */
+#define FZ_PC_TWO 0x01u      /* two devices, else one */
+#define FZ_PC_512_0 0x02u    /* device 0: 512-byte blocks (else 4096) */
+#define FZ_PC_512_1 0x04u    /* device 1: 512-byte blocks */
+#define FZ_PC_PRP_0 0x08u    /* device 0: PRP table (the context's dptr=prp), else SGL */
+#define FZ_PC_PRP_1 0x10u    /* device 1: PRP table */
+#define FZ_PC_APART 0x20u    /* K and V apart in the pool: two runs an object */
+#define FZ_PC_TIMEOUT 0x40u  /* the plan's timeout 1 s (else 0: the store's 2 s) */
+#define FZ_PC_ONE_QP 0x80u   /* one queue pair a device in the plan (else two) */
+/* Header byte 1: the chunk's shape and the store's size. */
+#define FZ_PS_LAYERS(v) (1u + ((v) & 3u))           /* layers */
+#define FZ_PS_BLOCKS(v) (1u + (((v) >> 2) & 3u))    /* an object's blocks of the largest size */
+#define FZ_PS_SLOTS(v) (2u + (((v) >> 4) & 7u))     /* slots a device, about */
+/* Header byte 4 and FZ_OP_DESTROY's argument: a parameter made invalid the way plan.h documents. */
+#define FZ_PF_NONE 0u
+#define FZ_PF_ENGINE 1u     /* engine 2: unknown */
+#define FZ_PF_MAX_REQ 2u    /* max_requests 0 */
+#define FZ_PF_BLOCKS 3u     /* blocks 0 */
+#define FZ_PF_WARPS 4u      /* io_warps 33 */
+#define FZ_PF_DEVS 5u       /* devs NULL */
+#define FZ_PF_NQPS 6u       /* the last device without queue pairs */
+#define FZ_PF_QPS 7u        /* the last device's qps NULL */
+#define FZ_PF_TABLE 8u      /* the last device's table NULL (and no staging) */
+#define FZ_PF_LBA 9u        /* the last device's block size not the store's */
+#define FZ_PF_PSDT 10u      /* the last device's psdt GIO_PSDT_SGL_MSGL */
+#define FZ_PF_CMDS 11u      /* the last device's runs half a block */
+#define FZ_PF_PARAMS 12u    /* params NULL */
+#define FZ_PF_COUNT 13u     /* values from here on: none */
+/* Header byte 5: plan knobs the CPU engine takes and ignores. */
+#define FZ_PK_SCOPE_SYS 0x01u
+#define FZ_PK_WARPS(v) (((v) >> 1) % 33u) /* io_warps 0..32 */
+
+#define FZ_OP_LOAD 0u
+#define FZ_OP_SAVE 1u
+#define FZ_OP_RUN 2u
+#define FZ_OP_RUN_ALL 3u
+#define FZ_OP_WAIT 4u
+#define FZ_OP_FINISH 5u
+#define FZ_OP_DESTROY 6u
+#define FZ_OP_CANCEL 7u
+#define FZ_OP_QUERY 8u
+#define FZ_OP_FAULT 9u
+#define FZ_OP_BEGIN 10u
+#define FZ_OP_CYCLE 11u
+#define FZ_N_ABOVE 0xffu /* a load or save of max_requests + 1 */
+#define FZ_OP(kind, arg) ((uint8_t)((kind) | ((arg) << 4)))
 
 /* ------------------------------------------------------------------------- */
 /* Decoded settings shared by the targets                                    */

@@ -96,8 +96,7 @@ static int mdev_rw(void *arg, int write, uint64_t slba, uint64_t nblocks, void *
 
 static struct gio_kv_u128 key_of(uint32_t i)
 {
-	struct gio_kv_u128 k = {0x6b65790000000000ull | i, 0x9e3779b97f4a7c15ull * (i + 1)};
-	return k;
+	return fz_kv_key(i);
 }
 
 /* The key index of a key of the universe, or -1. */
@@ -111,13 +110,7 @@ static int index_of(struct gio_kv_u128 k)
 
 static void chunk_of(uint32_t i, uint8_t *buf, uint64_t len)
 {
-	uint64_t x = 0x2545f4914f6cdd1dull * (i + 7);
-	for (uint64_t k = 0; k < len; k++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		buf[k] = (uint8_t)x;
-	}
+	fz_kv_bytes(0x2545f4914f6cdd1dull * (i + 7), buf, len);
 }
 
 /* ---- The model of a reopen (docs/store-format.md, "Reopen") ---- */

@@ -14,6 +14,7 @@
  *   corpus/fuzz_kv_format/        KV store superblocks and entries: made, mutated and raw
  *   corpus/fuzz_kv_reopen/        KV stores written, damaged and reopened
  *   corpus/fuzz_kv_pool/          KV pools of the engines' layouts, and one that overlaps
+ *   corpus/fuzz_kv_plan/          KV plans: saves and loads layer by layer, refused calls, errors
  *   regressions/fuzz_<target>/    inputs that reproduced header bugs (README.md, "Known
  *                                 findings"); a fixed header passes them
  * Every file is a few hundred bytes at most. Existing files of the same name are replaced;
@@ -1541,6 +1542,161 @@ static void kv_pool_seeds(void)
 	}
 }
 
+/* ------------------------------------------------------------------------- */
+/* KV plan inputs (fuzz_kv_plan.c's layout: its first comment, FZ_PC_* ...)   */
+/* ------------------------------------------------------------------------- */
+
+/* Header: devices and pool (FZ_PC_*), shape (layers, blocks an object, slots a device), the
+ * plan's max_requests and pool blocks, the first create's fault (FZ_PF_*), knobs (FZ_PK_*). */
+static void kq_head(struct rt_seed *s, uint8_t cfg, uint32_t layers, uint32_t obj_blocks, uint32_t slots,
+		    uint32_t max_requests, uint32_t blocks, uint8_t fault, uint8_t knobs)
+{
+	s->n = 0;
+	rs_u8(s, cfg);
+	rs_u8(s, (uint8_t)((layers - 1) | ((obj_blocks - 1) << 2) | ((slots - 2) << 4)));
+	rs_u8(s, (uint8_t)(max_requests - 1));
+	rs_u8(s, (uint8_t)(blocks - 1));
+	rs_u8(s, fault);
+	rs_u8(s, knobs);
+}
+
+/* A load or save of n keys from `first` (one apart) into blocks from `block` (one apart; 0x80 and
+ * up: beyond the pool). */
+static void kq_batch(struct rt_seed *s, uint32_t kind, uint8_t n, uint8_t first, uint8_t block)
+{
+	rs_u8(s, FZ_OP(kind, 0));
+	rs_u8(s, n);
+	for (uint8_t i = 0; n != FZ_N_ABOVE && i < n; i++) {
+		rs_u8(s, (uint8_t)(first + i));
+		rs_u8(s, block & 0x80u ? block : (uint8_t)(block + i));
+	}
+}
+
+static void kq_op(struct rt_seed *s, uint32_t kind, uint32_t arg)
+{
+	rs_u8(s, FZ_OP(kind, arg));
+}
+
+/* A save of ns keys from sfirst into blocks from sblock, every layer run and finished; then a
+ * load of nl keys from lfirst into blocks from lblock, the same. */
+static void kq_save_load(struct rt_seed *s, uint8_t ns, uint8_t sfirst, uint8_t sblock, uint8_t nl, uint8_t lfirst,
+			 uint8_t lblock)
+{
+	kq_batch(s, FZ_OP_SAVE, ns, sfirst, sblock);
+	kq_op(s, FZ_OP_CYCLE, 0);
+	kq_batch(s, FZ_OP_LOAD, nl, lfirst, lblock);
+	kq_op(s, FZ_OP_CYCLE, 0);
+}
+
+static void kq_write(struct rt_seed *s, const char *name)
+{
+	write_file("corpus", "fuzz_kv_plan", name, s->b, s->n);
+}
+
+static void kv_plan_seeds(void)
+{
+	struct rt_seed *s = &s_kv;
+	static const char *const faults[FZ_PF_COUNT] = {
+		NULL, "engine", "max-requests-0", "blocks-0", "io-warps-33", "devs-null", "no-queue-pairs",
+		"qps-null", "table-null", "block-size", "psdt-msgl", "runs-half-a-block", "params-null"};
+
+	/* Four chunks saved layer by layer, then loaded back into other blocks with two misses, its
+	 * layers run in reverse but for layer 1 (whose wait ends -ETIME, whose objects stay as they
+	 * were); the view and the layer bytes asked for. */
+	kq_head(s, 0, 2, 1, 4, 8, 8, FZ_PF_NONE, 0);
+	kq_batch(s, FZ_OP_SAVE, 4, 0, 0);
+	kq_op(s, FZ_OP_CYCLE, 0);
+	kq_batch(s, FZ_OP_LOAD, 6, 0, 2);
+	kq_op(s, FZ_OP_QUERY, 0);
+	kq_op(s, FZ_OP_RUN_ALL, 1u | (2u << 1));
+	kq_op(s, FZ_OP_WAIT, 0);
+	kq_op(s, FZ_OP_WAIT, 1);
+	kq_op(s, FZ_OP_FINISH, 0);
+	kq_write(s, "save-load-hits");
+
+	/* Two devices (512-byte blocks and PRPs on device 1), K and V apart: an SGL segment list on
+	 * device 0, one PRP command a run on device 1; one queue pair each. */
+	kq_head(s, FZ_PC_TWO | FZ_PC_512_1 | FZ_PC_PRP_1 | FZ_PC_APART | FZ_PC_ONE_QP, 3, 2, 3, 12, 12, FZ_PF_NONE, 0x41);
+	kq_save_load(s, 6, 3, 0, 8, 1, 4);
+	kq_write(s, "two-devices-prp-apart");
+
+	/* PRPs on both devices, 4 layers of 4 blocks, two 512-byte devices. */
+	kq_head(s, FZ_PC_TWO | FZ_PC_512_0 | FZ_PC_512_1 | FZ_PC_PRP_0 | FZ_PC_PRP_1 | FZ_PC_TIMEOUT, 4, 4, 2, 6, 6,
+		FZ_PF_NONE, 0);
+	kq_save_load(s, 3, 10, 0, 4, 9, 2);
+	kq_write(s, "two-devices-prp");
+
+	/* Two slots: a save of five keys reserves two and gets -ENOSPC for the rest; a second save
+	 * evicts them; a load finds only the last. */
+	kq_head(s, 0, 1, 1, 2, 8, 8, FZ_PF_NONE, 0);
+	kq_batch(s, FZ_OP_SAVE, 5, 0, 0);
+	kq_op(s, FZ_OP_CYCLE, 0);
+	kq_save_load(s, 2, 7, 3, 8, 0, 0);
+	kq_write(s, "evictions-no-space");
+
+	/* Layer calls refused: out of range, the other direction, twice, cancelled; a wait for a layer
+	 * not run; a save finished without its last layer (-ECANCELED), then loaded (a miss). */
+	kq_head(s, 0, 3, 1, 4, 4, 4, FZ_PF_NONE, 0);
+	kq_batch(s, FZ_OP_SAVE, 2, 5, 0);
+	kq_op(s, FZ_OP_RUN, 5);
+	kq_op(s, FZ_OP_RUN, 0);
+	kq_op(s, FZ_OP_RUN, 0);
+	kq_op(s, FZ_OP_BEGIN, 1);
+	kq_op(s, FZ_OP_RUN, 8 | 2);
+	kq_op(s, FZ_OP_CANCEL, 1);
+	kq_op(s, FZ_OP_WAIT, 2);
+	kq_op(s, FZ_OP_FINISH, 0);
+	kq_batch(s, FZ_OP_LOAD, 2, 5, 0);
+	kq_op(s, FZ_OP_CYCLE, 0);
+	kq_write(s, "layer-errors");
+
+	/* Batch calls refused: above max_requests, a block beyond the pool, no batch open (run, wait,
+	 * finish, query), a batch open (a load during a save); a destroy with the save's layers run
+	 * commits it, and a plan with io_warps 33 is refused before the next. */
+	kq_head(s, 0, 2, 1, 4, 4, 4, FZ_PF_NONE, 0);
+	kq_batch(s, FZ_OP_LOAD, FZ_N_ABOVE, 0, 0);
+	kq_batch(s, FZ_OP_SAVE, 2, 0, 0x81);
+	kq_op(s, FZ_OP_RUN, 0);
+	kq_op(s, FZ_OP_WAIT, 0);
+	kq_op(s, FZ_OP_FINISH, 0);
+	kq_op(s, FZ_OP_QUERY, 0);
+	kq_batch(s, FZ_OP_SAVE, 3, 1, 0);
+	kq_batch(s, FZ_OP_LOAD, 1, 1, 0);
+	kq_op(s, FZ_OP_RUN_ALL, 0);
+	kq_op(s, FZ_OP_DESTROY, FZ_PF_WARPS);
+	kq_batch(s, FZ_OP_LOAD, 3, 1, 1);
+	kq_op(s, FZ_OP_CYCLE, 0);
+	kq_write(s, "batch-errors-destroy");
+
+	/* A read error injected into device 0's second command: one load request fails with its
+	 * status; and a write error in a save (a layer, a FREE entry or the commit). */
+	kq_head(s, 0, 2, 1, 4, 8, 8, FZ_PF_NONE, 0);
+	kq_batch(s, FZ_OP_SAVE, 4, 0, 0);
+	kq_op(s, FZ_OP_CYCLE, 0);
+	kq_op(s, FZ_OP_FAULT, 0);
+	rs_u8(s, 2);
+	kq_batch(s, FZ_OP_LOAD, 4, 0, 4);
+	kq_op(s, FZ_OP_CYCLE, 0);
+	kq_op(s, FZ_OP_FAULT, 2);
+	rs_u8(s, 3);
+	kq_save_load(s, 3, 8, 0, 3, 8, 0);
+	kq_write(s, "injected-errors");
+
+	/* PRPs with K and V apart in 4096-byte blocks and objects of one block: a command a run of
+	 * 2048 bytes, not whole blocks: no plan can be made. */
+	kq_head(s, FZ_PC_PRP_0 | FZ_PC_APART, 1, 1, 2, 2, 2, FZ_PF_NONE, 0);
+	kq_write(s, "runs-not-whole-blocks");
+
+	/* Each documented invalid parameter at the first create, then a save and a load. */
+	for (uint8_t f = 1; f < FZ_PF_COUNT; f++) {
+		char name[64];
+		kq_head(s, FZ_PC_TWO, 2, 1, 3, 4, 4, f, 0);
+		kq_save_load(s, 2, 0, 0, 2, 0, 2);
+		snprintf(name, sizeof(name), "plan-fault-%s", faults[f]);
+		kq_write(s, name);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
@@ -1552,6 +1708,7 @@ int main(int argc, char **argv)
 	kv_format_seeds();
 	kv_reopen_seeds();
 	kv_pool_seeds();
+	kv_plan_seeds();
 	printf("wrote %u files under %s/corpus and %s/regressions\n", written, root, root);
 	return 0;
 }
