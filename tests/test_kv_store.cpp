@@ -709,9 +709,11 @@ namespace {
 // next rw call fail (as a device's error would); a read that covers bad_lba fails until a write
 // covers it (a bad sector, remapped when written).
 struct MemDev {
+	explicit MemDev(size_t size = 0) : bytes(size, 0) {}
 	std::vector<unsigned char> bytes;
 	int fail_rw = 0;
 	int64_t bad_lba = -1;
+	uint64_t writes = 0; // write calls that succeeded
 	static int rw(void *arg, int write, uint64_t slba, uint64_t nblocks, void *buf, uint64_t)
 	{
 		auto *m = static_cast<MemDev *>(arg);
@@ -720,6 +722,7 @@ struct MemDev {
 			m->fail_rw = 0;
 			return -EIO;
 		}
+		m->writes += write != 0;
 		if (covers)
 			m->bad_lba = -1;
 		unsigned char *at = m->bytes.data() + slba * 4096;
@@ -740,13 +743,22 @@ struct MemDev {
 	}
 };
 
+// A store of params() over one block device (which must outlive it) holding chunks 0 to n - 1.
+gio_kv_store *create_with(const gio_kv_blockdev &bd, uint64_t n)
+{
+	const auto p = params();
+	gio_kv_store *s = nullptr;
+	REQUIRE(gio_kv_store_create_blockdevs(&bd, 1, &p, &s) == 0);
+	for (uint64_t i = 0; i < n; i++)
+		put_ok(s, i);
+	return s;
+}
+
 } // namespace
 
 TEST_CASE("store: over the caller's block devices, persistent across a reopen", "[kv]")
 {
-	std::vector<MemDev> mem(3);
-	for (auto &m : mem)
-		m.bytes.assign(1 << 20, 0);
+	std::vector<MemDev> mem(3, MemDev(1 << 20));
 	std::vector<gio_kv_blockdev> bds;
 	for (auto &m : mem)
 		bds.push_back(m.dev());
@@ -802,19 +814,15 @@ TEST_CASE("store: an entry batch whose read fails once is read again block by bl
 	REQUIRE(gio_ctx_inject(t.ctx[0], nullptr) == 0);
 }
 
-TEST_CASE("store: an entry block the open cannot read is a free slot, written FREE before reuse", "[kv]")
+TEST_CASE("store: an entry block the open cannot read is a free slot, written FREE by the open", "[kv]")
 {
-	MemDev m;
-	m.bytes.assign(kFourSlots, 0);
+	MemDev m(kFourSlots);
 	const gio_kv_blockdev bd = m.dev();
 	const auto p = params();
-	gio_kv_store *s = nullptr;
-	REQUIRE(gio_kv_store_create_blockdevs(&bd, 1, &p, &s) == 0);
+	gio_kv_store *s = create_with(bd, 4);
 	gio_kv_store_stats st;
 	gio_kv_store_info(s, &st);
 	REQUIRE(st.capacity == 4);
-	for (uint64_t i = 0; i < 4; i++)
-		put_ok(s, i);
 	gio__kv_loc loc;
 	REQUIRE(where(s, key(2), &loc));
 	REQUIRE(gio_kv_store_close(s) == 0);
@@ -824,15 +832,19 @@ TEST_CASE("store: an entry block the open cannot read is a free slot, written FR
 	m.bad_lba = (int64_t)(1 + loc.slot); // 4096-byte blocks: the index starts at LBA 1
 	INFO(gio_last_error());
 	REQUIRE(gio_kv_store_open_blockdevs(&bd, 1, &p, &s) == 0);
+	// The open wrote that entry FREE (and so remapped the sector): unread, it could have held a
+	// sequence above the next one, and won its key over a newer chunk at a later open.
+	CHECK(m.bad_lba == -1);
 	gio_kv_store_info(s, &st);
 	CHECK(st.unreadable == 1);
 	CHECK(st.valid == 3);
 	CHECK(st.free == 1);
 	for (uint64_t i = 0; i < 4; i++)
 		CHECK(get_check(s, i) == (i == 2 ? 0 : 1)); // key 2 not served: its entry was not read
-	put_ok(s, 10); // takes the slot whose entry may read VALID: written FREE first
+	const uint64_t before = m.writes;
+	put_ok(s, 10); // takes that slot, whose entry reads FREE now: data and entry, no invalidation
+	CHECK(m.writes - before == 2);
 	REQUIRE(gio_kv_store_close(s) == 0);
-	CHECK(m.bad_lba == -1); // written, so readable again
 	// Read cleanly: the three slots not reused serve their chunks, the reused one only the new one.
 	REQUIRE(gio_kv_store_open_blockdevs(&bd, 1, &p, &s) == 0);
 	CHECK(get_check(s, 10) == 1);
@@ -846,14 +858,10 @@ TEST_CASE("store: an entry block the open cannot read is a free slot, written FR
 
 TEST_CASE("store: a chunk whose data cannot be read is removed, then stored again", "[kv]")
 {
-	MemDev m;
-	m.bytes.assign(kFourSlots, 0);
+	MemDev m(kFourSlots);
 	const gio_kv_blockdev bd = m.dev();
 	const auto p = params();
-	gio_kv_store *s = nullptr;
-	REQUIRE(gio_kv_store_create_blockdevs(&bd, 1, &p, &s) == 0);
-	for (uint64_t i = 0; i < 3; i++)
-		put_ok(s, i);
+	gio_kv_store *s = create_with(bd, 3);
 	gio__kv_loc loc;
 	REQUIRE(where(s, key(1), &loc));
 	m.bad_lba = (int64_t)gio__kv_store_chunk_lba(s, &loc); // key 1's layer 0 fails every read (a bad sector)
@@ -905,6 +913,83 @@ TEST_CASE("store: a chunk whose data cannot be read is removed, then stored agai
 	CHECK(gio_kv_store_remove(s, key(0)) == 1);
 	REQUIRE(gio_kv_store_close(s) == 0);
 	REQUIRE(gio_kv_store_open_blockdevs(&bd, 1, &p, &s) == 0);
+	CHECK(get_check(s, 0) == 0);
+	CHECK(get_check(s, 1) == 1);
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
+TEST_CASE("store: a removal whose FREE write failed is written again at the close", "[kv]")
+{
+	MemDev m(kFourSlots);
+	const gio_kv_blockdev bd = m.dev();
+	const auto p = params();
+	gio_kv_store *s = create_with(bd, 4);
+	// A removal that succeeds leaves an entry that reads FREE: the slot's next put writes its
+	// data and entry, and no FREE entry first.
+	CHECK(gio_kv_store_remove(s, key(1)) == 1);
+	uint64_t before = m.writes;
+	put_ok(s, 11);
+	CHECK(m.writes - before == 2);
+	// One whose write fails: the key is out of the index, and the close writes the entry FREE
+	// (before, it read VALID at the next open and served the removed key again).
+	m.fail_rw = 1;
+	CHECK(gio_kv_store_remove(s, key(2)) == -EIO);
+	CHECK(get_check(s, 2) == 0);
+	before = m.writes;
+	REQUIRE(gio_kv_store_close(s) == 0);
+	CHECK(m.writes - before == 1);
+	REQUIRE(gio_kv_store_open_blockdevs(&bd, 1, &p, &s) == 0);
+	CHECK(get_check(s, 2) == 0);
+	CHECK(get_check(s, 0) == 1);
+	CHECK(get_check(s, 11) == 1);
+	gio_kv_store_stats st;
+	gio_kv_store_info(s, &st);
+	CHECK(st.valid == 3);
+	// Where the close's write fails too, the close says so, naming it: that entry may serve the
+	// key at the next open.
+	m.fail_rw = 1;
+	CHECK(gio_kv_store_remove(s, key(3)) == -EIO);
+	m.fail_rw = 1;
+	CHECK(gio_kv_store_close(s) == -EIO);
+	const std::string msg = gio_last_error();
+	INFO(msg);
+	CHECK(msg.find("close: writing FREE") != std::string::npos);
+	CHECK(msg.find("device 0") != std::string::npos);
+}
+
+TEST_CASE("store: the open writes an older duplicate FREE, so a key removed later stays removed", "[kv]")
+{
+	MemDev m(1 << 20);
+	const gio_kv_blockdev bd = m.dev();
+	const auto p = params();
+	gio_kv_store *s = create_with(bd, 2);
+	// Key 0's entry stays VALID where a removal's write failed; the key is stored again in
+	// another slot (the failed one goes to the back of the free list).
+	gio__kv_loc old_loc, new_loc;
+	REQUIRE(where(s, key(0), &old_loc));
+	m.fail_rw = 1;
+	CHECK(gio_kv_store_remove(s, key(0)) == -EIO);
+	put_ok(s, 0);
+	REQUIRE(where(s, key(0), &new_loc));
+	REQUIRE(new_loc.slot != old_loc.slot);
+	// A crash now (the image without the close's writes): two VALID entries of key 0.
+	const std::vector<unsigned char> crashed = m.bytes;
+	REQUIRE(gio_kv_store_close(s) == 0);
+	m.bytes = crashed;
+	REQUIRE(gio_kv_store_open_blockdevs(&bd, 1, &p, &s) == 0);
+	gio_kv_store_stats st;
+	gio_kv_store_info(s, &st);
+	CHECK(st.duplicates == 1);
+	CHECK(st.valid == 2);
+	CHECK(get_check(s, 0) == 1);
+	// The open wrote the older one FREE: removed now, key 0 is not served after the next open
+	// (before, the older entry came back and served it).
+	CHECK(gio_kv_store_remove(s, key(0)) == 1);
+	REQUIRE(gio_kv_store_close(s) == 0);
+	REQUIRE(gio_kv_store_open_blockdevs(&bd, 1, &p, &s) == 0);
+	gio_kv_store_info(s, &st);
+	CHECK(st.duplicates == 0);
+	CHECK(st.valid == 1);
 	CHECK(get_check(s, 0) == 0);
 	CHECK(get_check(s, 1) == 1);
 	REQUIRE(gio_kv_store_close(s) == 0);

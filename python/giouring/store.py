@@ -224,8 +224,10 @@ class Store:
         Raises:
             TypeError / GiouringError as :meth:`contains`; GiouringError ``EBUSY`` for a chunk
                 being loaded or saved (a plan holds it), ``EIO`` / ``ETIME`` when writing its entry
-                FREE failed (it is out of the index all the same, but may be found again at the
-                next open). The keys before the failing one are removed, those after it are not.
+                FREE failed (it is out of the index all the same; :meth:`close` writes the entry
+                FREE again, and raises where that fails too: the key may then be found again at
+                the next open). The keys before the failing one are removed, those after it are
+                not.
         """
         keys = list(keys)
         done = (ctypes.c_uint8 * max(len(keys), 1))()

@@ -542,6 +542,14 @@ int gio__kv_index_mark_stale(struct gio__kv_index *ix, uint32_t device, uint64_t
 	return 0;
 }
 
+int gio__kv_index_mark_clean(struct gio__kv_index *ix, uint32_t id)
+{
+	if (id >= ix->capacity || ix->ent[id].state != GIO__KV_FREE)
+		return bad_id(ix, "mark clean", id);
+	ix->ent[id].stale = 0;
+	return 0;
+}
+
 struct seq_id {
 	uint64_t seq;
 	uint32_t id;

@@ -126,6 +126,10 @@ int gio__kv_index_rebuild_insert(struct gio__kv_index *ix, struct gio_kv_u128 ke
  * stale. -EINVAL unless FREE. */
 int gio__kv_index_mark_stale(struct gio__kv_index *ix, uint32_t device, uint64_t slot);
 
+/* The on-device entry of FREE slot id was written FREE and flushed: it can no longer read VALID,
+ * so its next writer need not invalidate it. -EINVAL unless FREE. */
+int gio__kv_index_mark_clean(struct gio__kv_index *ix, uint32_t id);
+
 /* After the last rebuild_insert: orders each device's LRU list by sequence (the oldest commit
  * evicted first), the best recency a device records, and sets the cursor to the device after the
  * one whose VALID entry has the highest sequence (device 0 when none is VALID). 0 or -ENOMEM. */

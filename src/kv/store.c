@@ -295,6 +295,66 @@ static int dev_scan(struct gio_kv_store *s, uint32_t d)
 	return gio__kv_dev_scan(&s->dev[d], scan_visit, &a);
 }
 
+/* Slots a scrub writes before each Flush: a bound on the ids it holds, not a tuning. */
+#define KV_SCRUB_BATCH 256
+
+/* Writes FREE, then flushes, the entry of every free slot that may still read VALID (a stale FREE
+ * slot of the index): the losers of duplicate keys and the unreadable entries an open found, and
+ * at a close the slots whose FREE write failed earlier (a removal's, an eviction's). Left as they
+ * were, each could serve a key again at a later open: a key removed since, or an older chunk of a
+ * key stored again since (an unreadable entry may even hold a sequence above the next one).
+ * Each slot written and flushed is clean in the index. A failed write or Flush leaves its slots
+ * stale, written FREE before their next use as before, and the scrub goes on with the next device;
+ * -ETIME abandons the device (its bounce may still be written). Returns the first error, with its
+ * message, or 0. Under the lock, or before the store is handed out. */
+static int store_scrub_locked(struct gio_kv_store *s, const char *what)
+{
+	static const struct gio_kv_u128 zero = {0, 0};
+	uint32_t ids[KV_SCRUB_BATCH];
+	char msg[512] = "";
+	uint32_t d, n, k;
+	uint64_t slot;
+	int first = 0, rc, f;
+	for (d = 0; d < s->n; d++) {
+		struct gio__kv_dev *dv = &s->dev[d];
+		for (slot = 0, n = 0, rc = 0; slot < dv->lay.slots && !dv->abandoned; slot++) {
+			uint32_t id = 0, state = 0;
+			int stale = 0;
+			if (gio__kv_index_locate(s->ix, d, slot, &id) ||
+			    gio__kv_index_peek(s->ix, id, NULL, &state, NULL, &stale, NULL, NULL) ||
+			    state != GIO__KV_FREE || !stale)
+				continue;
+			rc = dev_write_entry(dv, slot, GIO_KV_ENTRY_FREE, zero, s->next_seq - 1, 0, what);
+			if (rc)
+				break;
+			ids[n++] = id;
+			if (n == KV_SCRUB_BATCH) {
+				rc = gio__kv_dev_flush(dv, what);
+				for (k = 0; !rc && k < n; k++)
+					gio__kv_index_mark_clean(s->ix, ids[k]);
+				n = 0;
+				if (rc)
+					break;
+			}
+		}
+		/* Kept aside: the Flush below clears the message. */
+		if (rc && !first) {
+			first = rc;
+			snprintf(msg, sizeof(msg), "%s", gio_last_error());
+		}
+		if (n && !dv->abandoned) {
+			f = gio__kv_dev_flush(dv, what);
+			for (k = 0; !f && k < n; k++)
+				gio__kv_index_mark_clean(s->ix, ids[k]);
+			if (f && !first) {
+				first = f;
+				snprintf(msg, sizeof(msg), "%s", gio_last_error());
+			}
+		}
+	}
+	return first ? gio__fail(first, "%s", msg) : 0;
+}
+
 static int store_open(struct gio_ctx *const *ctxs, const struct gio_kv_blockdev *bds, uint32_t n,
 		      const struct gio_kv_store_params *p, struct gio_kv_store **out)
 {
@@ -319,6 +379,14 @@ static int store_open(struct gio_ctx *const *ctxs, const struct gio_kv_blockdev 
 	}
 	gio__kv_index_stats(s->ix, &st);
 	s->next_seq = st.max_seq + 1;
+	/* Duplicates' losers and unreadable entries written FREE now, not when their slots are
+	 * reused: until then a later open could serve them. A device that refuses the writes
+	 * leaves them stale, as before; one that stops answering fails the open. */
+	rc = store_scrub_locked(s, "open: writing FREE an older duplicate's or an unreadable entry");
+	if (rc == -ETIME) {
+		store_free(s, NULL);
+		return rc;
+	}
 	gio__clear_error();
 	*out = s;
 	return 0;
@@ -350,18 +418,28 @@ int gio_kv_store_open_blockdevs(const struct gio_kv_blockdev *devs, uint32_t n, 
 
 int gio_kv_store_close(struct gio_kv_store *s)
 {
+	char msg[512];
 	uint32_t d;
 	int rc = 0;
 	gio__clear_error();
 	if (!s)
 		return 0;
+	/* A removal's or an eviction's FREE write that failed is tried again: its entry would
+	 * otherwise serve the key again at the next open. */
+	rc = store_scrub_locked(s, "close: writing FREE the entry of a removal or eviction that failed");
+	if (rc) /* kept aside: the Flushes clear the message */
+		snprintf(msg, sizeof(msg), "%s", gio_last_error());
 	/* The last VALID entries are durable only after a Flush. */
 	for (d = 0; d < s->n; d++)
 		if (!s->dev[d].abandoned) {
 			const int f = gio__kv_dev_flush(&s->dev[d], "close: flush");
-			if (f && !rc)
+			if (f && !rc) {
 				rc = f;
+				snprintf(msg, sizeof(msg), "%s", gio_last_error());
+			}
 		}
+	if (rc)
+		gio__fail(rc, "%s", msg);
 	store_free(s, &rc);
 	return rc;
 }
@@ -621,6 +699,8 @@ int gio_kv_store_remove(struct gio_kv_store *s, struct gio_kv_u128 key)
 	rc = dev_write_entry(dv, loc.slot, GIO_KV_ENTRY_FREE, zero, s->next_seq - 1, 0, "remove: writing the entry FREE");
 	if (!rc)
 		rc = gio__kv_dev_flush(dv, "remove: flush of the FREE entry");
+	if (!rc) /* its next writer need not write it FREE again */
+		gio__kv_index_mark_clean(s->ix, loc.id);
 	pthread_mutex_unlock(&s->lock);
 	return rc ? rc : 1;
 }

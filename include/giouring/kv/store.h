@@ -57,9 +57,9 @@ struct gio_kv_store_stats {
 	uint64_t hits;          /**< gio_kv_store_get() calls that found their key. */
 	uint64_t misses;        /**< gio_kv_store_get() calls that did not. */
 	uint64_t evictions;     /**< Chunks evicted to make room. */
-	uint64_t duplicates;    /**< Keys found twice by the open's scan (the older commit dropped). */
+	uint64_t duplicates;    /**< Keys found twice by the open's scan (the older commit dropped, its entry written FREE by the open). */
 	uint64_t refused;       /**< Entries the open's scan refused (torn, damaged, another store's): free slots now. */
-	uint64_t unreadable;    /**< Entry blocks the open's scan could not read (free slots, written FREE before reuse). */
+	uint64_t unreadable;    /**< Entry blocks the open's scan could not read (free slots, written FREE by the open). */
 	uint64_t bytes_read;    /**< Chunk bytes gio_kv_store_get() delivered. */
 	uint64_t bytes_written; /**< Chunk bytes gio_kv_store_put() committed. */
 	uint64_t next_seq;      /**< The sequence the next commit gets. */
@@ -109,8 +109,13 @@ int gio_kv_store_create(struct gio_ctx *const *ctxs, uint32_t n, const struct gi
  *
  * Any host thread. The scan treats every entry that is not a valid FREE or VALID entry of its
  * slot as a free slot and counts it (gio_kv_store_stats::refused); of two VALID entries of one
- * key the higher sequence wins. An entry block that cannot be read is a free slot written FREE
- * before reuse. Nothing is written by the open. On failure nothing stays open.
+ * key the higher sequence wins. An entry block that cannot be read is a free slot. Before it
+ * returns, the open writes FREE (and Flushes) the loser of each such pair and each entry block
+ * it could not read: left as they were, a later open could serve them (a key removed since, or an
+ * older chunk of a key stored again since, whose unread entry may carry a higher sequence). A
+ * device that fails those writes (`-EIO`) leaves its slots to be written FREE before their reuse,
+ * and the open goes on; one that misses a deadline (`-ETIME`) fails the open. Nothing else is
+ * written by the open. On failure nothing stays open.
  */
 int gio_kv_store_open(struct gio_ctx *const *ctxs, uint32_t n, const struct gio_kv_store_params *p,
 		      struct gio_kv_store **out);
@@ -176,10 +181,13 @@ struct gio_gpu_target;
 int gio_kv_gpu_target_blockdev(struct gio_gpu_target *g, struct gio_kv_blockdev *bd);
 
 /**
- * @brief Flushes every device, destroys the store's queue pairs and frees the store.
+ * @brief Writes FREE the entries whose FREE write failed earlier (a removal's, an eviction's),
+ * flushes every device, destroys the store's queue pairs and frees the store.
  * @param store  the store, or NULL.
- * @return 0; or the first failure (`-EIO`, `-ETIME` of a Flush, or of a queue pair's destroy),
- *         with a message naming the device: the store is freed regardless.
+ * @return 0; or the first failure (`-EIO`, `-ETIME` of an entry's write, a Flush, or a queue
+ *         pair's destroy), with a message naming the device: the store is freed regardless. A
+ *         failed entry write ("close: writing FREE ...") means a key removed or evicted in this
+ *         open may be served again after the next open.
  *
  * One thread, after every other call on @p store returned. Bounded: each Flush and each queue
  * pair's destroy has gio_kv_store_params::timeout_ns. The contexts stay open.
@@ -248,12 +256,9 @@ int gio_kv_store_contains(struct gio_kv_store *store, const struct gio_kv_u128 *
  *     changed;
  *   - `-EIO` / `-ETIME`: writing its entry FREE, or the Flush after, failed (the message names the
  *     device and the NVMe status). The key is gone from the index all the same (it is not served
- *     again in this open, and a put may store it anew), but its entry may still read VALID at the
- *     next open.
- *
- * An older entry of the same key that an open found and ranked below this one (a duplicate: its
- * slot free, its bytes left as they were until the slot is reused) may serve the key again after
- * the next open, as after an eviction (docs/store-format.md, "Reopen").
+ *     again in this open, and a put may store it anew); gio_kv_store_close() writes the entry
+ *     FREE again, and says so where that fails too (the key may then be served after the next
+ *     open).
  *
  * Any thread (serialized with the store's other calls). For a chunk whose reads fail: a chunk
  * stays stored after a failed get or load, and a put of its key answers `-EEXIST`, so an engine

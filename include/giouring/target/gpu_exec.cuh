@@ -267,7 +267,7 @@ __device__ inline uint32_t gio__gpu_serve_warp(const struct gio_tgt_io_rules *ru
 					       uint64_t *prof)
 {
 	const unsigned lane = threadIdx.x & 31u;
-	uint64_t t1 = prof && lane == 0 ? gio_now_ns() : 0, t0 = 0, tdata = 0, data_ns = 0;
+	uint64_t t_entry = prof && lane == 0 ? gio_now_ns() : 0, t_moved = 0, tdata = 0, data_ns = 0;
 	struct gio_xfer_seg segs[GIO_GPU_EXEC_MAX_SEGS];
 	struct gio_sqe sqe[GIO_GPU_EXEC_ROUNDS];
 	uint16_t st[GIO_GPU_EXEC_ROUNDS];
@@ -346,8 +346,8 @@ __device__ inline uint32_t gio__gpu_serve_warp(const struct gio_tgt_io_rules *ru
 	 * barrier orders them at CTA scope; the release fence at the target's scope is cumulative). */
 	__syncwarp();
 	if (prof && lane == 0) {
-		t0 = gio_now_ns();
-		prof[1] += t0 - t1 - data_ns; /* SQE reads and checks */
+		t_moved = gio_now_ns();
+		prof[1] += t_moved - t_entry - data_ns; /* SQE reads and checks */
 		prof[2] += data_ns;
 	}
 	/* Each CQE's Dword 3 (CID and status word, with the phase tag the host polls), by relaxed
@@ -368,7 +368,7 @@ __device__ inline uint32_t gio__gpu_serve_warp(const struct gio_tgt_io_rules *ru
 			gio_store_relaxed_in(scope, dw3[r], word[r]);
 	__syncwarp();
 	if (prof && lane == 0)
-		prof[3] += gio_now_ns() - t0;
+		prof[3] += gio_now_ns() - t_moved;
 	return nerr;
 }
 
