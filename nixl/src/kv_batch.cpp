@@ -225,6 +225,27 @@ int kv_batch::transfer(bool write, const std::vector<kv_item> &items, std::strin
 	return 0;
 }
 
+std::string kv_batch::remove_unreadable(const std::vector<uint64_t> &keys, const std::vector<uint8_t> &hit,
+				       const std::vector<int32_t> &rcs)
+{
+	/* A chunk the device failed to read stays stored, and a WRITE of its key is taken as done
+	 * (-EEXIST), so every later READ of it would fail again. Removed, the next WRITE stores it
+	 * anew (a drive remaps a bad block when it is written). A missed deadline (-ETIME) is no
+	 * proof the bytes are bad: such a chunk stays. */
+	std::vector<uint64_t> bad;
+	for (size_t i = 0; i < rcs.size(); i++)
+		if (hit[i] && rcs[i] == -EIO) {
+			bad.push_back(keys[2 * i]);
+			bad.push_back(keys[2 * i + 1]);
+		}
+	if (bad.empty())
+		return "";
+	std::vector<uint8_t> gone(bad.size() / 2);
+	if (gpy_store_remove(store_, bad.data(), (uint32_t)gone.size(), gone.data()) < 0)
+		return std::string("; removing it from the store failed: ") + gpy_last_error();
+	return "; removed from the store, so that a WRITE of it stores it anew";
+}
+
 int kv_batch::batch(bool write, const kv_item *items, uint32_t n, uint32_t first, std::string &msg)
 {
 	std::vector<uint64_t> keys(2 * (size_t)n);
@@ -262,6 +283,7 @@ int kv_batch::batch(bool write, const kv_item *items, uint32_t n, uint32_t first
 	}
 	rc = gpy_plan_finish(plan_, rcs.data(), status.data(), layer.data(), 0);
 	const std::string finish_msg = rc ? gpy_last_error() : "";
+	const std::string removed = write ? "" : remove_unreadable(keys, hit, rcs);
 	for (uint32_t i = 0; i < n; i++) {
 		const std::string what = "object " + key_hex(items[i].key) + " (descriptor " + std::to_string(first + i) + ")";
 		if (!write && !hit[i]) {
@@ -278,6 +300,8 @@ int kv_batch::batch(bool write, const kv_item *items, uint32_t n, uint32_t first
 			msg += std::string(", NVMe status ") + gpy_status_str(status[i]);
 		if (!finish_msg.empty())
 			msg += " (" + finish_msg + ")";
+		if (rcs[i] == -EIO)
+			msg += removed;
 		return rcs[i];
 	}
 	if (layer_rc) {

@@ -69,13 +69,19 @@ public:
 	/** Moves @p items (write: memory to store; else store to memory) in batches of the pool's
 	 *  blocks. 0 when every chunk moved; else -errno and @p msg naming the first failed chunk and
 	 *  the library's message. A read writes the caller's memory only after all of its batch's
-	 *  chunks arrived whole; a miss is a failure (-ENOENT). One thread at a time. */
+	 *  chunks arrived whole; a miss is a failure (-ENOENT). A chunk whose read the device
+	 *  failed (-EIO) is removed from the store, so that the next write of its key stores it
+	 *  anew. One thread at a time. */
 	int transfer(bool write, const std::vector<kv_item> &items, std::string &msg);
 	/** Test hook: fail the @p nth I/O command of device @p dev from now on with NVMe @p status. */
 	int inject(uint32_t dev, uint64_t nth, uint32_t status, std::string &msg);
 
 private:
 	int batch(bool write, const kv_item *items, uint32_t n, uint32_t first, std::string &msg);
+	/* Removes the chunks of a finished load whose reads failed (rcs -EIO); what to add to the
+	 * failure's message ("" when none). keys: (hi, lo) pairs. */
+	std::string remove_unreadable(const std::vector<uint64_t> &keys, const std::vector<uint8_t> &hit,
+				      const std::vector<int32_t> &rcs);
 	/* Copies between the caller's chunk and pool block @p block, to the pool for a write; the
 	 * device copies are queued, and finish with copies_wait(). */
 	int copy(bool to_pool, const kv_item &item, uint32_t block, std::string &msg);
