@@ -16,6 +16,10 @@ int gio__fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3))
  * calls it first, so that gio_last_error() only ever names the failure of the latest call. */
 void gio__clear_error(void);
 
+/* Keeps p allocated for good, reachable (src/kept.c): memory a device or the kernel may still
+ * write after its owner gave up on it, which must never be freed nor reused. Any thread. */
+void gio__keep(void *p);
+
 /* How a context reaches its controller: the registers and the bus addresses of memory. The
  * bring-up, admin and queue code in ctx/ is the same for every backend.
  * - software target: BAR0 is ordinary memory in this process (atomic accesses), a bus address is

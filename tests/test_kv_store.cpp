@@ -712,6 +712,7 @@ struct MemDev {
 	explicit MemDev(size_t size = 0) : bytes(size, 0) {}
 	std::vector<unsigned char> bytes;
 	int fail_rw = 0;
+	int fail_write = 0; // the next write fails with this -errno (0: none)
 	int64_t bad_lba = -1;
 	uint64_t writes = 0; // write calls that succeeded
 	static int rw(void *arg, int write, uint64_t slba, uint64_t nblocks, void *buf, uint64_t)
@@ -721,6 +722,11 @@ struct MemDev {
 		if (m->fail_rw || (covers && !write)) {
 			m->fail_rw = 0;
 			return -EIO;
+		}
+		if (write && m->fail_write) {
+			const int rc = m->fail_write;
+			m->fail_write = 0;
+			return rc;
 		}
 		m->writes += write != 0;
 		if (covers)
@@ -752,6 +758,16 @@ gio_kv_store *create_with(const gio_kv_blockdev &bd, uint64_t n)
 	for (uint64_t i = 0; i < n; i++)
 		put_ok(s, i);
 	return s;
+}
+
+// Where an open of the store over bd finds key k (the store closed again).
+bool where_after_open(const gio_kv_blockdev &bd, const gio_kv_store_params &p, gio_kv_u128 k, gio__kv_loc *loc)
+{
+	gio_kv_store *s = nullptr;
+	REQUIRE(gio_kv_store_open_blockdevs(&bd, 1, &p, &s) == 0);
+	const bool found = where(s, k, loc);
+	REQUIRE(gio_kv_store_close(s) == 0);
+	return found;
 }
 
 } // namespace
@@ -853,6 +869,49 @@ TEST_CASE("store: an entry block the open cannot read is a free slot, written FR
 	gio_kv_store_info(s, &st);
 	CHECK(st.valid == 4);
 	CHECK(st.unreadable == 0);
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
+TEST_CASE("store: the open's FREE writes: -EIO leaves the slot to its next writer, -ETIME fails the open", "[kv]")
+{
+	MemDev m(kFourSlots);
+	const gio_kv_blockdev bd = m.dev();
+	const auto p = params();
+	gio_kv_store *s = create_with(bd, 4);
+	gio__kv_loc loc;
+	REQUIRE(where(s, key(1), &loc));
+	REQUIRE(gio_kv_store_close(s) == 0);
+	const int64_t entry_lba = (int64_t)(1 + loc.slot); // 4096-byte blocks: the index starts at LBA 1
+
+	// The write fails: the store opens all the same, key 1's slot free but still to be written
+	// FREE, which its next put does first (data, entry, and the FREE entry: 3 writes).
+	m.bad_lba = entry_lba;
+	m.fail_write = -EIO;
+	INFO(gio_last_error());
+	REQUIRE(gio_kv_store_open_blockdevs(&bd, 1, &p, &s) == 0);
+	CHECK(m.fail_write == 0);
+	CHECK(m.bad_lba == entry_lba);
+	CHECK(get_check(s, 1) == 0);
+	uint64_t before = m.writes;
+	put_ok(s, 9);
+	CHECK(m.writes - before == 3);
+	CHECK(m.bad_lba == -1);
+	REQUIRE(gio_kv_store_close(s) == 0);
+
+	// A device that misses the deadline of that write fails the open, naming it; nothing stays
+	// open. Readable and writable again, the store opens.
+	REQUIRE(where_after_open(bd, p, key(9), &loc));
+	m.bad_lba = (int64_t)(1 + loc.slot);
+	m.fail_write = -ETIME;
+	s = nullptr;
+	CHECK(gio_kv_store_open_blockdevs(&bd, 1, &p, &s) == -ETIME);
+	CHECK(s == nullptr);
+	const std::string msg = gio_last_error();
+	INFO(msg);
+	CHECK(msg.find("open: writing FREE") != std::string::npos);
+	m.bad_lba = -1;
+	REQUIRE(gio_kv_store_open_blockdevs(&bd, 1, &p, &s) == 0);
+	CHECK(get_check(s, 9) == 1);
 	REQUIRE(gio_kv_store_close(s) == 0);
 }
 

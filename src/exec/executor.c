@@ -59,19 +59,6 @@ struct worker {
 	uint32_t exited;       /* set (release) as the thread's last act: gio__exec_stop joins then */
 };
 
-/* Memory left to the kernel: bounce buffers of io_uring requests abandoned at close, which the
- * backing store may still write when it answers. Kept here rather than dropped, so that it stays
- * reachable (and leak checkers see it as kept on purpose); past the end it is dropped. */
-static void *graveyard[256];
-static uint32_t graveyard_n;
-
-static void bury(void *p)
-{
-	const uint32_t i = __atomic_fetch_add(&graveyard_n, 1, __ATOMIC_RELAXED);
-	if (p && i < sizeof(graveyard) / sizeof(graveyard[0]))
-		graveyard[i] = p;
-}
-
 /* Whether close's wait for this executor is over (gio__exec_stop): its deadline passed. */
 static int stop_due(const struct gio__exec *e)
 {
@@ -1059,11 +1046,11 @@ int gio__exec_stop(struct gio__exec *e, uint64_t timeout_ns, int *stuck)
 			 * buffers (and the hosts' memory) when it does: kept, not freed. */
 			abandoned += ws[i].abandoned;
 			for (j = 0; j < BATCH; j++) {
-				bury(ws[i].pend[j].bounce);
+				gio__keep(ws[i].pend[j].bounce);
 				if (ws[i].pend[j].pbounce_owned)
-					bury(ws[i].pend[j].pbounce);
+					gio__keep(ws[i].pend[j].pbounce);
 			}
-			bury(ws[i].pend);
+			gio__keep(ws[i].pend);
 		} else if (ws[i].pend) {
 			for (j = 0; j < BATCH; j++) {
 				free(ws[i].pend[j].bounce);

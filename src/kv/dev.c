@@ -116,6 +116,8 @@ void gio__kv_dev_detach(struct gio__kv_dev *dv, int *first_rc)
 		if (dv->registered && dv->ctx)
 			gio_ctx_unregister(dv->ctx, dv->mem);
 		free(dv->mem);
+	} else if (dv->mem) {
+		gio__keep(dv->mem); /* a command past its deadline may still write it */
 	}
 	dv->mem = NULL;
 }
