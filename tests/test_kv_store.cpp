@@ -915,6 +915,36 @@ TEST_CASE("store: the open's FREE writes: -EIO leaves the slot to its next write
 	REQUIRE(gio_kv_store_close(s) == 0);
 }
 
+TEST_CASE("store: a deadline missed by the open's FREE write on any device fails the open", "[kv]")
+{
+	// Device 0's write fails first (-EIO, which alone lets the open go on), device 1's misses
+	// its deadline: the open fails with -ETIME, as it would for device 1 alone.
+	std::vector<MemDev> mem(2, MemDev(kFourSlots));
+	std::vector<gio_kv_blockdev> bds{mem[0].dev(), mem[1].dev()};
+	const auto p = params();
+	gio_kv_store *s = nullptr;
+	REQUIRE(gio_kv_store_create_blockdevs(bds.data(), 2, &p, &s) == 0);
+	for (uint64_t i = 0; i < 2; i++) // round-robin: chunk 0 in device 0's slot 0, chunk 1 in device 1's
+		put_ok(s, i);
+	REQUIRE(gio_kv_store_close(s) == 0);
+	for (auto &m : mem) {
+		m.bad_lba = 1; // slot 0's entry: 4096-byte blocks, the index from LBA 1
+		m.fail_write = &m == &mem[0] ? -EIO : -ETIME;
+	}
+	INFO(gio_last_error());
+	CHECK(gio_kv_store_open_blockdevs(bds.data(), 2, &p, &s) == -ETIME);
+	CHECK(s == nullptr);
+	CHECK(std::string(gio_last_error()).find("device 1") != std::string::npos);
+	for (auto &m : mem) {
+		m.bad_lba = -1;
+		m.fail_write = 0;
+	}
+	REQUIRE(gio_kv_store_open_blockdevs(bds.data(), 2, &p, &s) == 0);
+	CHECK(get_check(s, 0) == 1);
+	CHECK(get_check(s, 1) == 1);
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
 TEST_CASE("store: a chunk whose data cannot be read is removed, then stored again", "[kv]")
 {
 	MemDev m(kFourSlots);

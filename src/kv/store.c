@@ -186,6 +186,8 @@ static int store_create(struct gio_ctx *const *ctxs, const struct gio_kv_blockde
 	uint32_t d, reason = GIO_KV_R_OK;
 	int rc;
 	gio__clear_error();
+	if (out) /* nothing to close on failure, whatever *out held */
+		*out = NULL;
 	rc = store_alloc(ctxs, bds, n, p, &s);
 	if (rc)
 		return rc;
@@ -305,8 +307,19 @@ static int dev_scan(struct gio_kv_store *s, uint32_t d)
  * key stored again since (an unreadable entry may even hold a sequence above the next one).
  * Each slot written and flushed is clean in the index. A failed write or Flush leaves its slots
  * stale, written FREE before their next use as before, and the scrub goes on with the next device;
- * -ETIME abandons the device (its bounce may still be written). Returns the first error, with its
- * message, or 0. Under the lock, or before the store is handed out. */
+ * -ETIME abandons the device (its bounce may still be written). Returns -ETIME where any device
+ * missed a deadline, else the first error, with its message, or 0. Under the lock, or before the
+ * store is handed out. */
+static void scrub_note(int rc, int *first, char *msg, size_t len)
+{
+	/* The first failure, unless a later device missed a deadline: -ETIME must reach the open,
+	 * which cannot hand out a store with an abandoned device. Kept aside: a Flush clears it. */
+	if (rc && (!*first || (rc == -ETIME && *first != -ETIME))) {
+		*first = rc;
+		snprintf(msg, len, "%s", gio_last_error());
+	}
+}
+
 static int store_scrub_locked(struct gio_kv_store *s, const char *what)
 {
 	static const struct gio_kv_u128 zero = {0, 0};
@@ -337,19 +350,12 @@ static int store_scrub_locked(struct gio_kv_store *s, const char *what)
 					break;
 			}
 		}
-		/* Kept aside: the Flush below clears the message. */
-		if (rc && !first) {
-			first = rc;
-			snprintf(msg, sizeof(msg), "%s", gio_last_error());
-		}
+		scrub_note(rc, &first, msg, sizeof(msg));
 		if (n && !dv->abandoned) {
 			f = gio__kv_dev_flush(dv, what);
 			for (k = 0; !f && k < n; k++)
 				gio__kv_index_mark_clean(s->ix, ids[k]);
-			if (f && !first) {
-				first = f;
-				snprintf(msg, sizeof(msg), "%s", gio_last_error());
-			}
+			scrub_note(f, &first, msg, sizeof(msg));
 		}
 	}
 	return first ? gio__fail(first, "%s", msg) : 0;
@@ -363,6 +369,8 @@ static int store_open(struct gio_ctx *const *ctxs, const struct gio_kv_blockdev 
 	uint32_t d;
 	int rc;
 	gio__clear_error();
+	if (out) /* nothing to close on failure, whatever *out held */
+		*out = NULL;
 	rc = store_alloc(ctxs, bds, n, p, &s);
 	if (rc)
 		return rc;

@@ -73,7 +73,7 @@ struct gio_kv_store_stats {
  * @param ctxs  @p n open contexts; ctxs[d] becomes device d of the store.
  * @param n     devices, 1 to GIO_KV_STORE_MAX_DEVICES.
  * @param p     the chunks' shape and pool signature, the bytes of each device to use, the deadline.
- * @param out   receives the store.
+ * @param out   receives the store (NULL on failure).
  * @return 0; `-EINVAL` (NULL arguments, @p n out of range, a context given twice, a reserved field
  *         not zero, a shape or block size the format refuses, store_bytes above a device's size,
  *         more slots in all than the host index holds), `-ENOSPC` (a device too small for one slot),
@@ -96,7 +96,7 @@ int gio_kv_store_create(struct gio_ctx *const *ctxs, uint32_t n, const struct gi
  *              device it is).
  * @param n     devices, 1 to GIO_KV_STORE_MAX_DEVICES: all of the store's.
  * @param p     the chunks' shape and pool signature (compared with the superblocks), the deadline.
- * @param out   receives the store.
+ * @param out   receives the store (NULL on failure).
  * @return 0, or with a message naming the context's position and the reason
  *         (gio_kv_reason_str()):
  *   - `-ENODATA`: a device holds no superblock (never formatted, or a format cut short);
@@ -147,7 +147,7 @@ struct gio_kv_blockdev {
  *              until gio_kv_store_close()).
  * @param n     devices, 1 to GIO_KV_STORE_MAX_DEVICES.
  * @param p     as gio_kv_store_create().
- * @param out   receives the store.
+ * @param out   receives the store (NULL on failure).
  * @return as gio_kv_store_create(); `-EINVAL` also for a device without rw, and `-errno` of rw.
  */
 int gio_kv_store_create_blockdevs(const struct gio_kv_blockdev *devs, uint32_t n, const struct gio_kv_store_params *p,
@@ -159,7 +159,7 @@ int gio_kv_store_create_blockdevs(const struct gio_kv_blockdev *devs, uint32_t n
  * @param devs  @p n devices, in any order.
  * @param n     devices: all of the store's.
  * @param p     as gio_kv_store_open().
- * @param out   receives the store.
+ * @param out   receives the store (NULL on failure).
  * @return as gio_kv_store_open().
  */
 int gio_kv_store_open_blockdevs(const struct gio_kv_blockdev *devs, uint32_t n, const struct gio_kv_store_params *p,
