@@ -409,6 +409,23 @@ class GiouringHooks(LayerEvents):
             self.save_stream.wait_event(self.write_ev[l])
             self.save.save_layer(l, stream=self.save_stream)
 
+    def timed(self):
+        """Whether this system's scheduler times its transfers (it calibrates)."""
+        return self.sched is not None and self.b.args.sched_calibrate > 0
+
+    def forget_transfers(self):
+        """Before the timed region: drops the transfers timed by earlier forwards."""
+        if self.timed():
+            self.sched.transfers()
+
+    def load_ms(self):
+        """After finish(): each layer's load as the scheduler timed it on the I/O stream (MEASURED,
+        CUDA events around its kernel), ms; None for a layer not timed."""
+        if not self.timed():
+            return None
+        got = {t.layer: t.seconds * 1e3 for t in self.sched.transfers() if t.kind == "load"}
+        return [got.get(l) for l in range(self.layers)]
+
     def finish(self):
         """After the first token: the saves still deferred, then both batches' results."""
         saved = 0
@@ -806,6 +823,8 @@ class Bench:
             raise ValueError(system)
         comp = h.comp if isinstance(h, GiouringHooks) else h.stream_fn() if system == "hbm-part" else torch.cuda.current_stream()
         self.sync()
+        if isinstance(h, GiouringHooks):
+            h.forget_transfers()  # (the stream waited for: every earlier one is read back)
         t0 = time.perf_counter()
         with torch.cuda.stream(comp):
             if system == "offload":
@@ -826,6 +845,9 @@ class Bench:
             # The stall of each layer's stream wait for its I/O, by the GPU's clock inside the wait
             # (the events around it also count a host behind its GPU: the host-bound rows).
             extra["io_wait_layer_ms"] = [x * 1e3 for x in h.load.wait_times()]
+            lm = h.load_ms()
+            if lm is not None:
+                extra["load_layer_ms"] = lm
         if system not in ("hbm", "hbm-part", "offload"):
             extra["prefix_bitwise"] = self.prefix_equal(ref, ctx.C)
         del cache
@@ -1066,7 +1088,12 @@ def analyse(bench, results):
             pts.sort()
             waits.sort()
             stalls.sort()
+            margins = sorted((r["hit"], m) for r in by.get((T, system), []) if r["hit"] in hbm
+                             for m in [load_margin_ms(r)] if m is not None)
             out["crossover"].append(dict(T=T, system=system, crossover=crossing(pts, first_positive=True),
+                                         onset=crossing(margins, first_positive=True) if margins else None,
+                                         onset_below_grid=bool(margins) and margins[0][1] > 0,
+                                         onset_points=len(margins),
                                          crossover_wait=crossing(waits, first_positive=True),
                                          crossover_io_wait=crossing(stalls, first_positive=True) if stalls else None,
                                          limit=limit, limit_part=limit_part, ideal=ideal,
@@ -1076,6 +1103,22 @@ def analyse(bench, results):
         out["cost"] += cost_rows(bench.args, T, rec, hbm, by, bench.kv_token_bytes * bench.L)
         out["goals"] += goals_of(bench.args, T, limit, [c for c in out["crossover"] if c["T"] == T], by)
     return out
+
+
+def load_margin_ms(r):
+    """How much longer row r's loads took than the compute they ran beside, ms, MEASURED in one
+    forward: the median over layers l = 1 .. L-2 of layer l + 1's load (the scheduler's timer:
+    events around its kernel on the I/O stream, which starts it at layer l's start) less layer
+    l's compute (its time less its wait, events). Negative: the loads hid behind the compute;
+    positive: each layer waits that long. Its zero is the hit rate where the I/O stops hiding,
+    the measured counterpart of the physical limit (the same equation with the prefix at bulk
+    H2D and hbm's layers), with no threshold. None without per-layer load times (a system whose
+    scheduler does not calibrate, or a model of fewer than 3 layers)."""
+    lm, wm, ld = r.get("layer_ms"), r.get("bubble_layer_ms"), r.get("load_layer_ms")
+    if not lm or not wm or not ld or not (len(lm) == len(wm) == len(ld)):
+        return None
+    d = [ld[l + 1] - (lm[l] - wm[l]) for l in range(1, len(lm) - 1) if ld[l + 1] is not None]
+    return statistics.median(d) if d else None
 
 
 def ideal_crossover(runs, bulk_gbps, kv_token_bytes):
@@ -1112,7 +1155,9 @@ def goals_of(a, T, limit, crossovers, by):
     below the limit (every hit rate run where the grid never reaches the limit), and the I/O SMs.
     Each verdict is True, False, or None where the run cannot tell (no limit within the grid, or no
     crossover up to its highest hit rate). A crossover past the limit with compute slowed beside
-    the I/O (more than 2% over hbm-part) is no win and fails."""
+    the I/O (more than 2% over hbm-part) is no win and fails. The onset (load_margin_ms()'s zero:
+    where the measured loads stop hiding, no threshold) is judged against the limit the same way
+    (onset_met), beside the 5% crossover (crossover_met)."""
     out = []
     for c in crossovers:
         system = c["system"]
@@ -1130,14 +1175,22 @@ def goals_of(a, T, limit, crossovers, by):
         ideal = c.get("ideal")
         gap_ideal = None if ideal is None or measured is None else ideal - measured
         cf = c.get("compute_over_part_frac")
-        if gap is None:
-            cross_ok = None
-        else:
-            cross_ok = abs(gap) <= GOAL_GAP + 1e-12 and not (gap < 0 and cf is not None and cf > 0.02)
+
+        def within(g):  # past the limit with the compute slowed beside the I/O is no win
+            return None if g is None else abs(g) <= GOAL_GAP + 1e-12 and not (g < 0 and cf is not None and cf > 0.02)
+
+        cross_ok = within(gap)
+        onset = c.get("onset")
+        gap_onset = None if limit is None or onset is None else limit - onset
+        onset_ok = within(gap_onset)
+        if c.get("onset_below_grid") and onset_ok:  # at or below the grid's first point: no nearer than that
+            onset_ok = None
         io_sms = getattr(a, "io_sms", None)
         out.append(dict(T=T, system=system, limit=limit, crossover=measured,
                         crossover_by="I/O stall (GPU clock)" if has_io else "GPU waits (events)", crossover_wait=c.get("crossover_wait"), gap=gap, crossover_met=cross_ok,
                         ideal=ideal, gap_ideal=gap_ideal,
+                        onset=onset, gap_onset=gap_onset, onset_met=onset_ok, onset_below_grid=c.get("onset_below_grid", False),
+                        onset_points=c.get("onset_points", 0),
                         highest_hit=runs[-1]["hit"] if runs else None, points_below=len(below),
                         bubble_max=bubble, bubble_max_events=bub_ev,
                         bubble_met=None if bubble is None else bubble <= GOAL_BUBBLE + 1e-12,
@@ -1370,6 +1423,41 @@ def report(b, an):
         "ideal mover (modelled from this run's compute-side layers and bulk H2D): the prefix at bulk H2D, each load "
         "behind the layer before, nothing else; its stall passes 5% of TTFT past the limit, by as much as the "
         "layers' slow shortening there allows; a mover that leaves these layers as they are crosses no later)")
+    onsets = [g for g in an.get("goals", []) if g.get("onset_points")]
+    if onsets:
+        log("\n| T | hit | system | load per layer, ms (median) | compute beside it, ms (median) | load - compute, ms "
+            "(median of layers) | I/O stall per layer, ms (GPU clock, median) |")
+        log("| --- | --- | --- | --- | --- | --- | --- |")
+        for r in b.results:
+            m = load_margin_ms(r) if "error" not in r else None
+            if m is None:
+                continue
+            lm, wm, ld = r["layer_ms"], r["bubble_layer_ms"], r["load_layer_ms"]
+            inner = range(1, len(lm) - 1)
+            io = r.get("io_wait_layer_ms")
+            stall = f"{statistics.median(io[l + 1] for l in inner):.3f}" if io else "-"
+            load = statistics.median(ld[l + 1] for l in inner if ld[l + 1] is not None)
+            log(f"| {r['T'] // 1024}K | {r['hit']:.3f} | {r['system']} | {load:.3f} | "
+                f"{statistics.median(lm[l] - wm[l] for l in inner):.3f} | {m:+.3f} | {stall} |")
+        log("(MEASURED in each point's last forward: layer l + 1's load, timed by the scheduler on the I/O stream, "
+            "beside layer l's compute (its time less its wait), l = 1 .. L-2; where load - compute is positive each "
+            "layer stalls about that long, which the last column shows by the GPU clock)")
+        log("\n| T | system | physical limit | crossover: loads as long as the compute (measured, no threshold) | "
+            "below the limit by, points | within 0.3 points | crossover: I/O stall > 5% of TTFT |")
+        log("| --- | --- | --- | --- | --- | --- | --- |")
+        for g in onsets:
+            f = lambda x: "-" if x is None else f"{100 * x:.2f}%"  # noqa: E731
+            lim = f(g["limit"]) if g["limit"] is not None else "not within the grid"
+            on = f(g["onset"]) if g["onset"] is not None else "not within the grid"
+            gap = "-" if g["gap_onset"] is None else f"{100 * g['gap_onset']:+.2f}"
+            if g.get("onset_below_grid"):
+                on, gap = f"at or below {on}", f"at least {gap}"
+            log(f"| {g['T'] // 1024}K | {g['system']} | {lim} | {on} | {gap} | {verdict(g['onset_met'])} | "
+                f"{f(g['crossover'])} |")
+        log("(the crossover as the issue words it, the hit rate above which the I/O no longer hides behind the "
+            "compute: where the measured load - compute turns positive, interpolated on the grid as the limit is; "
+            "the limit is the same equation with the prefix at bulk H2D beside hbm's layers. 'not within the grid': "
+            "the loads hid at every hit rate run; 'at or below': at none)")
     log("\n| T | hit | system | tokens/s (measured) | GPU $ per 1M tokens | holding $ per 1M tokens and hour | "
         "SSD GB written per 1M tokens | drive writes per day |")
     log("| --- | --- | --- | --- | --- | --- | --- | --- |")

@@ -300,7 +300,20 @@ GPY_EXPORT int gpy_sched_slot(struct gpy_sched *x, struct gpy_plan *load, uint32
 			      uint64_t slack_ns, uint32_t sm, void *stream, uint64_t *out, uint32_t n);
 /** The devices are idle (the caller waited for its streams): the next slot carries nothing over. */
 GPY_EXPORT void gpy_sched_idle(struct gpy_sched *x);
-/** The backlog: queued items and bytes, high water items and bytes, pushed, popped, refused, pressured. */
+/** Numbers of each transfer gpy_sched_transfers() gives: 1 for a save (0 a load), its layer, its
+ *  bytes (every device's), its modelled time at the bandwidths as given (ns), its measured time (ns;
+ *  0 below the clock's resolution). */
+#define GPY_SCHED_XFER 5u
+/** Timed transfers a scheduler keeps for gpy_sched_transfers(): the newest, 16 prefills of 32
+ *  layers with a save each, so that a caller who takes them once per request loses none. */
+#define GPY_SCHED_LOG 1024u
+/** Reads back the timed transfers that ended (waits for none) and moves up to @p n of those not
+ *  taken yet into @p out (GPY_SCHED_XFER numbers each), oldest first; returns how many. The newest
+ *  GPY_SCHED_LOG are kept (how many older ones were dropped: gpy_sched_stats()' 9th). -EINVAL without
+ *  calibration (nothing is timed). */
+GPY_EXPORT int gpy_sched_transfers(struct gpy_sched *x, uint64_t *out, uint32_t n);
+/** The backlog: queued items and bytes, high water items and bytes, pushed, popped, refused,
+ *  pressured; then the timed transfers dropped unread (gpy_sched_transfers()). */
 GPY_EXPORT int gpy_sched_stats(const struct gpy_sched *x, uint64_t *out, uint32_t n);
 /** The scheduler's launcher for the GPU engine (gio_sched_launch_fn; @p arg is the stream). */
 int gpy_gpu_sched_launch(void *arg, struct gio_kv_plan *plan, uint32_t layer, int write, uint32_t sm);

@@ -38,15 +38,20 @@ struct gpy_sched {
 	 * launch); CPU, the plan layer whose run the plan's thread timed (gio_kv_plan_layer_time()). */
 	uint64_t modelled_ns[GPY_SCHED_TIMERS]; /* per entry: its transfer's modelled time at `base` */
 	uint8_t write[GPY_SCHED_TIMERS];       /* per entry: GIO_SCHED_READ or GIO_SCHED_WRITE */
-	struct gpy_sched_obs {                 /* CPU engine: per entry, the plan layer it times */
-		struct gpy_plan *p;
-		uint64_t uid, batch;           /* the plan's, and its batch's, when issued */
+	uint64_t bytes[GPY_SCHED_TIMERS];      /* per entry: its transfer's bytes, every device's */
+	struct gpy_sched_obs {                 /* per entry, the plan layer it times */
+		struct gpy_plan *p;            /* CPU engine: the plan whose thread timed it */
+		uint64_t uid, batch;           /* CPU engine: the plan's, and its batch's, when issued */
 		uint32_t layer;
 	} obs[GPY_SCHED_TIMERS];
 	uint32_t t_head, t_tail;               /* entries read back, and started (free-running) */
 	void *stream;                          /* the slot's stream, for the timed launcher */
 	const uint64_t *read_bytes;            /* the slot's reads per device (its load's bytes) */
 	int timer_rc;                          /* a timer's first failure in a slot */
+	/* The transfers read back, for gpy_sched_transfers(): GPY_SCHED_XFER numbers each. */
+	uint64_t log[GPY_SCHED_LOG][GPY_SCHED_XFER];
+	uint64_t log_head, log_tail;           /* taken, and read back (free-running) */
+	uint64_t log_lost;                     /* dropped unread, the oldest, to make room */
 };
 
 int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, uint32_t sm_min, uint32_t sm_max,
@@ -110,6 +115,36 @@ int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, ui
 	return 0;
 }
 
+/* The bytes of a transfer, every device's. */
+static uint64_t bytes_sum(const struct gpy_sched *x, const uint64_t *bytes)
+{
+	uint64_t n = 0;
+	uint32_t d;
+	for (d = 0; d < x->cfg.ndevs; d++)
+		n += bytes[d];
+	return n;
+}
+
+/* Timer entry i read back at @p ns: into the rates, and into the log (where the oldest unread
+ * entry makes room for it and is counted as lost). */
+static void observed(struct gpy_sched *x, uint32_t i, uint64_t ns)
+{
+	uint64_t *e;
+	/* A launch of no bytes, or one faster than the clock's resolution, teaches the rates nothing. */
+	if (x->modelled_ns[i] && ns)
+		(void)gio_sched_rate_observe(&x->rate, x->write[i], x->modelled_ns[i], ns);
+	if (x->log_tail - x->log_head == GPY_SCHED_LOG) {
+		x->log_head++;
+		x->log_lost++;
+	}
+	e = x->log[x->log_tail++ % GPY_SCHED_LOG];
+	e[0] = x->write[i] == GIO_SCHED_WRITE;
+	e[1] = x->obs[i].layer;
+	e[2] = x->bytes[i];
+	e[3] = x->modelled_ns[i];
+	e[4] = ns;
+}
+
 /* A plan's batches so far: an observation of an earlier batch's layer is gone (the plan keeps a
  * layer's time only until its next batch). */
 static uint64_t batch_of(const struct gpy_plan *p)
@@ -129,6 +164,7 @@ static void cpu_observe(struct gpy_sched *x, struct gpy_plan *p, uint32_t layer,
 	x->obs[i].layer = layer;
 	x->modelled_ns[i] = gio_sched_rate_model_ns(&x->base, bytes, write);
 	x->write[i] = (uint8_t)write;
+	x->bytes[i] = bytes_sum(x, bytes);
 	x->t_tail++;
 }
 
@@ -145,8 +181,8 @@ static void cpu_rates_update(struct gpy_sched *x)
 			const int rc = gio_kv_plan_layer_time(o->p->plan, o->layer, &ns);
 			if (rc == -EAGAIN)
 				return;
-			if (rc == 0 && x->modelled_ns[i] && ns)
-				(void)gio_sched_rate_observe(&x->rate, x->write[i], x->modelled_ns[i], ns);
+			if (rc == 0)
+				observed(x, i, ns);
 		}
 		x->t_head++;
 	}
@@ -168,9 +204,7 @@ static int rates_update(struct gpy_sched *x)
 			return 0;
 		if (rc)
 			return rc;
-		/* A launch of no bytes, or one faster than the clock's resolution, teaches nothing. */
-		if (x->modelled_ns[i] && ns)
-			(void)gio_sched_rate_observe(&x->rate, x->write[i], x->modelled_ns[i], ns);
+		observed(x, i, ns);
 		x->t_head++;
 	}
 	return 0;
@@ -198,6 +232,8 @@ static int timed_launch(void *arg, struct gio_kv_plan *plan, uint32_t layer, int
 		return 0;
 	x->modelled_ns[i] = gio_sched_rate_model_ns(&x->base, bytes, write ? GIO_SCHED_WRITE : GIO_SCHED_READ);
 	x->write[i] = (uint8_t)(write ? GIO_SCHED_WRITE : GIO_SCHED_READ);
+	x->bytes[i] = bytes_sum(x, bytes);
+	x->obs[i].layer = layer;
 	x->t_tail++;
 	return 0;
 }
@@ -223,6 +259,22 @@ int gpy_sched_rates_reset(struct gpy_sched *x)
 	(void)gio_sched_rate_init(&x->rate, x->rate.alpha);
 	x->cfg = x->base;
 	return 0;
+}
+
+int gpy_sched_transfers(struct gpy_sched *x, uint64_t *out, uint32_t n)
+{
+	uint32_t k = 0;
+	int rc;
+	gpy_clear_error();
+	if (!x || (!out && n))
+		return gpy_fail(-EINVAL, "scheduler: NULL argument");
+	if (!x->calibrate)
+		return gpy_fail(-EINVAL, "scheduler: its transfers are timed only with calibrate > 0");
+	if ((rc = rates_update(x)) != 0)
+		return rc; /* its message names the CUDA error */
+	for (; k < n && x->log_head != x->log_tail; k++, x->log_head++)
+		memcpy(out + (size_t)k * GPY_SCHED_XFER, x->log[x->log_head % GPY_SCHED_LOG], sizeof(x->log[0]));
+	return (int)k;
 }
 
 static uint32_t queued_of(const struct gpy_sched *x, uint32_t i);
@@ -419,7 +471,7 @@ int gpy_sched_stats(const struct gpy_sched *x, uint64_t *out, uint32_t n)
 {
 	const uint64_t v[] = {x ? x->bl.count : 0,  x ? x->bl.bytes : 0,    x ? x->bl.high_items : 0,
 			      x ? x->bl.high_bytes : 0, x ? x->bl.pushed : 0, x ? x->bl.popped : 0,
-			      x ? x->bl.refused : 0,    x ? x->bl.pressured : 0};
+			      x ? x->bl.refused : 0,    x ? x->bl.pressured : 0,   x ? x->log_lost : 0};
 	uint32_t i;
 	if (!x || !out)
 		return gpy_fail(-EINVAL, "scheduler: NULL argument");

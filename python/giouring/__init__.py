@@ -23,7 +23,7 @@ from . import _lib, ops  # noqa: F401  (loads the library and registers the ops'
 from .errors import GiouringError
 from .plan import DEVICE_STATS, PLAN_STATS, Plan, Result
 from .pool import DIMS, KVPool
-from .sched import SCHED_STATS, Decision, Scheduler, SMPartition
+from .sched import SCHED_STATS, Decision, Scheduler, SMPartition, Transfer
 from .store import STORE_STATS, Store
 
 try:
@@ -43,4 +43,4 @@ def status_name(nvme_status: int) -> str:
 
 
 __all__ = ["DEVICE_STATS", "DIMS", "Decision", "GiouringError", "KVPool", "PLAN_STATS", "Plan", "Result", "SCHED_STATS",
-           "SMPartition", "STORE_STATS", "Scheduler", "Store", "has_gpu", "status_name", "__version__"]
+           "SMPartition", "STORE_STATS", "Scheduler", "Store", "Transfer", "has_gpu", "status_name", "__version__"]

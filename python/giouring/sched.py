@@ -29,13 +29,15 @@ _lib._sig("gpy_sched_slot", ctypes.c_int, _lib.vp, _lib.vp, _lib.u32, _lib.u32, 
           _lib.P(_lib.u64), _lib.u32)
 _lib._sig("gpy_sched_idle", None, _lib.vp)
 _lib._sig("gpy_sched_stats", ctypes.c_int, _lib.vp, _lib.P(_lib.u64), _lib.u32)
+_lib._sig("gpy_sched_transfers", ctypes.c_int, _lib.vp, _lib.P(_lib.u64), _lib.u32)
 _lib._sig("gpy_partition_create", ctypes.c_int, ctypes.c_int, _lib.u32, _lib.u32, ctypes.c_int, _lib.P(_lib.vp))
 _lib._sig("gpy_partition_info", ctypes.c_int, _lib.vp, _lib.P(_lib.u32), _lib.u32)
 _lib._sig("gpy_partition_stream", _lib.vp, _lib.vp, ctypes.c_int)
 _lib._sig("gpy_partition_destroy", ctypes.c_int, _lib.vp)
 
 #: The numbers of :meth:`Scheduler.stats`, in the order python/csrc/sched.c gives them.
-SCHED_STATS = ("queued", "queued_bytes", "high_items", "high_bytes", "pushed", "popped", "refused", "pressured")
+SCHED_STATS = ("queued", "queued_bytes", "high_items", "high_bytes", "pushed", "popped", "refused", "pressured",
+               "transfers_lost")
 
 PHASES = {"prefill": 0, "decode": 1}
 
@@ -57,6 +59,22 @@ class Decision(NamedTuple):
     """Save layers issued (the oldest deferred ones, in order)."""
     sm: int
     """The slot's SM budget."""
+
+
+class Transfer(NamedTuple):
+    """A load or save layer the scheduler timed (:meth:`Scheduler.transfers`)."""
+
+    kind: str
+    """``"load"`` or ``"save"``."""
+    layer: int
+    bytes: int
+    """Every device's bytes of the layer."""
+    seconds: float
+    """MEASURED: GPU engine, between CUDA events around its kernel on the slot's stream (from
+    when the stream reached the kernel, so after what the stream waited for); CPU engine, by the
+    plan's thread. 0 below the clock's resolution."""
+    modelled: float
+    """Its time at the bandwidths as given (before calibration)."""
 
 
 class Scheduler:
@@ -157,6 +175,28 @@ class Scheduler:
         return {"read_factor": out[0], "write_factor": out[1], "read_observed": int(out[2]),
                 "write_observed": int(out[3])}
 
+    def transfers(self) -> list[Transfer]:
+        """The load and save layers timed since the last call, oldest first: how long each took
+        against its compute window is whether the I/O hid behind it. Waits for nothing: a
+        layer still running is given by a later call (synchronize the slots' stream first for
+        all of them). Timed only with ``calibrate`` > 0; the newest 1024 are kept, and how many
+        older ones were dropped unread is ``stats()["transfers_lost"]``. CPU engine: a plan's
+        last load layer of a batch is timed only while the plan has not begun its next batch.
+
+        Raises:
+            GiouringError: ``EINVAL`` (a scheduler made without calibration), or the CUDA error
+                reading a timer back.
+        """
+        out = (_lib.u64 * (5 * 256))()
+        got: list[Transfer] = []
+        while True:
+            n = _lib.check(_lib.lib.gpy_sched_transfers(self._handle(), out, 256))
+            for i in range(n):
+                w, layer, nbytes, modelled, ns = out[5 * i:5 * i + 5]
+                got.append(Transfer("save" if w else "load", layer, nbytes, ns / 1e9, modelled / 1e9))
+            if n < 256:
+                return got
+
     def reset_rates(self) -> None:
         """Forgets what the calibration learnt: the factors back to 1 and the observation counts
         to 0; transfers timed and not yet read back are dropped. For a workload whose conditions
@@ -180,7 +220,8 @@ class Scheduler:
         _lib.lib.gpy_sched_idle(self._handle())
 
     def stats(self) -> dict[str, int]:
-        """The backlog: queued items and bytes, high water marks, pushed, popped, refused, pressured."""
+        """The backlog: queued items and bytes, high water marks, pushed, popped, refused,
+        pressured; ``transfers_lost``: timed transfers dropped before :meth:`transfers` took them."""
         out = (_lib.u64 * len(SCHED_STATS))()
         _lib.check(_lib.lib.gpy_sched_stats(self._handle(), out, len(SCHED_STATS)))
         return dict(zip(SCHED_STATS, out))

@@ -260,6 +260,13 @@ def test_a_calibrating_scheduler_learns_that_loads_run_slower_than_configured(tm
         assert r["read_observed"] >= 2 * LAYERS  # the last slot's timer is read at a later slot
         assert r["read_factor"] > 4.0 and r["write_observed"] == 0
         assert ends[-1] > 4 * ends[0]
+        # Every load the slots timed, in issue order, the stream waited for: the last slot's too.
+        got = sched.transfers()
+        assert [(t.kind, t.layer) for t in got] == [("load", layer) for _ in range(3) for layer in range(LAYERS)]
+        assert len({t.bytes for t in got}) == 1 and got[0].bytes > 0
+        assert all(t.seconds > 10 * t.modelled > 0 for t in got)
+        assert sched.rates()["read_observed"] == 3 * LAYERS and sched.transfers() == []
+        assert sched.stats()["transfers_lost"] == 0
         # A reset plans with the figures as given again, and learns again from there.
         sched.reset_rates()
         sched.idle()  # the stream was waited for: nothing carried into the next slot

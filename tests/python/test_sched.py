@@ -177,6 +177,16 @@ def test_the_cpu_engines_calibration_learns_from_its_threads_layer_times(uris):
         # Each load is read back at the next slot; a batch's last one is dropped there, since its
         # plan has begun the next batch (the layer's time went with the old one).
         assert r["read_observed"] == 3 * (LAYERS - 1) and r["read_factor"] > 4.0
+        # The same transfers, one by one, and the last batch's last load: its plan has begun no
+        # other batch, so it is read back now.
+        got = sched.transfers()
+        assert [(t.kind, t.layer) for t in got] == ([("save", layer) for layer in range(LAYERS)] +
+                                                    [("load", layer) for layer in range(LAYERS - 1)] * 2 +
+                                                    [("load", layer) for layer in range(LAYERS)])
+        assert len({t.bytes for t in got}) == 1 and got[0].bytes > 0  # the same 8 chunks' layer
+        assert all(t.seconds > 10 * t.modelled > 0 for t in got)
+        assert sched.rates()["read_observed"] == 3 * (LAYERS - 1) + 1 and sched.transfers() == []
+        assert sched.stats()["transfers_lost"] == 0
         for i, k in enumerate(keys):
             assert holds(kv, 8 + i, k)
         sched.close()
@@ -192,6 +202,9 @@ def test_calibration_weight_is_checked(uris):
         sched = open_sched(store)  # no calibration: the model as given
         assert sched.rates() == {"read_factor": 1.0, "write_factor": 1.0, "read_observed": 0, "write_observed": 0}
         assert sched.engine == "cpu"
+        with pytest.raises(giouring.GiouringError) as e:
+            sched.transfers()  # nothing is timed without calibration
+        assert e.value.errno == errno.EINVAL and "calibrate" in e.value.strerror
         sched.reset_rates()  # nothing learnt, nothing to forget: the figures as given
         assert sched.rates()["read_factor"] == 1.0
         sched.close()

@@ -402,3 +402,48 @@ def test_an_ideal_mover_crosses_past_the_limit_where_the_layers_shorten_slowly()
     slow = [dict(r, layer_ms=[x * 1.01 for x in r["layer_ms"]]) if r["system"] == "hbm-part" else r for r in rows]
     assert m.analyse(b, slow)["rows"][0]["ideal"] > want
     assert m.analyse(b, [r for r in slow if r["system"] != "hbm-part"])["rows"][0]["ideal"] == pytest.approx(want)
+
+
+def test_the_onset_is_where_the_measured_loads_take_as_long_as_the_compute_beside_them(tmp_path, capsys):
+    """The crossover with no threshold: per forward, the median over layers l = 1 .. L-2 of layer
+    l + 1's load less layer l's compute (its time less its wait), interpolated to zero on the grid
+    like the physical limit, and judged against it (within 0.3 points)."""
+    m = bench()
+    T, L, bulk, kvb = 16384, 5, 50.0, 4096
+    rows = []
+    for h in (0.5, 0.9):
+        C = int(h * T)
+        rows.append(dict(T=T, hit=h, C=C, system="hbm", ttft_s=[0.005], layer_ms=[1.0] * L, bubble_layer_ms=[0.0] * L))
+    # giouring-sched: load - compute -0.246 ms at 50%, +0.154 at 90% (a layer untimed: left out).
+    rows.append(dict(T=T, hit=0.5, C=8192, system="giouring-sched", ttft_s=[0.006], layer_ms=[2.0] + [1.2] * 4,
+                     bubble_layer_ms=[0.5] + [0.054] * 4, load_layer_ms=[0.5, 0.9, None, 0.9, 0.9]))
+    rows.append(dict(T=T, hit=0.9, C=14745, system="giouring-sched", ttft_s=[0.007], layer_ms=[2.0] + [1.3] * 4,
+                     bubble_layer_ms=[0.5] + [0.154] * 4, load_layer_ms=[0.5] + [1.3] * 4))
+    # giouring-sched-static: loads 0.2 ms longer, so they stop hiding 20 points earlier; giouring-staged:
+    # twice as long, never hidden within the grid.
+    for name, slower in (("giouring-sched-static", lambda x: x + 0.2), ("giouring-staged", lambda x: 2 * x)):
+        for r in rows[2:4]:
+            rows.append(dict(r, system=name, load_layer_ms=[None if x is None else slower(x) for x in r["load_layer_ms"]]))
+    assert m.load_margin_ms(rows[2]) == pytest.approx(-0.246)
+    assert m.load_margin_ms(rows[3]) == pytest.approx(0.154)
+    assert m.load_margin_ms(rows[0]) is None  # no load times
+    assert m.load_margin_ms(dict(rows[3], layer_ms=[1.0, 1.0], bubble_layer_ms=[0, 0], load_layer_ms=[1, 1])) is None
+    limit = 0.5 + 0.4 * (1.0 - 8192 * kvb / bulk / 1e6) / ((14745 - 8192) * kvb / bulk / 1e6)
+    a = args(io_sms=8)
+    path = tmp_path / "ttft.json"
+    path.write_text(json.dumps(dict(bench="ttft_llama", env={}, args=vars(a), bulk_gbps=[bulk], results=rows,
+                                    kv_token_bytes=kvb, layers=L)))
+    an = m.report_from(str(path))
+    g = {x["system"]: x for x in an["goals"]}
+    assert g["giouring-sched"]["limit"] == pytest.approx(limit)
+    assert g["giouring-sched"]["onset"] == pytest.approx(0.5 + 0.4 * 0.246 / 0.4)
+    assert g["giouring-sched"]["gap_onset"] == pytest.approx(limit - g["giouring-sched"]["onset"])
+    assert g["giouring-sched"]["onset_met"] is True and g["giouring-sched"]["onset_points"] == 2
+    static = g["giouring-sched-static"]
+    assert static["onset"] == pytest.approx(0.5 + 0.4 * 0.046 / 0.4) and static["onset_met"] is False
+    staged = g["giouring-staged"]  # at or below 50%: 24 points below the limit at least
+    assert staged["onset_below_grid"] and staged["onset"] == 0.5 and staged["onset_met"] is False
+    out = capsys.readouterr().out
+    assert "| 16K | 0.500 | giouring-sched | 0.900 | 1.146 | -0.246 | - |" in out
+    assert f"| 16K | giouring-sched | {100 * limit:.2f}% | {100 * g['giouring-sched']['onset']:.2f}% |" in out
+    assert f"| 16K | giouring-staged | {100 * limit:.2f}% | at or below 50.00% | at least +{100 * (limit - 0.5):.2f} | no |" in out
