@@ -257,6 +257,7 @@ def ttft(doc, out):
         fig, ax = plt.subplots(figsize=(7, 4))
         width = 0.8 / (len(systems) + 1)
         top = max(r["hit"] for r in rows)
+        onset_drawn = False
         for i, T in enumerate(ts):
             cs = {c["system"]: c for c in cross if c["T"] == T}
             for j, system in enumerate(systems):
@@ -271,6 +272,10 @@ def ttft(doc, out):
                 if timed and c["crossover"] is not None:
                     ax.plot(i + j * width, 100 * c["crossover"], marker="x", color="black", markersize=6,
                             label="TTFT over hbm > 5%" if i == 0 and j == 0 else None)
+                if c.get("onset") is not None and not c.get("onset_below_grid"):  # files before it have none
+                    ax.plot(i + j * width, 100 * c["onset"], marker="v", color="tab:red", markersize=6,
+                            label="measured loads = compute (no threshold)" if not onset_drawn else None)
+                    onset_drawn = True
             lim = next((c["limit"] for c in cs.values() if c.get("limit") is not None), None)
             if lim is not None:
                 ax.plot([i - width / 2, i + len(systems) * width - width / 2], [100 * lim] * 2, color="black",

@@ -18,6 +18,12 @@ I/O: CPU engine (file:// targets), the host's check of a done layer; GPU engine 
   op, every pool tensor        the same op given the whole pool's list (what Plan passed before)
   Plan.load_layer              a layer's load call (CPU engine: queued to the plan's thread; GPU
                                engine: the I/O kernel's launch), a batch of one key per layers calls
+  Scheduler.slot               the same load through the scheduler (giouring.Scheduler), as an
+                               engine with the scheduler issues it each layer: uncalibrated, and
+                               calibrating (its transfers timed: GPU engine, two CUDA events
+                               around each launch and a read-back of those done)
+  Scheduler.defer              a save layer queued to the scheduler's backlog (issued later,
+                               untimed, by drain())
 
 Each row: microseconds per call, `--reps` repetitions of `--calls` calls, min / median / max.
 It is a program, not a test: run it in the venv of scripts/python-test.sh, e.g.
@@ -69,6 +75,8 @@ def main():
     rows = []
     side = torch.cuda.Stream() if a.gpu else None  # made before the executors start
     with giouring.Store.create([uri], pool) as store:
+        # Schedulers before the first batch: the GPU engine's timers are made before the executors start.
+        scheds = {c: giouring.Scheduler(store, read_gbps=14.0, write_gbps=7.0, calibrate=c) for c in (0.0, 0.125)}
         plan = store.plan(max_requests=4)
         plan.save([1], [0])
         for layer in range(a.layers):
@@ -100,25 +108,53 @@ def main():
         # Plan.load_layer: each layer runs once a batch, so a batch of one key per 'layers' calls;
         # only the calls are timed (the CPU engine queues the layer to its thread; the GPU engine
         # launches the I/O kernel on the current stream).
-        per = []
-        for _ in range(a.reps):
-            ns, n = 0, 0
-            while n < a.calls:
-                assert plan.load([1], [1]) == [True]
-                t = time.perf_counter_ns()
-                for layer in range(a.layers):
-                    plan.load_layer(layer)
-                ns += time.perf_counter_ns() - t
-                n += a.layers
-                if a.gpu:
-                    torch.cuda.current_stream().synchronize()
-                plan.finish()
-            per.append(ns / n / 1e3)
-        rows.append(("Plan.load_layer (a batch of one key per layers calls)", per))
+        def per_layer(begin, call, end):
+            """us per call(layer), a batch per `layers` calls: begin() and end() untimed."""
+            per = []
+            for _ in range(a.reps):
+                ns, n = 0, 0
+                while n < a.calls:
+                    begin()
+                    t = time.perf_counter_ns()
+                    for layer in range(a.layers):
+                        call(layer)
+                    ns += time.perf_counter_ns() - t
+                    n += a.layers
+                    end()
+                per.append(ns / n / 1e3)
+            return per
+
+        def load_batch():
+            assert plan.load([1], [1]) == [True]
+
+        def finish():
+            if a.gpu:
+                torch.cuda.current_stream().synchronize()
+            assert all(r.rc == 0 for r in plan.finish())
+
+        rows.append(("Plan.load_layer (a batch of one key per layers calls)",
+                     per_layer(load_batch, plan.load_layer, finish)))
+        for c, sched in scheds.items():
+            rows.append((f"Scheduler.slot, {'calibrating' if c else 'uncalibrated'} (the same loads)",
+                         per_layer(load_batch, lambda layer: sched.slot(plan, layer, slack=0.0), finish)))
+        sched = scheds[0.0]
+
+        def save_batch():
+            assert plan.save([2], [2]) == [0]
+
+        def drain():
+            sched.drain()
+            finish()
+            assert store.remove([2]) == [True]  # the next batch saves it again
+
+        rows.append(("Scheduler.defer (a save batch of one key, drained after)",
+                     per_layer(save_batch, lambda layer: sched.defer(plan, layer), drain)))
+        for sched in scheds.values():
+            sched.close()
     print("| call | tensors passed | us per call: min | median | max |")
     print("| --- | --- | --- | --- | --- |")
     for name, per in rows:
-        n = len(every) if name == "op, every pool tensor" else len(mine)
+        n = len(every) if name == "op, every pool tensor" else len(mine) if name.startswith(("Plan.wait", "op")) else "-"
         print(f"| {name} | {n} | {min(per):.2f} | {statistics.median(per):.2f} | {max(per):.2f} |")
     return 0
 

@@ -1093,7 +1093,7 @@ def analyse(bench, results):
             out["crossover"].append(dict(T=T, system=system, crossover=crossing(pts, first_positive=True),
                                          onset=crossing(margins, first_positive=True) if margins else None,
                                          onset_below_grid=bool(margins) and margins[0][1] > 0,
-                                         onset_points=len(margins),
+                                         onset_points=len(margins), onset_highest=margins[-1][0] if margins else None,
                                          crossover_wait=crossing(waits, first_positive=True),
                                          crossover_io_wait=crossing(stalls, first_positive=True) if stalls else None,
                                          limit=limit, limit_part=limit_part, ideal=ideal,
@@ -1185,11 +1185,16 @@ def goals_of(a, T, limit, crossovers, by):
         onset_ok = within(gap_onset)
         if c.get("onset_below_grid") and onset_ok:  # at or below the grid's first point: no nearer than that
             onset_ok = None
+        top = c.get("onset_highest")
+        if onset is None and top is not None and limit is not None and limit - top < -GOAL_GAP:
+            # Hidden past the grid, the limit inside it: further past than 0.3 points, which is no
+            # win where the compute beside the I/O was slower (it hid more), else cannot tell.
+            onset_ok = False if cf is not None and cf > 0.02 else None
         io_sms = getattr(a, "io_sms", None)
         out.append(dict(T=T, system=system, limit=limit, crossover=measured,
                         crossover_by="I/O stall (GPU clock)" if has_io else "GPU waits (events)", crossover_wait=c.get("crossover_wait"), gap=gap, crossover_met=cross_ok,
                         ideal=ideal, gap_ideal=gap_ideal,
-                        onset=onset, gap_onset=gap_onset, onset_met=onset_ok, onset_below_grid=c.get("onset_below_grid", False),
+                        onset=onset, gap_onset=gap_onset, onset_met=onset_ok, onset_below_grid=c.get("onset_below_grid", False), onset_highest=top,
                         onset_points=c.get("onset_points", 0),
                         highest_hit=runs[-1]["hit"] if runs else None, points_below=len(below),
                         bubble_max=bubble, bubble_max_events=bub_ev,
@@ -1452,12 +1457,17 @@ def report(b, an):
             gap = "-" if g["gap_onset"] is None else f"{100 * g['gap_onset']:+.2f}"
             if g.get("onset_below_grid"):
                 on, gap = f"at or below {on}", f"at least {gap}"
+            elif g["onset"] is None and g.get("onset_highest") is not None:
+                on = f"above the grid (hidden up to {f(g['onset_highest'])})"
+                if g["limit"] is not None:
+                    gap = f"below {100 * (g['limit'] - g['onset_highest']):+.2f}"
             log(f"| {g['T'] // 1024}K | {g['system']} | {lim} | {on} | {gap} | {verdict(g['onset_met'])} | "
                 f"{f(g['crossover'])} |")
         log("(the crossover as the issue words it, the hit rate above which the I/O no longer hides behind the "
             "compute: where the measured load - compute turns positive, interpolated on the grid as the limit is; "
-            "the limit is the same equation with the prefix at bulk H2D beside hbm's layers. 'not within the grid': "
-            "the loads hid at every hit rate run; 'at or below': at none)")
+            "the limit is the same equation with the prefix at bulk H2D beside hbm's layers; 'above the grid': the "
+            "loads hid at every hit rate run, which past the limit with the compute beside them more than 2% slower "
+            "than hbm-part's is no win; 'at or below': they hid at none)")
     log("\n| T | hit | system | tokens/s (measured) | GPU $ per 1M tokens | holding $ per 1M tokens and hour | "
         "SSD GB written per 1M tokens | drive writes per day |")
     log("| --- | --- | --- | --- | --- | --- | --- | --- |")

@@ -127,7 +127,7 @@ def test_plot_draws_ttft_bubbles_and_crossovers(tmp_path):
                              layer_ms=[1.0] * 4, bubble_layer_ms=[extra * 250] * 4))
     doc = dict(bench="ttft_llama", env=dict(gpu="test"), args=dict(drives=4, drive_read_gbps=14.0), results=rows,
                analysis=dict(crossover=[dict(T=8192, system="giouring-sched", crossover=0.5, crossover_wait=None,
-                                             limit=0.98, waits_timed=True),
+                                             limit=0.98, waits_timed=True, onset=0.975, onset_below_grid=False),
                                         dict(T=8192, system="offload", crossover=0.93, crossover_wait=None,
                                              limit=0.98, waits_timed=False)]))
     path = tmp_path / "ttft.json"
@@ -443,7 +443,17 @@ def test_the_onset_is_where_the_measured_loads_take_as_long_as_the_compute_besid
     assert static["onset"] == pytest.approx(0.5 + 0.4 * 0.046 / 0.4) and static["onset_met"] is False
     staged = g["giouring-staged"]  # at or below 50%: 24 points below the limit at least
     assert staged["onset_below_grid"] and staged["onset"] == 0.5 and staged["onset_met"] is False
+    # Loads that hid at every hit rate, past a limit inside the grid: no win beside slower compute.
+    hid = [dict(r, load_layer_ms=[0.1] * L) for r in rows if r["system"] == "giouring-sched"]
+    b = argparse.Namespace(contexts=[T], bulk=[bulk], args=a, kv_token_bytes=kvb, L=L)
+    part = [dict(r, system="hbm-part") for r in rows if r["system"] == "hbm"]
+    for part_ms, met in ((1.0, False), (1.14, None)):  # compute beside the I/O: 1.146-1.196 ms
+        for r in part:
+            r["layer_ms"] = [part_ms] * L
+        (one,) = m.analyse(b, rows[:2] + part + hid)["goals"]
+        assert one["onset"] is None and one["onset_highest"] == 0.9 and one["onset_met"] is met
     out = capsys.readouterr().out
     assert "| 16K | 0.500 | giouring-sched | 0.900 | 1.146 | -0.246 | - |" in out
     assert f"| 16K | giouring-sched | {100 * limit:.2f}% | {100 * g['giouring-sched']['onset']:.2f}% |" in out
     assert f"| 16K | giouring-staged | {100 * limit:.2f}% | at or below 50.00% | at least +{100 * (limit - 0.5):.2f} | no |" in out
+    capsys.readouterr()
