@@ -346,6 +346,20 @@ class LayerEvents(Hooks):
         return [a.elapsed_time(b) if w else 0.0 for (a, b), w in zip(self.wait_ev, self.waited)]
 
 
+def timed_host(part):
+    """Adds the host time of the hook it wraps to self.host_s[part]: where TTFT over the HBM run
+    goes besides the GPU's waits (planning the batch, the per-layer calls)."""
+    def wrap(fn):
+        def hook(self, *args):
+            t = time.perf_counter()
+            try:
+                return fn(self, *args)
+            finally:
+                self.host_s[part] += time.perf_counter() - t
+        return hook
+    return wrap
+
+
 class GiouringHooks(LayerEvents):
     def __init__(self, bench, layers, sched, system):
         """sched: the giouring.Scheduler the layers go through (on the partition), or None (naive)."""
@@ -359,7 +373,9 @@ class GiouringHooks(LayerEvents):
         self.start_ev = [torch.cuda.Event() for _ in range(layers)]
         self.write_ev = [torch.cuda.Event() for _ in range(layers)]
         self.decisions = []
+        self.host_s = {"start": 0.0, "layers": 0.0}  # host time inside these hooks (MEASURED)
 
+    @timed_host("start")
     def start(self, ctx):
         b = self.b
         self.ctx = ctx
@@ -379,6 +395,7 @@ class GiouringHooks(LayerEvents):
         else:
             self.load.load_layer(0, stream=self.io)
 
+    @timed_host("layers")
     def layer_start(self, l):
         super().layer_start(l)
         self.start_ev[l].record(self.comp)
@@ -392,6 +409,7 @@ class GiouringHooks(LayerEvents):
         elif nxt:
             self.load.load_layer(l + 1, stream=self.io)
 
+    @timed_host("layers")
     def before_attention(self, l):
         a, z = self.wait_ev[l]
         a.record(self.comp)
@@ -399,6 +417,7 @@ class GiouringHooks(LayerEvents):
         z.record(self.comp)
         self.waited[l] = True
 
+    @timed_host("layers")
     def after_write(self, l):
         if not self.saving:
             return
@@ -411,7 +430,7 @@ class GiouringHooks(LayerEvents):
 
     def timed(self):
         """Whether this system's scheduler times its transfers (it calibrates)."""
-        return self.sched is not None and self.b.args.sched_calibrate > 0
+        return self.sched is not None and self.sched.calibrate > 0
 
     def forget_transfers(self):
         """Before the timed region: drops the transfers timed by earlier forwards."""
@@ -848,6 +867,8 @@ class Bench:
             lm = h.load_ms()
             if lm is not None:
                 extra["load_layer_ms"] = lm
+            extra["host_start_ms"] = h.host_s["start"] * 1e3
+            extra["host_layers_ms"] = h.host_s["layers"] * 1e3
         if system not in ("hbm", "hbm-part", "offload"):
             extra["prefix_bitwise"] = self.prefix_equal(ref, ctx.C)
         del cache
@@ -996,7 +1017,7 @@ class Bench:
                         + (f" waits {sum(runs[-1][3]):.1f} ms" if any(runs[-1][3]) else "")
                         + "".join(f" {k}={v}" for k, v in runs[-1][4].items()
                                   if k in ("prefix_bitwise", "logits_bitwise_vs_hbm", "saves_in_prefill",
-                                           "predicted_bubble_ms"))
+                                           "predicted_bubble_ms", "host_start_ms", "host_layers_ms"))
                         + f"; {self.memory()}")
             del ref
             if on_context:

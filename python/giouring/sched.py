@@ -122,6 +122,8 @@ class Scheduler:
                                              soft_bytes, int(timeout * 1e9), float(calibrate),
                                              1 if self.engine == "gpu" else 0, ctypes.byref(h)))
         self.store = store
+        self.calibrate = float(calibrate)
+        """The calibration's weight (0: none, and no transfer is timed)."""
         self._h = h.value
 
     def _handle(self):

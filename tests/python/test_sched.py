@@ -200,6 +200,7 @@ def test_calibration_weight_is_checked(uris):
                 open_sched(store, calibrate=bad)
             assert e.value.errno == errno.EINVAL and "calibrate" in e.value.strerror
         sched = open_sched(store)  # no calibration: the model as given
+        assert sched.calibrate == 0.0
         assert sched.rates() == {"read_factor": 1.0, "write_factor": 1.0, "read_observed": 0, "write_observed": 0}
         assert sched.engine == "cpu"
         with pytest.raises(giouring.GiouringError) as e:
