@@ -339,3 +339,29 @@ def test_closing_a_store_destroys_every_plan(uris):
     for p in plans:
         with pytest.raises(ValueError):
             p.handle
+
+
+def test_keys_and_blocks_go_to_the_library_as_words_whatever_path_converts_them():
+    # Plain ints take a fast path (bytes swapped in one pass); bytes keys, bools and bad keys the
+    # checked one. Both give (hi, lo) pairs of 64 bits, and bad input still names the problem.
+    from giouring.plan import _batch, keys_array
+
+    mask = (1 << 64) - 1
+    ks = [0, 1, mask, 1 << 64, (1 << 128) - 1, 0x0123456789ABCDEF_FEDCBA9876543210]
+    want = [v for k in ks for v in (k >> 64, k & mask)]
+    assert list(keys_array(ks)) == want
+    assert list(keys_array([k.to_bytes(16, "big") for k in ks])) == want  # the checked path
+    assert list(keys_array([ks[5].to_bytes(16, "big"), 7])) == [want[10], want[11], 0, 7]
+    for bad in (-1, 1 << 128):
+        with pytest.raises(giouring.GiouringError) as e:
+            keys_array([5, bad])
+        assert e.value.errno == errno.EINVAL and "2**128" in str(e.value)
+    with pytest.raises(TypeError):
+        keys_array([5, True])
+    n, k, b = _batch(ks, torch.arange(len(ks), dtype=torch.int32))
+    assert n == len(ks) and list(k) == want and list(b) == list(range(len(ks)))
+    assert list(_batch([3], [(1 << 32) - 1])[2]) == [(1 << 32) - 1]
+    for bad in (1 << 32, -1, 1.5, "0"):
+        with pytest.raises(giouring.GiouringError) as e:
+            _batch([3, 4], [0, bad])
+        assert e.value.errno == errno.EINVAL and f"block {bad!r}" in str(e.value)
