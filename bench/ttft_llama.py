@@ -1452,8 +1452,9 @@ def report(b, an):
     onsets = [g for g in an.get("goals", []) if g.get("onset_points")]
     if onsets:
         log("\n| T | hit | system | load per layer, ms (median) | compute beside it, ms (median) | load - compute, ms "
-            "(median of layers) | I/O stall per layer, ms (GPU clock, median) |")
-        log("| --- | --- | --- | --- | --- | --- | --- |")
+            "(median of layers) | I/O stall per layer, ms (GPU clock, median) | host in the hooks, ms: planning and "
+            "first slot / per-layer calls |")
+        log("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in b.results:
             m = load_margin_ms(r) if "error" not in r else None
             if m is None:
@@ -1463,11 +1464,15 @@ def report(b, an):
             io = r.get("io_wait_layer_ms")
             stall = f"{statistics.median(io[l + 1] for l in inner):.3f}" if io else "-"
             load = statistics.median(ld[l + 1] for l in inner if ld[l + 1] is not None)
+            host = (f"{r['host_start_ms']:.2f} / {r['host_layers_ms']:.2f}" if "host_start_ms" in r
+                    else "-")  # runs before these were recorded have none
             log(f"| {r['T'] // 1024}K | {r['hit']:.3f} | {r['system']} | {load:.3f} | "
-                f"{statistics.median(lm[l] - wm[l] for l in inner):.3f} | {m:+.3f} | {stall} |")
+                f"{statistics.median(lm[l] - wm[l] for l in inner):.3f} | {m:+.3f} | {stall} | {host} |")
         log("(MEASURED in each point's last forward: layer l + 1's load, timed by the scheduler on the I/O stream, "
             "beside layer l's compute (its time less its wait), l = 1 .. L-2; where load - compute is positive each "
-            "layer stalls about that long, which the last column shows by the GPU clock)")
+            "layer stalls about that long, which the I/O stall shows by the GPU clock. Host: the time.perf_counter "
+            "time inside giouring's hooks in that forward, the batch's planning and first slot, then the sum of "
+            "every layer's calls)")
         log("\n| T | system | physical limit | crossover: loads as long as the compute (measured, no threshold) | "
             "below the limit by, points | within 0.3 points | crossover: I/O stall > 5% of TTFT |")
         log("| --- | --- | --- | --- | --- | --- | --- |")

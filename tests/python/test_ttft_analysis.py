@@ -418,7 +418,8 @@ def test_the_onset_is_where_the_measured_loads_take_as_long_as_the_compute_besid
     rows.append(dict(T=T, hit=0.5, C=8192, system="giouring-sched", ttft_s=[0.006], layer_ms=[2.0] + [1.2] * 4,
                      bubble_layer_ms=[0.5] + [0.054] * 4, load_layer_ms=[0.5, 0.9, None, 0.9, 0.9]))
     rows.append(dict(T=T, hit=0.9, C=14745, system="giouring-sched", ttft_s=[0.007], layer_ms=[2.0] + [1.3] * 4,
-                     bubble_layer_ms=[0.5] + [0.154] * 4, load_layer_ms=[0.5] + [1.3] * 4))
+                     bubble_layer_ms=[0.5] + [0.154] * 4, load_layer_ms=[0.5] + [1.3] * 4, host_start_ms=0.8,
+                     host_layers_ms=1.25))
     # giouring-sched-static: loads 0.2 ms longer, so they stop hiding 20 points earlier; giouring-staged:
     # twice as long, never hidden within the grid.
     for name, slower in (("giouring-sched-static", lambda x: x + 0.2), ("giouring-staged", lambda x: 2 * x)):
@@ -453,7 +454,8 @@ def test_the_onset_is_where_the_measured_loads_take_as_long_as_the_compute_besid
         (one,) = m.analyse(b, rows[:2] + part + hid)["goals"]
         assert one["onset"] is None and one["onset_highest"] == 0.9 and one["onset_met"] is met
     out = capsys.readouterr().out
-    assert "| 16K | 0.500 | giouring-sched | 0.900 | 1.146 | -0.246 | - |" in out
+    assert "| 16K | 0.500 | giouring-sched | 0.900 | 1.146 | -0.246 | - | - |" in out
+    assert "| 16K | 0.900 | giouring-sched | 1.300 | 1.146 | +0.154 | - | 0.80 / 1.25 |" in out
     assert f"| 16K | giouring-sched | {100 * limit:.2f}% | {100 * g['giouring-sched']['onset']:.2f}% |" in out
     assert f"| 16K | giouring-staged | {100 * limit:.2f}% | at or below 50.00% | at least +{100 * (limit - 0.5):.2f} | no |" in out
     capsys.readouterr()
