@@ -228,22 +228,26 @@ int kv_batch::transfer(bool write, const std::vector<kv_item> &items, std::strin
 std::string kv_batch::remove_unreadable(const std::vector<uint64_t> &keys, const std::vector<uint8_t> &hit,
 				       const std::vector<int32_t> &rcs)
 {
-	/* A chunk the device failed to read stays stored, and a WRITE of its key is taken as done
-	 * (-EEXIST), so every later READ of it would fail again. Removed, the next WRITE stores it
-	 * anew (a drive remaps a bad block when it is written). A missed deadline (-ETIME) is no
-	 * proof the bytes are bad: such a chunk stays. */
-	std::vector<uint64_t> bad;
+	/* A chunk whose read failed stays stored, and a WRITE of its key is taken as done
+	 * (-EEXIST), so every later READ of it would fail again. The store removes those whose
+	 * failure would repeat (the device's error at once; a missed deadline the second time,
+	 * since once is no proof the bytes are bad), and the next WRITE stores them anew (a drive
+	 * remaps a bad block when it is written). */
+	std::vector<uint64_t> tried;
+	std::vector<int32_t> outcome;
 	for (size_t i = 0; i < rcs.size(); i++)
-		if (hit[i] && rcs[i] == -EIO) {
-			bad.push_back(keys[2 * i]);
-			bad.push_back(keys[2 * i + 1]);
+		if (hit[i] && rcs[i] != 0) {
+			tried.push_back(keys[2 * i]);
+			tried.push_back(keys[2 * i + 1]);
+			outcome.push_back(rcs[i]);
 		}
-	if (bad.empty())
+	if (outcome.empty())
 		return "";
-	std::vector<uint8_t> gone(bad.size() / 2);
-	if (gpy_store_remove(store_, bad.data(), (uint32_t)gone.size(), gone.data()) < 0)
+	std::vector<uint8_t> gone(outcome.size());
+	const int n = gpy_store_remove_failed(store_, tried.data(), outcome.data(), (uint32_t)gone.size(), gone.data());
+	if (n < 0)
 		return std::string("; removing it from the store failed: ") + gpy_last_error();
-	return "; removed from the store, so that a WRITE of it stores it anew";
+	return n ? "; removed from the store, so that a WRITE of it stores it anew" : "";
 }
 
 int kv_batch::batch(bool write, const kv_item *items, uint32_t n, uint32_t first, std::string &msg)

@@ -147,9 +147,10 @@ class GiouringHiCacheStorage(HiCacheStorage):
         """Reads each key's page into the host pool page its indices name: True for a page read,
         False for a miss (the page is left alone). Raises GiouringError when a read fails (the
         pages of that batch may then hold part of a chunk: none of them is reported read); a
-        chunk whose read the device failed is removed from the store first, so that the next
-        write-back of its page stores it anew (left stored, every later get of it would fail
-        and its set would change nothing)."""
+        chunk whose read the device failed, or whose load missed its deadline a second time,
+        is removed from the store first (``Store.remove_failed``), so that the next write-back
+        of its page stores it anew (left stored, every later get of it would fail and its set
+        would change nothing)."""
         pages = self._pages(keys, host_indices)
         wanted = [self._key(k) for k in keys]
         with self._get_lock:
@@ -160,12 +161,11 @@ class GiouringHiCacheStorage(HiCacheStorage):
             try:
                 self._get.finish()  # raises GiouringError on a failed read, naming errno and status
             except GiouringError as e:
-                unreadable = [k for k, r in zip(wanted, e.results or []) if r.rc == -errno.EIO]
-                if unreadable:
-                    try:
-                        self.store.remove(unreadable)
+                if e.results:
+                    try:  # a device error's chunk, or one whose load missed its deadline twice
+                        self.store.remove_failed(wanted, [r.rc for r in e.results])
                     except GiouringError as err:
-                        log.error("giouring: removing %d chunks that failed to load failed: %s", len(unreadable), err)
+                        log.error("giouring: removing chunks that failed to load failed: %s", err)
                 raise
         return hits
 

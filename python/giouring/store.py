@@ -234,6 +234,27 @@ class Store:
         _lib.check(_lib.lib.gpy_store_remove(self._handle(), keys_array(keys), len(keys), done))
         return [bool(done[i]) for i in range(len(keys))]
 
+    def remove_failed(self, keys: Sequence, rcs: Sequence[int]) -> list[bool]:
+        """After a load batch: removes the chunks whose load failed in a way that would repeat,
+        so that the recompute's save stores them anew (left stored, a save of the key is
+        ``EEXIST`` and every later hit fails again). ``rcs[i]`` is key i's outcome
+        (:attr:`Result.rc`): ``-EIO`` (the device failed the read) removes it at once;
+        ``-ETIME`` (the read missed its deadline) the second time that key's load does so
+        within the store's last 256 such misses (once is no proof the chunk is bad: a busy
+        device, and a chunk whose reads always time out would otherwise cost every hit the
+        whole deadline); anything else leaves it. Returns, per key, whether it was removed.
+
+        Raises:
+            GiouringError: as :meth:`remove`, naming the key; ``EINVAL`` for a length mismatch.
+        """
+        keys, rcs = list(keys), [int(r) for r in rcs]
+        if len(keys) != len(rcs):
+            raise GiouringError(errno.EINVAL, f"{len(keys)} keys and {len(rcs)} outcomes: one outcome per key")
+        done = (ctypes.c_uint8 * max(len(keys), 1))()
+        _lib.check(_lib.lib.gpy_store_remove_failed(self._handle(), keys_array(keys),
+                                                    (ctypes.c_int32 * max(len(rcs), 1))(*rcs), len(keys), done))
+        return [bool(done[i]) for i in range(len(keys))]
+
     def keys(self) -> list[int]:
         """The keys of the chunks the store holds (committed), as ints, slot by slot: what an index
         kept elsewhere starts from. No I/O, no pin, no change to the LRU order. A chunk stored or

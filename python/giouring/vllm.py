@@ -12,7 +12,8 @@ by layer before each layer's attention and saves every block that a step fills, 
 after its attention. A block that fails to load (an NVMe error, a deadline, a chunk evicted since
 the scheduler asked) is reported through ``get_block_ids_with_load_errors``, so vLLM recomputes it
 (``kv_load_failure_policy="recompute"``) or fails the request (``"fail"``), and never reads it. A
-chunk whose read the device failed is removed from the store, so that the recompute saves it anew.
+chunk whose read the device failed, or whose load missed its deadline a second time, is removed
+from the store (``Store.remove_failed``), so that the recompute saves it anew.
 
 The scheduler side answers from the store itself when a worker of its process opened it (vLLM's
 single-process executor), and otherwise from its own index of the keys the workers reported: each
@@ -233,8 +234,8 @@ class GiouringConnector(KVConnectorBase_V1):
                       "chunks_removed": 0}
         """Counters of the worker side: blocks loaded and saved, blocks reported as load errors,
         chunks whose save failed (a failed save is a later miss, never an error for vLLM), chunks
-        removed from the store because the device failed their read (the recompute stores them
-        anew)."""
+        removed from the store because the device failed their read or their load missed its
+        deadline a second time (the recompute stores them anew)."""
         # Scheduler side.
         self._reqs: dict[str, _Req] = {}
         self._told_index = False
@@ -558,30 +559,31 @@ class GiouringConnector(KVConnectorBase_V1):
         except GiouringError as e:
             log.error("giouring: finishing the load failed: %s", e)
             results = None
-        unreadable = []
+        failed = []
         for i, (key, block) in enumerate(batch):
             r = results[i] if results is not None else None
             if r is None or r.rc != 0:
                 if r is not None:
                     log.warning("giouring: block %d (key %032x) failed to load: rc %d, NVMe status 0x%x, layer %d",
                                 block, key, r.rc, r.nvme_status, r.layer)
-                    if r.rc == -errno.EIO:
-                        unreadable.append(key)
+                    failed.append((key, r.rc))
                 self._errors.add(block)
             elif r.layer != 0xFFFF and block not in self._errors:
                 self.stats["blocks_loaded"] += 1
                 # The store holds it: the scheduler side's index learns it too (a scheduler in
                 # the store's process found it there; after a restart its index is empty).
                 self._reports.append(("stored", self._rank, key))
-        if unreadable:
-            # The device answered an error: the chunk stays stored and a save of its key would be
-            # EEXIST, so vLLM's recompute could never replace it and every later hit would fail
-            # again. Removed, the recompute's save stores it anew (and the scheduler side learns
-            # of the removal from the store's journal).
+        if failed:
+            # A chunk whose read failed stays stored and a save of its key would be EEXIST, so
+            # vLLM's recompute could never replace it and every later hit would fail again: the
+            # store removes those whose failure would repeat (a device error; a second missed
+            # deadline), the recompute's save stores them anew, and the scheduler side learns
+            # of the removal from the store's journal.
             try:
-                self.stats["chunks_removed"] += sum(self._store.remove(unreadable))
+                self.stats["chunks_removed"] += sum(self._store.remove_failed([k for k, _ in failed],
+                                                                              [rc for _, rc in failed]))
             except GiouringError as e:
-                log.error("giouring: removing %d chunks that failed to load failed: %s", len(unreadable), e)
+                log.error("giouring: removing chunks that failed to load failed: %s", e)
 
     def save_kv_layer(self, layer_name: str, kv_layer: torch.Tensor, attn_metadata: Any, **kwargs: Any) -> None:
         if self._save_plan is None or layer_name not in self._layer:

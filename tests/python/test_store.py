@@ -365,3 +365,31 @@ def test_keys_and_blocks_go_to_the_library_as_words_whatever_path_converts_them(
         with pytest.raises(giouring.GiouringError) as e:
             _batch([3, 4], [0, bad])
         assert e.value.errno == errno.EINVAL and f"block {bad!r}" in str(e.value)
+
+
+def test_a_load_failure_that_would_repeat_removes_its_chunk(uris):
+    # remove_failed: -EIO removes at once, -ETIME the second time within the store's last 256
+    # misses, anything else never; what it removes goes to the journal like any removal.
+    kv, pool = vllm_pool()
+    keys = [700 + i for i in range(6)]
+    with giouring.Store.create(uris, pool) as store:
+        plan = store.plan(max_requests=BLOCKS)
+        assert plan.save(keys, range(6)) == [0] * 6
+        for layer in range(LAYERS):
+            plan.save_layer(layer)
+        plan.finish()
+        EIO, ETIME, CANCELED = -errno.EIO, -errno.ETIME, -errno.ECANCELED
+        assert store.remove_failed(keys[:4], [EIO, ETIME, 0, CANCELED]) == [True, False, False, False]
+        assert store.contains(keys) == [False, True, True, True, True, True]
+        assert store.remove_failed([keys[1], keys[2]], [ETIME, ETIME]) == [True, False]  # keys[1]'s second
+        assert store.contains(keys[1:3]) == [False, True]
+        # 256 misses of other keys push keys[2]'s first one out: its next is a first again.
+        assert store.remove_failed(list(range(10_000, 10_256)), [ETIME] * 256) == [False] * 256
+        assert store.remove_failed([keys[2]], [ETIME]) == [False]
+        assert store.remove_failed([keys[2]], [ETIME]) == [True]
+        assert store.remove_failed([keys[0]], [EIO]) == [False]  # gone already: nothing to remove
+        assert store.removed(0)[0] == [keys[0], keys[1], keys[2]]
+        with pytest.raises(giouring.GiouringError) as e:
+            store.remove_failed(keys[:2], [EIO])
+        assert e.value.errno == errno.EINVAL and "one outcome per key" in str(e.value)
+        assert store.remove_failed([], []) == []
