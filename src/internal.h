@@ -16,6 +16,13 @@ int gio__fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3))
  * calls it first, so that gio_last_error() only ever names the failure of the latest call. */
 void gio__clear_error(void);
 
+struct gio_qp;
+
+/* The message of a command's outcome on a queue pair (gio_qp_put() or gio_qp_wait()'s rc, the
+ * status it got): -EIO names the opcode and the NVMe status, -ETIME the ring's state, -EFAULT the
+ * address a checked queue pair refused. Returns rc (0 sets nothing). */
+int gio__qp_result_fail(const struct gio_qp *qp, uint8_t opc, int rc, uint16_t st);
+
 /* Keeps p allocated for good, reachable (src/kept.c): memory a device or the kernel may still
  * write after its owner gave up on it, which must never be freed nor reused. Any thread. */
 void gio__keep(void *p);

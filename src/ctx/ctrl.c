@@ -111,6 +111,27 @@ int gio__admin_within(struct gio_ctx *c, const struct gio_sqe *sqe, uint64_t tim
 	return rc;
 }
 
+int gio__qp_result_fail(const struct gio_qp *qp, uint8_t opc, int rc, uint16_t st)
+{
+	if (rc == -EIO)
+		return gio__fail(-EIO, "giouring: queue %u: opcode 0x%02x failed: %s (status 0x%04x, SCT %u SC 0x%02x%s)",
+				 qp->qid, opc, gio_status_str(st), st, gio_status_sct(st), gio_status_sc(st),
+				 gio_status_dnr(st) ? ", DNR" : "");
+	if (rc == -ETIME) {
+		const struct gio_qp_state *s = &qp->last_timeout;
+		return gio__fail(-ETIME,
+				 "giouring: queue %u: deadline passed (cid %d; sq reserved %u committed %u rung %u head %u; cq head %u)",
+				 qp->qid, (int)s->cid, s->sq_reserved, s->sq_committed, s->sq_rung, s->sq_head, s->cq_head);
+	}
+	if (rc == -EFAULT && qp->check)
+		return gio__fail(-EFAULT, "giouring: queue %u: opcode 0x%02x not submitted: its data pointer reaches bus address "
+				 "0x%" PRIx64 ", outside registered memory (check=1)",
+				 qp->qid, opc, gio_load_relaxed64(&qp->check->fault_addr));
+	if (rc < 0)
+		return gio__fail(rc, "giouring: queue %u: submission failed (%d)", qp->qid, rc);
+	return rc;
+}
+
 int gio_qp_submit_wait(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t timeout_ns, uint16_t *status, uint32_t *dw0)
 {
 	uint64_t deadline;
@@ -130,23 +151,7 @@ int gio_qp_submit_wait(struct gio_qp *qp, const struct gio_sqe *sqe, uint64_t ti
 		rc = gio_qp_wait(qp, idx, deadline, &st, dw0);
 	if (status)
 		*status = st;
-	if (rc == -EIO)
-		return gio__fail(-EIO, "giouring: queue %u: opcode 0x%02x failed: %s (status 0x%04x, SCT %u SC 0x%02x%s)",
-				 qp->qid, sqe->opc, gio_status_str(st), st, gio_status_sct(st), gio_status_sc(st),
-				 gio_status_dnr(st) ? ", DNR" : "");
-	if (rc == -ETIME) {
-		const struct gio_qp_state *s = &qp->last_timeout;
-		return gio__fail(-ETIME,
-				 "giouring: queue %u: deadline passed (cid %d; sq reserved %u committed %u rung %u head %u; cq head %u)",
-				 qp->qid, (int)s->cid, s->sq_reserved, s->sq_committed, s->sq_rung, s->sq_head, s->cq_head);
-	}
-	if (rc == -EFAULT && qp->check)
-		return gio__fail(-EFAULT, "giouring: queue %u: opcode 0x%02x not submitted: its data pointer reaches bus address "
-				 "0x%" PRIx64 ", outside registered memory (check=1)",
-				 qp->qid, sqe->opc, gio_load_relaxed64(&qp->check->fault_addr));
-	if (rc < 0)
-		return gio__fail(rc, "giouring: queue %u: submission failed (%d)", qp->qid, rc);
-	return rc;
+	return gio__qp_result_fail(qp, sqe->opc, rc, st);
 }
 
 int gio__bring_up(struct gio_ctx *c, uint32_t nsid, int dptr)

@@ -6,6 +6,7 @@
 #ifndef GIOURING_SRC_KV_DEV_H
 #define GIOURING_SRC_KV_DEV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <giouring/config.h>
@@ -25,12 +26,14 @@ struct gio__kv_dev {
 	const struct gio_dptr_caps *caps;
 	struct gio_kv_sb sb;  /* device_index names the device in messages until a superblock is known */
 	struct gio_kv_layout lay;
-	uint8_t *mem;         /* the registered bounce: buf_bytes of data, then list_bytes for PRP lists */
+	uint8_t *mem;         /* the registered bounce: buf_bytes of data, then list_bytes of PRP list or
+			 * SGL segment for each command in flight */
 	uint64_t mem_addr;
 	uint64_t buf_bytes;
 	uint64_t list_bytes;
 	uint64_t piece_bytes; /* largest transfer of one command, a multiple of the block size */
 	uint64_t timeout_ns;  /* deadline of each command */
+	uint32_t inflight;    /* commands of a batch in flight at once, each with its list slice */
 	uint32_t pos;         /* the device's position in the caller's array */
 	int registered;
 	int abandoned;        /* a command missed its deadline: the target may still write mem */
@@ -56,6 +59,27 @@ int gio__kv_dev_rw(struct gio__kv_dev *dv, int write, uint64_t slba, uint64_t nb
 
 int gio__kv_dev_flush(struct gio__kv_dev *dv, const char *what);
 
+/* Keeps the first failure's rc and message (a later call clears the message) in *first and msg,
+ * unless a later one is -ETIME: a missed deadline must reach the caller, which cannot go on with
+ * an abandoned device. */
+void gio__kv_note_failure(int rc, int *first, char *msg, size_t len);
+/* One entry of a batch written by gio__kv_dev_write_entries(): what gio_kv_entry_encode()
+ * takes, and rc, set by the call: 0 written, or the -errno of its write. */
+struct gio__kv_entry_write {
+	uint64_t slot;
+	struct gio_kv_u128 key;
+	uint64_t seq;
+	uint64_t data_len;
+	uint32_t state;
+	int rc;
+};
+/* Writes the entries w[0..n-1] (distinct slots; dv->sb and dv->lay set), in slot order through
+ * the bounce: consecutive slots go in one command (up to the piece), and up to dv->inflight
+ * commands are in flight at once. A command that fails is written again entry by entry, so a
+ * bad block costs its own slot. -ETIME abandons the device: the entries not written by then
+ * get -ETIME. Returns 0 when every entry was written, else the first failure (-ETIME where any
+ * command missed its deadline) with its message. No Flush: the caller's. */
+int gio__kv_dev_write_entries(struct gio__kv_dev *dv, struct gio__kv_entry_write *w, uint32_t n, const char *what);
 /* What the scan found at one slot: rc 0 (e holds a FREE or VALID entry), -ENODATA (all zero),
  * -EPROTO (refused: reason says why), or the -errno of a read that failed (e and reason
  * unset). Returning nonzero stops the scan with that value. */

@@ -37,18 +37,6 @@ struct gio_kv_store {
 	struct gio_kv_u128 removed[GIO_KV_STORE_REMOVED_KEPT];
 };
 
-/* Writes the entry of one slot (the rest of its block zeros). */
-static int dev_write_entry(struct gio__kv_dev *dv, uint64_t slot, uint32_t state,
-			   struct gio_kv_u128 key, uint64_t seq, uint64_t data_len, const char *what)
-{
-	uint32_t reason = GIO_KV_R_OK;
-	memset(dv->mem, 0, dv->info.lba_bytes);
-	if (gio_kv_entry_encode(dv->mem, &dv->sb, slot, state, key, seq, data_len, &reason))
-		return gio__fail(-EINVAL, "giouring: kv store: device %u: %s: entry of slot %llu refused: %s",
-				 dv->sb.device_index, what, (unsigned long long)slot, gio_kv_reason_str(reason));
-	return gio__kv_dev_rw(dv, 1, gio_kv_entry_lba(&dv->lay, slot), 1, what);
-}
-
 /* Where layers [first, first + count) of the chunk at loc lie on its device. Every path that
  * moves chunk bytes takes its blocks from here, so that a per-layer path (one layer of a batch)
  * and the whole-chunk path cannot disagree on placement. */
@@ -310,52 +298,43 @@ static int dev_scan(struct gio_kv_store *s, uint32_t d)
  * -ETIME abandons the device (its bounce may still be written). Returns -ETIME where any device
  * missed a deadline, else the first error, with its message, or 0. Under the lock, or before the
  * store is handed out. */
-static void scrub_note(int rc, int *first, char *msg, size_t len)
-{
-	/* The first failure, unless a later device missed a deadline: -ETIME must reach the open,
-	 * which cannot hand out a store with an abandoned device. Kept aside: a Flush clears it. */
-	if (rc && (!*first || (rc == -ETIME && *first != -ETIME))) {
-		*first = rc;
-		snprintf(msg, len, "%s", gio_last_error());
-	}
-}
-
 static int store_scrub_locked(struct gio_kv_store *s, const char *what)
 {
-	static const struct gio_kv_u128 zero = {0, 0};
+	struct gio__kv_entry_write w[KV_SCRUB_BATCH]; /* 12 KiB */
 	uint32_t ids[KV_SCRUB_BATCH];
 	char msg[512] = "";
-	uint32_t d, n, k;
+	uint32_t d, n, k, written;
 	uint64_t slot;
 	int first = 0, rc, f;
 	for (d = 0; d < s->n; d++) {
 		struct gio__kv_dev *dv = &s->dev[d];
-		for (slot = 0, n = 0, rc = 0; slot < dv->lay.slots && !dv->abandoned; slot++) {
-			uint32_t id = 0, state = 0;
-			int stale = 0;
-			if (gio__kv_index_locate(s->ix, d, slot, &id) ||
-			    gio__kv_index_peek(s->ix, id, NULL, &state, NULL, &stale, NULL, NULL) ||
-			    state != GIO__KV_FREE || !stale)
-				continue;
-			rc = dev_write_entry(dv, slot, GIO_KV_ENTRY_FREE, zero, s->next_seq - 1, 0, what);
-			if (rc)
-				break;
-			ids[n++] = id;
-			if (n == KV_SCRUB_BATCH) {
-				rc = gio__kv_dev_flush(dv, what);
-				for (k = 0; !rc && k < n; k++)
-					gio__kv_index_mark_clean(s->ix, ids[k]);
-				n = 0;
-				if (rc)
-					break;
+		for (slot = 0, rc = 0; slot < dv->lay.slots && !rc && !dv->abandoned;) {
+			/* A batch of stale slots, written FREE together, then one Flush. */
+			for (n = 0; slot < dv->lay.slots && n < KV_SCRUB_BATCH; slot++) {
+				uint32_t id = 0, state = 0;
+				int stale = 0;
+				if (gio__kv_index_locate(s->ix, d, slot, &id) ||
+				    gio__kv_index_peek(s->ix, id, NULL, &state, NULL, &stale, NULL, NULL) ||
+				    state != GIO__KV_FREE || !stale)
+					continue;
+				memset(&w[n], 0, sizeof(w[n]));
+				w[n].slot = slot;
+				w[n].seq = s->next_seq - 1;
+				w[n].state = GIO_KV_ENTRY_FREE;
+				ids[n++] = id;
 			}
-		}
-		scrub_note(rc, &first, msg, sizeof(msg));
-		if (n && !dv->abandoned) {
+			rc = n ? gio__kv_dev_write_entries(dv, w, n, what) : 0;
+			gio__kv_note_failure(rc, &first, msg, sizeof(msg));
+			for (k = 0, written = 0; k < n; k++)
+				written += w[k].rc == 0;
+			if (!written || dv->abandoned)
+				continue;
 			f = gio__kv_dev_flush(dv, what);
 			for (k = 0; !f && k < n; k++)
-				gio__kv_index_mark_clean(s->ix, ids[k]);
-			scrub_note(f, &first, msg, sizeof(msg));
+				if (w[k].rc == 0)
+					gio__kv_index_mark_clean(s->ix, ids[k]);
+			gio__kv_note_failure(f, &first, msg, sizeof(msg));
+			rc = rc ? rc : f;
 		}
 	}
 	return first ? gio__fail(first, "%s", msg) : 0;
@@ -474,6 +453,87 @@ static int check_len(const struct gio_kv_store *s, const void *p, uint64_t len, 
 	return 0;
 }
 
+/* Entries to write across the store's devices: w[i] on device on[i], for the caller's item at[i]. */
+struct entry_batch {
+	struct gio__kv_entry_write *w;
+	uint32_t *on, *at;
+	uint32_t n;
+};
+
+static int batch_alloc(struct entry_batch *e, uint32_t n, const char *what)
+{
+	e->n = 0;
+	e->w = malloc(sizeof(*e->w) * (n ? n : 1));
+	e->on = malloc(sizeof(*e->on) * (n ? n : 1));
+	e->at = malloc(sizeof(*e->at) * (n ? n : 1));
+	if (e->w && e->on && e->at)
+		return 0;
+	free(e->w);
+	free(e->on);
+	free(e->at);
+	e->w = NULL;
+	e->on = e->at = NULL;
+	return gio__fail(-ENOMEM, "giouring: kv store: %s: no memory for %u entries", what, n);
+}
+
+static void batch_free(struct entry_batch *e)
+{
+	free(e->w);
+	free(e->on);
+	free(e->at);
+}
+
+static void batch_add(struct entry_batch *e, uint32_t at, const struct gio__kv_loc *loc, uint32_t state,
+		      struct gio_kv_u128 key, uint64_t seq, uint64_t data_len)
+{
+	struct gio__kv_entry_write *w = &e->w[e->n];
+	memset(w, 0, sizeof(*w));
+	w->slot = loc->slot;
+	w->state = state;
+	w->key = key;
+	w->seq = seq;
+	w->data_len = data_len;
+	e->on[e->n] = loc->device;
+	e->at[e->n++] = at;
+}
+
+/* Writes the batch's entries, one gio__kv_dev_write_entries() per device, and sets each one's
+ * rc: the slots freed or committed together cost a few commands a device, not one each. Returns
+ * the first failure with its message (-ETIME before any other), or 0. */
+static int batch_write(struct gio_kv_store *s, struct entry_batch *e, const char *what)
+{
+	struct gio__kv_entry_write *part;
+	uint32_t *from, d, i, m;
+	char msg[512] = "";
+	int first = 0;
+	if (!e->n)
+		return 0;
+	part = malloc(sizeof(*part) * e->n);
+	from = malloc(sizeof(*from) * e->n);
+	if (!part || !from) {
+		free(part);
+		free(from);
+		for (i = 0; i < e->n; i++)
+			e->w[i].rc = -ENOMEM;
+		return gio__fail(-ENOMEM, "giouring: kv store: %s: no memory for %u entries", what, e->n);
+	}
+	for (d = 0; d < s->n; d++) {
+		for (i = 0, m = 0; i < e->n; i++)
+			if (e->on[i] == d) {
+				part[m] = e->w[i];
+				from[m++] = i;
+			}
+		if (!m)
+			continue;
+		gio__kv_note_failure(gio__kv_dev_write_entries(&s->dev[d], part, m, what), &first, msg, sizeof(msg));
+		for (i = 0; i < m; i++)
+			e->w[from[i]].rc = part[i].rc;
+	}
+	free(part);
+	free(from);
+	return first ? gio__fail(first, "%s", msg) : 0;
+}
+
 /* Allocates slots to keys[0..n-1] (out[i] as gio__kv_index_alloc() says) and writes FREE and
  * flushes the entries that may still read VALID: the first step of the commit protocol
  * (docs/store-format.md). A key whose invalidation failed gets its slot back and the error in
@@ -482,26 +542,42 @@ static int reserve_locked(struct gio_kv_store *s, const struct gio_kv_u128 *keys
 {
 	static const struct gio_kv_u128 zero = {0, 0};
 	uint8_t dirty[GIO_KV_STORE_MAX_DEVICES] = {0};
-	uint32_t i, d;
+	struct entry_batch e;
+	uint32_t i, j, d, m = 0;
 	int rc = gio__kv_index_alloc(s->ix, keys, n, out), got = rc;
 	if (rc < 0)
 		return rc;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		if (out[i].evicted) /* gone from the index now, whatever becomes of the new key's write */
 			s->removed[s->nremoved++ % GIO_KV_STORE_REMOVED_KEPT] = out[i].evicted_key;
-	for (i = 0; i < n; i++)
-		if (out[i].rc == 0 && out[i].invalidate) {
-			struct gio__kv_dev *dv = &s->dev[out[i].loc.device];
-			rc = dev_write_entry(dv, out[i].loc.slot, GIO_KV_ENTRY_FREE, zero, s->next_seq - 1, 0,
-					     "writing an entry FREE");
-			if (rc) {
+		m += out[i].rc == 0 && out[i].invalidate;
+	}
+	if (m && (rc = batch_alloc(&e, m, "writing entries FREE")) != 0) {
+		for (i = 0; i < n; i++)
+			if (out[i].rc == 0 && out[i].invalidate) {
 				gio__kv_index_abort(s->ix, out[i].loc.id);
 				out[i].rc = rc;
 				got--;
+			}
+		return got;
+	}
+	if (m) {
+		for (i = 0; i < n; i++)
+			if (out[i].rc == 0 && out[i].invalidate)
+				batch_add(&e, i, &out[i].loc, GIO_KV_ENTRY_FREE, zero, s->next_seq - 1, 0);
+		(void)batch_write(s, &e, "writing an entry FREE");
+		for (j = 0; j < e.n; j++) {
+			i = e.at[j];
+			if (e.w[j].rc) {
+				gio__kv_index_abort(s->ix, out[i].loc.id);
+				out[i].rc = e.w[j].rc;
+				got--;
 			} else {
-				dirty[out[i].loc.device] = 1;
+				dirty[e.on[j]] = 1;
 			}
 		}
+		batch_free(&e);
+	}
 	/* One Flush per device makes its FREE entries durable before any data lands on their slots. */
 	for (d = 0; d < s->n; d++)
 		if (dirty[d] && (rc = gio__kv_dev_flush(&s->dev[d], "flush of the FREE entries")) != 0)
@@ -516,37 +592,50 @@ static int reserve_locked(struct gio_kv_store *s, const struct gio_kv_u128 *keys
 
 /* The last steps of the commit protocol for the keys reserved in a[0..n-1] whose data is written
  * (ok[i] non-zero; the others are given back): a Flush of the data on each device, the VALID
- * entries, and a Flush that makes them durable. rc[i] receives each key's result (0: committed).
- * Returns the first failure, or 0. Under the lock. */
+ * entries (written together: gio__kv_dev_write_entries()), and a Flush that makes them durable.
+ * rc[i] receives each key's result (0: committed). Returns the first failure, or 0. Under the
+ * lock. */
 static int commit_locked(struct gio_kv_store *s, const struct gio_kv_u128 *keys, const struct gio__kv_alloc *a,
 			 const uint8_t *ok, uint32_t n, int32_t *rc)
 {
 	uint8_t used[GIO_KV_STORE_MAX_DEVICES] = {0}, committed[GIO_KV_STORE_MAX_DEVICES] = {0};
 	int drc[GIO_KV_STORE_MAX_DEVICES] = {0};
-	char msg[512];
+	struct entry_batch e;
+	char msg[512] = "";
 	uint64_t seq0 = s->next_seq;
-	uint32_t i, d;
-	int first = 0;
+	uint32_t i, j, d;
+	int first = 0, noted = 0, r;
 	for (i = 0; i < n; i++)
 		if (a[i].rc == 0 && ok[i])
 			used[a[i].loc.device] = 1;
 	for (d = 0; d < s->n; d++)
-		if (used[d])
+		if (used[d]) {
 			drc[d] = gio__kv_dev_flush(&s->dev[d], "flush of the data");
+			gio__kv_note_failure(drc[d], &noted, msg, sizeof(msg));
+		}
 	if (s->crash_at == GIO__KV_CRASH_AFTER_DATA)
 		for (d = 0; d < s->n; d++)
-			if (used[d] && !drc[d])
+			if (used[d] && !drc[d]) {
 				drc[d] = gio__fail(-ECANCELED, "giouring: kv store: stopped at crash point %d", s->crash_at);
-	for (i = 0; i < n; i++) {
-		int r;
+				gio__kv_note_failure(drc[d], &noted, msg, sizeof(msg));
+			}
+	/* The VALID entries of the keys whose data is durable, written together. */
+	if ((r = batch_alloc(&e, n, "writing the VALID entries")) != 0) {
+		gio__kv_note_failure(r, &noted, msg, sizeof(msg));
+	} else {
+		for (i = 0; i < n; i++)
+			if (a[i].rc == 0 && ok[i] && !drc[a[i].loc.device])
+				batch_add(&e, i, &a[i].loc, GIO_KV_ENTRY_VALID, keys[i], seq0 + i, s->chunk_bytes);
+		gio__kv_note_failure(batch_write(s, &e, "writing the VALID entry"), &noted, msg, sizeof(msg));
+	}
+	for (i = 0, j = 0; i < n; i++) {
 		if (a[i].rc) {
 			rc[i] = a[i].rc;
 			continue;
 		}
 		r = ok[i] ? drc[a[i].loc.device] : -ECANCELED;
 		if (!r)
-			r = dev_write_entry(&s->dev[a[i].loc.device], a[i].loc.slot, GIO_KV_ENTRY_VALID, keys[i],
-					    seq0 + i, s->chunk_bytes, "writing the VALID entry");
+			r = e.w && j < e.n && e.at[j] == i ? e.w[j++].rc : -ENOMEM;
 		rc[i] = r;
 		if (r) {
 			gio__kv_index_abort(s->ix, a[i].loc.id);
@@ -558,18 +647,16 @@ static int commit_locked(struct gio_kv_store *s, const struct gio_kv_u128 *keys,
 		gio__kv_index_add_bytes(s->ix, 0, s->chunk_bytes);
 		committed[a[i].loc.device] = 1;
 	}
+	batch_free(&e);
 	s->next_seq = seq0 + n;
 	/* The VALID entries durable before the call returns: a committed chunk survives a power loss.
 	 * The Flushes' calls clear the message of an earlier failure: it is kept aside. */
-	if (first)
-		snprintf(msg, sizeof(msg), "%s", gio_last_error());
 	for (d = 0; d < s->n; d++)
 		if (committed[d]) {
 			const int f = gio__kv_dev_flush(&s->dev[d], "flush of the VALID entries");
-			if (f && !first) {
+			gio__kv_note_failure(f, &noted, msg, sizeof(msg));
+			if (f && !first)
 				first = f;
-				snprintf(msg, sizeof(msg), "%s", gio_last_error());
-			}
 		}
 	return first ? gio__fail(first, "%s", msg) : 0;
 }
@@ -681,7 +768,7 @@ int gio_kv_store_contains(struct gio_kv_store *s, const struct gio_kv_u128 *keys
 
 int gio_kv_store_remove(struct gio_kv_store *s, struct gio_kv_u128 key)
 {
-	static const struct gio_kv_u128 zero = {0, 0};
+	struct gio__kv_entry_write w;
 	struct gio__kv_loc loc;
 	struct gio__kv_dev *dv;
 	int rc;
@@ -704,7 +791,11 @@ int gio_kv_store_remove(struct gio_kv_store *s, struct gio_kv_u128 key)
 	 * FREE before its next use. */
 	s->removed[s->nremoved++ % GIO_KV_STORE_REMOVED_KEPT] = key;
 	dv = &s->dev[loc.device];
-	rc = dev_write_entry(dv, loc.slot, GIO_KV_ENTRY_FREE, zero, s->next_seq - 1, 0, "remove: writing the entry FREE");
+	memset(&w, 0, sizeof(w));
+	w.slot = loc.slot;
+	w.seq = s->next_seq - 1;
+	w.state = GIO_KV_ENTRY_FREE;
+	rc = gio__kv_dev_write_entries(dv, &w, 1, "remove: writing the entry FREE");
 	if (!rc)
 		rc = gio__kv_dev_flush(dv, "remove: flush of the FREE entry");
 	if (!rc) /* its next writer need not write it FREE again */
