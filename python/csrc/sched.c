@@ -115,16 +115,6 @@ int gpy_sched_create(struct gpy_store *s, const double *gbps, uint32_t ndevs, ui
 	return 0;
 }
 
-/* The bytes of a transfer, every device's. */
-static uint64_t bytes_sum(const struct gpy_sched *x, const uint64_t *bytes)
-{
-	uint64_t n = 0;
-	uint32_t d;
-	for (d = 0; d < x->cfg.ndevs; d++)
-		n += bytes[d];
-	return n;
-}
-
 /* Timer entry i read back at @p ns: into the rates, and into the log (where the oldest unread
  * entry makes room for it and is counted as lost). */
 static void observed(struct gpy_sched *x, uint32_t i, uint64_t ns)
@@ -164,7 +154,7 @@ static void cpu_observe(struct gpy_sched *x, struct gpy_plan *p, uint32_t layer,
 	x->obs[i].layer = layer;
 	x->modelled_ns[i] = gio_sched_rate_model_ns(&x->base, bytes, write);
 	x->write[i] = (uint8_t)write;
-	x->bytes[i] = bytes_sum(x, bytes);
+	x->bytes[i] = gio_sched_bytes_sum(bytes, x->cfg.ndevs);
 	x->t_tail++;
 }
 
@@ -232,7 +222,7 @@ static int timed_launch(void *arg, struct gio_kv_plan *plan, uint32_t layer, int
 		return 0;
 	x->modelled_ns[i] = gio_sched_rate_model_ns(&x->base, bytes, write ? GIO_SCHED_WRITE : GIO_SCHED_READ);
 	x->write[i] = (uint8_t)(write ? GIO_SCHED_WRITE : GIO_SCHED_READ);
-	x->bytes[i] = bytes_sum(x, bytes);
+	x->bytes[i] = gio_sched_bytes_sum(bytes, x->cfg.ndevs);
 	x->obs[i].layer = layer;
 	x->t_tail++;
 	return 0;

@@ -77,7 +77,7 @@ def _blocks_array(blocks: list) -> ctypes.Array:
             if not isinstance(b, int) or not 0 <= b < 1 << 32:
                 raise GiouringError(errno.EINVAL, f"block {b!r} is not a pool block number")
         return (ctypes.c_uint32 * max(len(blocks), 1))(*blocks)
-    return (ctypes.c_uint32 * max(len(words), 1)).from_buffer(words) if words else (ctypes.c_uint32 * 1)()
+    return (ctypes.c_uint32 * len(words)).from_buffer(words) if words else (ctypes.c_uint32 * 1)()
 
 
 def _batch(keys, blocks):

@@ -324,6 +324,23 @@ GIO_HD int gio_sched_backlog_init(struct gio_sched_backlog *bl, struct gio_sched
 }
 
 /**
+ * @brief Bytes over devices.
+ * @param bytes  bytes per device, @p n of them.
+ * @param n      the devices.
+ * @return their sum, or UINT64_MAX where it does not fit 64 bits.
+ *
+ * Pure; any thread, host or device.
+ */
+GIO_HD uint64_t gio_sched_bytes_sum(const uint64_t *bytes, uint32_t n)
+{
+	uint64_t s = 0;
+	uint32_t d;
+	for (d = 0; d < n; d++)
+		s = gio__sched_add(s, bytes[d]);
+	return s;
+}
+
+/**
  * @brief Bytes of an item over all devices.
  * @param it  the item.
  * @return their sum, or UINT64_MAX where it does not fit 64 bits.
@@ -332,11 +349,7 @@ GIO_HD int gio_sched_backlog_init(struct gio_sched_backlog *bl, struct gio_sched
  */
 GIO_HD uint64_t gio_sched_item_bytes(const struct gio_sched_item *it)
 {
-	uint64_t s = 0;
-	uint32_t d;
-	for (d = 0; d < GIO_SCHED_DEVS_MAX; d++)
-		s = gio__sched_add(s, it->bytes[d]);
-	return s;
+	return gio_sched_bytes_sum(it->bytes, GIO_SCHED_DEVS_MAX);
 }
 
 /**
