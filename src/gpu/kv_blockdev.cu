@@ -40,9 +40,12 @@ int bd_rw(void *arg, int write, uint64_t slba, uint64_t nblocks, void *buf, uint
 	e = write ? cudaMemcpyAsync(g->backing + off, buf, bytes, cudaMemcpyHostToDevice, s)
 		  : cudaMemcpyAsync(buf, g->backing + off, bytes, cudaMemcpyDeviceToHost, s);
 	const uint64_t deadline = gio_deadline_in(timeout_ns);
+	uint32_t spins = 0;
+	// Spin, yield, then sleep: an entry's copy takes microseconds, and a planned save waits for
+	// its FREE entries (a 20 us sleep is 70 us or more with the kernel's timer slack).
 	if (e == cudaSuccess)
 		while ((e = cudaStreamQuery(s)) == cudaErrorNotReady && !gio_deadline_passed(deadline))
-			gio_host_sleep_ns(20000);
+			gio_backoff(&spins);
 	// A stream destroyed with work queued returns at once; the runtime finishes the copy.
 	(void)cudaStreamDestroy(s);
 	if (e == cudaErrorNotReady)
