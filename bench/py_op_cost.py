@@ -24,6 +24,10 @@ I/O: CPU engine (file:// targets), the host's check of a done layer; GPU engine 
                                around each launch and a read-back of those done)
   Scheduler.defer              a save layer queued to the scheduler's backlog (issued later,
                                untimed, by drain())
+  Plan.save, store full        per batch, not per layer: planning the save of 32 chunks on a
+                               full store, every chunk evicting one (the evicted slots' entries
+                               written FREE, then a Flush), each rep the median of 4 batches
+  Plan.finish of that save     the save's commit (the VALID entries, a Flush each side)
 
 Each row: microseconds per call, `--reps` repetitions of `--calls` calls, min / median / max.
 It is a program, not a test: run it in the venv of scripts/python-test.sh, e.g.
@@ -52,6 +56,49 @@ def timed(fn, calls, reps):
             fn()
         per.append((time.perf_counter_ns() - t) / calls / 1e3)
     return per
+
+
+def full_store_rows(store, a, n=32, batches=4):
+    """Planning and finishing a save on a full store, where every chunk evicts one: the planning
+    writes the evicted slots' entries FREE (and flushes) before any data, the finish writes the
+    VALID entries (and flushes). Per batch of n chunks, not per layer: an engine plans one a
+    request, before its first layer."""
+    plan = store.plan(max_requests=n)
+    key = 1 << 20
+
+    def save(timed_ns=None):
+        nonlocal key
+        keys = list(range(key, key + n))
+        key += n
+        t = time.perf_counter_ns()
+        rc = plan.save(keys, list(range(n)))
+        t_save = time.perf_counter_ns() - t
+        assert rc == [0] * n, rc
+        for layer in range(a.layers):
+            plan.save_layer(layer)
+        for layer in range(a.layers):  # the data written: what finish() then does is the commit
+            plan.wait_layer(layer, timeout=60.0)
+        if a.gpu:
+            torch.cuda.current_stream().synchronize()
+        t = time.perf_counter_ns()
+        assert all(r.rc == 0 for r in plan.finish())
+        if timed_ns is not None:
+            timed_ns[0].append(t_save)
+            timed_ns[1].append(time.perf_counter_ns() - t)
+
+    cap = store.stats()["capacity"]
+    while store.stats()["evictions"] == 0:  # full, and one batch past it
+        save()
+    per_save, per_finish = [], []
+    for _ in range(a.reps):
+        got = ([], [])
+        for _ in range(batches):
+            save(got)
+        per_save.append(statistics.median(got[0]) / 1e3)
+        per_finish.append(statistics.median(got[1]) / 1e3)
+    plan.close()
+    return [(f"Plan.save of {n} chunks, store full ({cap} slots): each evicts (FREE entries, Flush)", per_save),
+            (f"Plan.finish of that save (VALID entries, Flush)", per_finish)]
 
 
 def main():
@@ -151,6 +198,7 @@ def main():
                      per_layer(save_batch, lambda layer: sched.defer(plan, layer), drain)))
         for sched in scheds.values():
             sched.close()
+        rows += full_store_rows(store, a)
     print("| call | tensors passed | us per call: min | median | max |")
     print("| --- | --- | --- | --- | --- |")
     for name, per in rows:
