@@ -1007,6 +1007,65 @@ TEST_CASE("store: a chunk whose data cannot be read is removed, then stored agai
 	REQUIRE(gio_kv_store_close(s) == 0);
 }
 
+TEST_CASE("store: remove_failed removes a read that failed at once, a missed deadline the second time", "[kv]")
+{
+	Targets t(1, false, "size=1M");
+	const auto p = params(kFourSlots);
+	gio_kv_store *s = small_store(t, p, 4);
+	const gio_kv_u128 keys[5] = {key(0), key(1), key(2), key(3), key(9)}; // 9 never stored
+	const int32_t rcs[5] = {-EIO, -ETIME, 0, -ENOMEM, -EIO};
+	uint8_t removed[5];
+	std::memset(removed, 7, sizeof(removed));
+	INFO(gio_last_error());
+	CHECK(gio_kv_store_remove_failed(s, keys, rcs, 5, removed) == 1);
+	CHECK(std::vector<uint8_t>(removed, removed + 5) == std::vector<uint8_t>{1, 0, 0, 0, 0});
+	CHECK(get_check(s, 0) == 0);
+	for (uint64_t i = 1; i < 4; i++)
+		CHECK(get_check(s, i) == 1);
+	// Key 1's second missed deadline removes it; a removal is one of the journal's.
+	const int32_t late = -ETIME;
+	CHECK(gio_kv_store_remove_failed(s, &keys[1], &late, 1, nullptr) == 1);
+	CHECK(get_check(s, 1) == 0);
+	uint64_t next = 0;
+	gio_kv_u128 gone[4];
+	REQUIRE(gio_kv_store_removed(s, 0, gone, 4, &next) == 2);
+	CHECK((gio_kv_u128_eq(gone[0], key(0)) && gio_kv_u128_eq(gone[1], key(1))));
+	// A miss is remembered among the store's last GIO_KV_STORE_STRIKES only: key 2's first, then
+	// that many others, and its next is a first again.
+	CHECK(gio_kv_store_remove_failed(s, &keys[2], &late, 1, nullptr) == 0);
+	for (uint32_t i = 0; i < GIO_KV_STORE_STRIKES; i++) {
+		const gio_kv_u128 other = key(1000 + i);
+		REQUIRE(gio_kv_store_remove_failed(s, &other, &late, 1, nullptr) == 0);
+	}
+	CHECK(gio_kv_store_remove_failed(s, &keys[2], &late, 1, nullptr) == 0);
+	CHECK(get_check(s, 2) == 1);
+	CHECK(gio_kv_store_remove_failed(s, &keys[2], &late, 1, nullptr) == 1);
+	CHECK(get_check(s, 2) == 0);
+	// Bad input, and a key being read: refused with the key's position and why.
+	CHECK(gio_kv_store_remove_failed(nullptr, keys, rcs, 1, nullptr) == -EINVAL);
+	CHECK(gio_kv_store_remove_failed(s, nullptr, rcs, 1, nullptr) == -EINVAL);
+	CHECK(std::string(gio_last_error()).find("NULL keys") != std::string::npos);
+	CHECK(gio_kv_store_remove_failed(s, keys, nullptr, 1, nullptr) == -EINVAL);
+	CHECK(gio_kv_store_remove_failed(s, nullptr, nullptr, 0, nullptr) == 0);
+	gio__kv_loc loc;
+	uint8_t hit = 0;
+	REQUIRE(gio__kv_store_lookup_pin(s, &keys[3], 1, &loc, &hit) == 1);
+	CHECK(gio_kv_store_remove_failed(s, &keys[3], &rcs[0], 1, nullptr) == -EBUSY);
+	const std::string msg = gio_last_error();
+	INFO(msg);
+	CHECK(msg.find("key 0, whose load failed with EIO") != std::string::npos);
+	CHECK(msg.find("being read or written") != std::string::npos);
+	const uint8_t unread = 0;
+	gio__kv_store_unpin(s, &loc, &hit, &unread, 1);
+	CHECK(gio_kv_store_remove_failed(s, &keys[3], &rcs[0], 1, nullptr) == 1);
+	REQUIRE(gio_kv_store_close(s) == 0);
+	// The removals survive a reopen.
+	REQUIRE(gio_kv_store_open(t.ctx.data(), 1, &p, &s) == 0);
+	for (uint64_t i = 0; i < 4; i++)
+		CHECK(get_check(s, i) == 0);
+	REQUIRE(gio_kv_store_close(s) == 0);
+}
+
 TEST_CASE("store: a removal whose FREE write failed is written again at the close", "[kv]")
 {
 	MemDev m(kFourSlots);

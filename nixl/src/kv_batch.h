@@ -78,8 +78,8 @@ public:
 
 private:
 	int batch(bool write, const kv_item *items, uint32_t n, uint32_t first, std::string &msg);
-	/* Removes the chunks of a finished load whose failure would repeat (gpy_store_remove_failed():
-	 * -EIO, or -ETIME a second time); what to add to the failure's message ("" when none).
+	/* Removes the chunks of a finished load whose failure would repeat (gio_kv_store_remove_failed()
+	 * through gpy_store_remove_failed(): -EIO, or -ETIME a second time); what to add to the failure's message ("" when none).
 	 * keys: (hi, lo) pairs. */
 	std::string remove_unreadable(const std::vector<uint64_t> &keys, const std::vector<uint8_t> &hit,
 				      const std::vector<int32_t> &rcs);

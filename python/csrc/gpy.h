@@ -64,10 +64,6 @@ struct gpy_dev {
 	char why[512];                   /* the path's reason (gio_gpu_path::why) */
 };
 
-/** Missed deadlines remembered per store (gpy_store_remove_failed()): a key's second within
- *  the last this many removes it. */
-#define GPY_STRIKES 256u
-
 struct gpy_store {
 	uint32_t ndevs;
 	struct gpy_dev dev[GIO_KV_STORE_MAX_DEVICES];
@@ -91,11 +87,6 @@ struct gpy_store {
 					    executors stopped (freeing pinned memory waits for every
 					    kernel, a persistent executor's too) */
 	uint32_t npinned;
-	/* Keys whose load missed its deadline lately (gpy_store_remove_failed()): a ring of
-	 * (hi, lo) with a live flag each, under store.c's strike lock. */
-	uint64_t strike[GPY_STRIKES][2];
-	uint8_t strike_live[GPY_STRIKES];
-	uint32_t strike_next;
 };
 
 /** Statistics of a plan, the order of gpy_plan_stats(). */
@@ -188,13 +179,10 @@ GPY_EXPORT int gpy_store_contains(struct gpy_store *s, const uint64_t *keys, uin
  *  how many were removed, or the first failure (the keys before it are done, the failing one is
  *  out of the index: see gio_kv_store_remove()). */
 GPY_EXPORT int gpy_store_remove(struct gpy_store *s, const uint64_t *keys, uint32_t n, uint8_t *removed);
-/** Removes the chunks whose load failed in a way that would repeat, so that the next save of
- *  their keys stores them anew (a save of a stored key is -EEXIST, and every later load would
- *  fail the same way): @p rcs[i] -EIO (the device failed the read) at once; -ETIME (the read
- *  missed its deadline) the second time the key's load does so within the store's last
- *  GPY_STRIKES such misses (once is no proof: a busy device); any other outcome leaves it.
- *  @p keys: (hi, lo) pairs; @p removed[i]: 1 where key i was removed. Returns how many were, or
- *  the first removal's error (its message names it). Any thread. */
+/** gio_kv_store_remove_failed() (the failed-load policy: -EIO removes a key at once, -ETIME
+ *  the second time within the store's last GIO_KV_STORE_STRIKES misses) with the keys as
+ *  (hi, lo) pairs; @p removed[i]: 1 where key i was removed. Returns how many were, or the first
+ *  removal's error (its message names it). Any thread. */
 GPY_EXPORT int gpy_store_remove_failed(struct gpy_store *s, const uint64_t *keys, const int32_t *rcs, uint32_t n,
 				       uint8_t *removed);
 /** gio_kv_store_removed() with the keys as (hi, lo) pairs: how many were written (-ERANGE: some

@@ -356,60 +356,19 @@ int gpy_store_remove(struct gpy_store *s, const uint64_t *keys, uint32_t n, uint
 	return rc < 0 ? gpy_lib(rc, "removing a key") : got;
 }
 
-/* Every store's ring of missed deadlines: touched only when loads fail, so one lock serves. */
-static pthread_mutex_t strike_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Whether key @p k missed a deadline before, within the ring: if so it leaves the ring (it is
- * to be removed), else it enters it, taking the oldest entry's place. */
-static int struck_twice(struct gpy_store *s, struct gio_kv_u128 k)
-{
-	uint32_t i;
-	int again = 0;
-	pthread_mutex_lock(&strike_lock);
-	for (i = 0; i < GPY_STRIKES && !again; i++)
-		if (s->strike_live[i] && s->strike[i][0] == k.hi && s->strike[i][1] == k.lo) {
-			s->strike_live[i] = 0;
-			again = 1;
-		}
-	if (!again) {
-		i = s->strike_next++ % GPY_STRIKES;
-		s->strike[i][0] = k.hi;
-		s->strike[i][1] = k.lo;
-		s->strike_live[i] = 1;
-	}
-	pthread_mutex_unlock(&strike_lock);
-	return again;
-}
-
 int gpy_store_remove_failed(struct gpy_store *s, const uint64_t *keys, const int32_t *rcs, uint32_t n,
 			    uint8_t *removed)
 {
 	struct gio_kv_u128 *k;
-	uint32_t i;
-	int got = 0, rc = 0;
+	int rc;
 	gpy_clear_error();
 	if (!s || (n && (!keys || !rcs || !removed)))
 		return gpy_fail(-EINVAL, "remove_failed: no store, keys, outcomes or output");
 	if (!(k = gpy_keys_of(keys, n)))
 		return gpy_fail(-ENOMEM, "remove_failed: %u keys", n);
-	memset(removed, 0, n);
-	for (i = 0; i < n && rc >= 0; i++) {
-		if (rcs[i] != -EIO && !(rcs[i] == -ETIME && struck_twice(s, k[i])))
-			continue;
-		rc = gio_kv_store_remove(s->store, k[i]);
-		if (rc > 0) {
-			removed[i] = 1;
-			got++;
-		}
-	}
+	rc = gio_kv_store_remove_failed(s->store, k, rcs, n, removed);
 	free(k);
-	if (rc < 0) {
-		char what[96];
-		snprintf(what, sizeof(what), "removing key %u, whose load failed with %s", i - 1,
-			 rcs[i - 1] == -EIO ? "EIO" : "ETIME a second time");
-		return gpy_lib(rc, what);
-	}
-	return got;
+	return rc < 0 ? gpy_lib(rc, "removing the keys whose loads failed") : rc;
 }
 
 /* gio_kv_store_removed() or gio_kv_store_keys() with the keys as (hi, lo) pairs. */

@@ -242,7 +242,9 @@ class Store:
         ``-ETIME`` (the read missed its deadline) the second time that key's load does so
         within the store's last 256 such misses (once is no proof the chunk is bad: a busy
         device, and a chunk whose reads always time out would otherwise cost every hit the
-        whole deadline); anything else leaves it. Returns, per key, whether it was removed.
+        whole deadline); anything else leaves it. The policy is the core store's
+        (``gio_kv_store_remove_failed()``), which C embedders call the same way. Returns, per
+        key, whether it was removed.
 
         Raises:
             GiouringError: as :meth:`remove`, naming the key; ``EINVAL`` for a length mismatch.

@@ -35,6 +35,11 @@ struct gio_kv_store {
 	/* The journal of removals (gio_kv_store_removed()): removal i is removed[i % KEPT]. */
 	uint64_t nremoved;
 	struct gio_kv_u128 removed[GIO_KV_STORE_REMOVED_KEPT];
+	/* Keys whose load missed its deadline lately (gio_kv_store_remove_failed()): a ring, each
+	 * entry live until its key misses again or a newer miss takes its place. */
+	struct gio_kv_u128 strike[GIO_KV_STORE_STRIKES];
+	uint8_t strike_live[GIO_KV_STORE_STRIKES];
+	uint32_t strike_next;
 };
 
 /* Where layers [first, first + count) of the chunk at loc lie on its device. Every path that
@@ -766,26 +771,18 @@ int gio_kv_store_contains(struct gio_kv_store *s, const struct gio_kv_u128 *keys
 	return hits;
 }
 
-int gio_kv_store_remove(struct gio_kv_store *s, struct gio_kv_u128 key)
+/* gio_kv_store_remove() under the lock. */
+static int remove_locked(struct gio_kv_store *s, struct gio_kv_u128 key)
 {
 	struct gio__kv_entry_write w;
 	struct gio__kv_loc loc;
 	struct gio__kv_dev *dv;
-	int rc;
-	gio__clear_error();
-	if (!s)
-		return gio__fail(-EINVAL, "giouring: kv store: remove: NULL store");
-	pthread_mutex_lock(&s->lock);
-	rc = gio__kv_index_remove(s->ix, key, &loc);
-	if (rc == -ENOENT) {
-		pthread_mutex_unlock(&s->lock);
+	int rc = gio__kv_index_remove(s->ix, key, &loc);
+	if (rc == -ENOENT)
 		return 0;
-	}
-	if (rc) {
-		pthread_mutex_unlock(&s->lock);
+	if (rc)
 		return gio__fail(rc, "giouring: kv store: remove: key %016llx%016llx is being read or written",
 				 (unsigned long long)key.hi, (unsigned long long)key.lo);
-	}
 	/* Out of the index first, whatever the device then says: a chunk whose entry cannot be
 	 * written FREE is still not served again, and its slot, left stale by the index, is written
 	 * FREE before its next use. */
@@ -800,8 +797,64 @@ int gio_kv_store_remove(struct gio_kv_store *s, struct gio_kv_u128 key)
 		rc = gio__kv_dev_flush(dv, "remove: flush of the FREE entry");
 	if (!rc) /* its next writer need not write it FREE again */
 		gio__kv_index_mark_clean(s->ix, loc.id);
-	pthread_mutex_unlock(&s->lock);
 	return rc ? rc : 1;
+}
+
+int gio_kv_store_remove(struct gio_kv_store *s, struct gio_kv_u128 key)
+{
+	int rc;
+	gio__clear_error();
+	if (!s)
+		return gio__fail(-EINVAL, "giouring: kv store: remove: NULL store");
+	pthread_mutex_lock(&s->lock);
+	rc = remove_locked(s, key);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+/* Whether key k missed a deadline before, within the ring: if so it leaves the ring (it is to be
+ * removed), else it enters it in the oldest entry's place. Under the lock. */
+static int struck_twice(struct gio_kv_store *s, struct gio_kv_u128 k)
+{
+	uint32_t i;
+	for (i = 0; i < GIO_KV_STORE_STRIKES; i++)
+		if (s->strike_live[i] && gio_kv_u128_eq(s->strike[i], k)) {
+			s->strike_live[i] = 0;
+			return 1;
+		}
+	i = s->strike_next++ % GIO_KV_STORE_STRIKES;
+	s->strike[i] = k;
+	s->strike_live[i] = 1;
+	return 0;
+}
+
+int gio_kv_store_remove_failed(struct gio_kv_store *s, const struct gio_kv_u128 *keys, const int32_t *rcs,
+			       uint32_t n, uint8_t *removed)
+{
+	uint32_t i;
+	int got = 0, rc = 0;
+	gio__clear_error();
+	if (!s || (n && (!keys || !rcs)))
+		return gio__fail(-EINVAL, "giouring: kv store: remove_failed: NULL %s", !s ? "store" : !keys ? "keys" : "results");
+	if (removed)
+		memset(removed, 0, n);
+	pthread_mutex_lock(&s->lock);
+	for (i = 0; i < n; i++) {
+		if (rcs[i] != -EIO && !(rcs[i] == -ETIME && struck_twice(s, keys[i])))
+			continue;
+		if ((rc = remove_locked(s, keys[i])) < 0)
+			break;
+		if (rc > 0) {
+			got++;
+			if (removed)
+				removed[i] = 1;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0)
+		return gio__fail(rc, "giouring: kv store: remove_failed: key %u, whose load failed with %s: %s", i,
+				 rcs[i] == -EIO ? "EIO" : "ETIME a second time", gio_last_error());
+	return got;
 }
 
 /* The argument checks of the calls that give keys from a cursor (removed, keys). */

@@ -268,6 +268,35 @@ int gio_kv_store_contains(struct gio_kv_store *store, const struct gio_kv_u128 *
  */
 int gio_kv_store_remove(struct gio_kv_store *store, struct gio_kv_u128 key);
 
+/** @brief Missed deadlines a store remembers (gio_kv_store_remove_failed()): a key's second within
+ *  the last this many removes it. */
+#define GIO_KV_STORE_STRIKES 256u
+
+/**
+ * @brief The failed-load policy: removes the chunks whose loads failed in a way that says their
+ *        bytes are not to be had, given a batch's keys and results.
+ * @param store    the store.
+ * @param keys     the batch's keys (NULL when @p n is 0).
+ * @param rcs      each key's result: gio_kv_io_result::rc, or the engine's own -errno.
+ * @param n        how many.
+ * @param removed  receives 1 for each key this call removed, 0 for the others; or NULL.
+ * @return how many were removed; `-EINVAL` for a NULL @p store, or NULL @p keys or @p rcs with
+ *         @p n > 0; or the -errno of the first removal that failed (gio_kv_store_remove(), with a
+ *         message naming the key's position and why it was removed), the keys after it not looked
+ *         at.
+ *
+ * `-EIO` (the device refused the read: a bad block) removes the key at once. `-ETIME` (a load
+ * that missed its deadline) removes it the second time within the store's last
+ * GIO_KV_STORE_STRIKES reported misses: once is no proof the bytes are bad, but a chunk whose
+ * loads keep timing out stays a hit, and every hit costs the whole deadline before the engine
+ * recomputes. Every other result leaves the key stored. A removed key is recomputed and stored
+ * anew by the engine like any miss (a drive remaps a bad block when it is written).
+ *
+ * Any thread (serialized with the store's other calls).
+ */
+int gio_kv_store_remove_failed(struct gio_kv_store *store, const struct gio_kv_u128 *keys, const int32_t *rcs,
+			       uint32_t n, uint8_t *removed);
+
 /**
  * @brief The keys the store holds, slot by slot: what an index kept elsewhere starts from.
  * @param store  the store.
