@@ -336,6 +336,14 @@ class LayerEvents(Hooks):
     def layer_start(self, l):
         self.ev[l].record(self.stream_fn())
 
+    def before_attention(self, l):
+        # The two records a system that waits here makes around its wait (its bubble's events),
+        # with nothing between: every row pays the bench's own instruments alike.
+        s = self.stream_fn()
+        a, z = self.wait_ev[l]
+        a.record(s)
+        z.record(s)
+
     def end(self):
         self.ev[self.layers].record(self.stream_fn())
 
