@@ -226,7 +226,7 @@ int kv_batch::transfer(bool write, const std::vector<kv_item> &items, std::strin
 }
 
 std::string kv_batch::remove_unreadable(const std::vector<uint64_t> &keys, const std::vector<uint8_t> &hit,
-				       const std::vector<int32_t> &rcs)
+				       const std::vector<int32_t> &rcs, std::vector<uint8_t> &removed)
 {
 	/* A chunk whose read failed stays stored, and a WRITE of its key is taken as done
 	 * (-EEXIST), so every later READ of it would fail again. The store removes those whose
@@ -235,19 +235,24 @@ std::string kv_batch::remove_unreadable(const std::vector<uint64_t> &keys, const
 	 * remaps a bad block when it is written). */
 	std::vector<uint64_t> tried;
 	std::vector<int32_t> outcome;
+	std::vector<size_t> at;
+	removed.assign(rcs.size(), 0);
 	for (size_t i = 0; i < rcs.size(); i++)
 		if (hit[i] && rcs[i] != 0) {
 			tried.push_back(keys[2 * i]);
 			tried.push_back(keys[2 * i + 1]);
 			outcome.push_back(rcs[i]);
+			at.push_back(i);
 		}
 	if (outcome.empty())
 		return "";
 	std::vector<uint8_t> gone(outcome.size());
 	const int n = gpy_store_remove_failed(store_, tried.data(), outcome.data(), (uint32_t)gone.size(), gone.data());
 	if (n < 0)
-		return std::string("; removing it from the store failed: ") + gpy_last_error();
-	return n ? "; removed from the store, so that a WRITE of it stores it anew" : "";
+		return std::string("; removing the chunks whose reads failed from the store failed: ") + gpy_last_error();
+	for (size_t k = 0; k < at.size(); k++)
+		removed[at[k]] = gone[k];
+	return "";
 }
 
 int kv_batch::batch(bool write, const kv_item *items, uint32_t n, uint32_t first, std::string &msg)
@@ -287,7 +292,8 @@ int kv_batch::batch(bool write, const kv_item *items, uint32_t n, uint32_t first
 	}
 	rc = gpy_plan_finish(plan_, rcs.data(), status.data(), layer.data(), 0);
 	const std::string finish_msg = rc ? gpy_last_error() : "";
-	const std::string removed = write ? "" : remove_unreadable(keys, hit, rcs);
+	std::vector<uint8_t> removed(n, 0);
+	const std::string remove_failed = write ? "" : remove_unreadable(keys, hit, rcs, removed);
 	for (uint32_t i = 0; i < n; i++) {
 		const std::string what = "object " + key_hex(items[i].key) + " (descriptor " + std::to_string(first + i) + ")";
 		if (!write && !hit[i]) {
@@ -304,8 +310,10 @@ int kv_batch::batch(bool write, const kv_item *items, uint32_t n, uint32_t first
 			msg += std::string(", NVMe status ") + gpy_status_str(status[i]);
 		if (!finish_msg.empty())
 			msg += " (" + finish_msg + ")";
-		if (rcs[i] == -EIO)
-			msg += removed;
+		/* This key's own fate: another key of the batch may be the one removed. */
+		if (removed[i])
+			msg += "; removed from the store, so that a WRITE of it stores it anew";
+		msg += remove_failed;
 		return rcs[i];
 	}
 	if (layer_rc) {
