@@ -291,6 +291,19 @@ void save(Rig &r, uint64_t first, uint32_t n, uint32_t (*src_block)(uint32_t))
 		CHECK(x.rc == 0);
 }
 
+// Whether the store serves chunk c, and its bytes are right.
+bool serves(Rig &r, uint64_t c)
+{
+	std::vector<unsigned char> buf(kLayers * kObject);
+	if (gio_kv_store_get(r.store, kv_chunk_key(c), buf.data(), buf.size()) != 1)
+		return false;
+	for (uint32_t l = 0; l < kLayers; l++)
+		for (uint64_t k = 0; k < kObject; k += 509)
+			if (buf[l * kObject + k] != kv_chunk_byte(c, l, k))
+				return false;
+	return true;
+}
+
 uint32_t identity(uint32_t i)
 {
 	return i;
@@ -561,15 +574,8 @@ TEST_CASE("plan: a save whose layer fails commits the other chunks only", "[kv][
 	CHECK(st.pinned == 0);
 	// What committed is what a get serves, byte for byte; the failed key is a miss.
 	r.reopen();
-	std::vector<unsigned char> buf(kLayers * kObject);
-	for (uint32_t i = 0; i < 8; i++) {
-		const int hit = gio_kv_store_get(r.store, kv_chunk_key(i), buf.data(), buf.size());
-		CHECK(hit == (res[i].rc ? 0 : 1));
-		if (hit == 1)
-			for (uint32_t l = 0; l < kLayers; l++)
-				for (uint64_t k = 0; k < kObject; k += 511)
-					CHECK(buf[l * kObject + k] == kv_chunk_byte(i, l, k));
-	}
+	for (uint32_t i = 0; i < 8; i++)
+		CHECK(serves(r, i) == (res[i].rc == 0));
 }
 
 namespace {
@@ -597,19 +603,6 @@ std::vector<int32_t> save_evicting(Rig &r, uint64_t first, uint32_t n, uint64_t 
 		*msg = gio_last_error();
 	REQUIRE(gio_ctx_inject(r.t.ctx[0], nullptr) == 0);
 	return rc;
-}
-
-// Whether the store serves chunk c, and its bytes are right.
-bool serves(Rig &r, uint64_t c)
-{
-	std::vector<unsigned char> buf(kLayers * kObject);
-	if (gio_kv_store_get(r.store, kv_chunk_key(c), buf.data(), buf.size()) != 1)
-		return false;
-	for (uint32_t l = 0; l < kLayers; l++)
-		for (uint64_t k = 0; k < kObject; k += 509)
-			if (buf[l * kObject + k] != kv_chunk_byte(c, l, k))
-				return false;
-	return true;
 }
 
 } // namespace

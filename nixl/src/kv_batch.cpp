@@ -225,33 +225,17 @@ int kv_batch::transfer(bool write, const std::vector<kv_item> &items, std::strin
 	return 0;
 }
 
-std::string kv_batch::remove_unreadable(const std::vector<uint64_t> &keys, const std::vector<uint8_t> &hit,
-				       const std::vector<int32_t> &rcs, std::vector<uint8_t> &removed)
+std::string kv_batch::remove_unreadable(const std::vector<uint64_t> &keys, const std::vector<int32_t> &rcs,
+				       std::vector<uint8_t> &removed)
 {
 	/* A chunk whose read failed stays stored, and a WRITE of its key is taken as done
 	 * (-EEXIST), so every later READ of it would fail again. The store removes those whose
 	 * failure would repeat (the device's error at once; a missed deadline the second time,
 	 * since once is no proof the bytes are bad), and the next WRITE stores them anew (a drive
-	 * remaps a bad block when it is written). */
-	std::vector<uint64_t> tried;
-	std::vector<int32_t> outcome;
-	std::vector<size_t> at;
+	 * remaps a bad block when it is written). Every key goes: a miss or a success is left. */
 	removed.assign(rcs.size(), 0);
-	for (size_t i = 0; i < rcs.size(); i++)
-		if (hit[i] && rcs[i] != 0) {
-			tried.push_back(keys[2 * i]);
-			tried.push_back(keys[2 * i + 1]);
-			outcome.push_back(rcs[i]);
-			at.push_back(i);
-		}
-	if (outcome.empty())
-		return "";
-	std::vector<uint8_t> gone(outcome.size());
-	const int n = gpy_store_remove_failed(store_, tried.data(), outcome.data(), (uint32_t)gone.size(), gone.data());
-	if (n < 0)
+	if (gpy_store_remove_failed(store_, keys.data(), rcs.data(), (uint32_t)rcs.size(), removed.data()) < 0)
 		return std::string("; removing the chunks whose reads failed from the store failed: ") + gpy_last_error();
-	for (size_t k = 0; k < at.size(); k++)
-		removed[at[k]] = gone[k];
 	return "";
 }
 
@@ -293,7 +277,7 @@ int kv_batch::batch(bool write, const kv_item *items, uint32_t n, uint32_t first
 	rc = gpy_plan_finish(plan_, rcs.data(), status.data(), layer.data(), 0);
 	const std::string finish_msg = rc ? gpy_last_error() : "";
 	std::vector<uint8_t> removed(n, 0);
-	const std::string remove_failed = write ? "" : remove_unreadable(keys, hit, rcs, removed);
+	const std::string remove_failed = write ? "" : remove_unreadable(keys, rcs, removed);
 	for (uint32_t i = 0; i < n; i++) {
 		const std::string what = "object " + key_hex(items[i].key) + " (descriptor " + std::to_string(first + i) + ")";
 		if (!write && !hit[i]) {

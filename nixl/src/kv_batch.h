@@ -82,8 +82,8 @@ private:
 	 * through gpy_store_remove_failed(): -EIO, or -ETIME a second time); removed[i] says whether
 	 * key i went. Returns what to add to a failure's message where the removal itself failed,
 	 * else "". keys: (hi, lo) pairs. */
-	std::string remove_unreadable(const std::vector<uint64_t> &keys, const std::vector<uint8_t> &hit,
-				      const std::vector<int32_t> &rcs, std::vector<uint8_t> &removed);
+	std::string remove_unreadable(const std::vector<uint64_t> &keys, const std::vector<int32_t> &rcs,
+				      std::vector<uint8_t> &removed);
 	/* Copies between the caller's chunk and pool block @p block, to the pool for a write; the
 	 * device copies are queued, and finish with copies_wait(). */
 	int copy(bool to_pool, const kv_item &item, uint32_t block, std::string &msg);

@@ -598,8 +598,8 @@ static int reserve_locked(struct gio_kv_store *s, const struct gio_kv_u128 *keys
 /* The last steps of the commit protocol for the keys reserved in a[0..n-1] whose data is written
  * (ok[i] non-zero; the others are given back): a Flush of the data on each device, the VALID
  * entries (written together: gio__kv_dev_write_entries()), and a Flush that makes them durable.
- * rc[i] receives each key's result (0: committed). Returns the first failure, or 0. Under the
- * lock. */
+ * rc[i] receives each key's result (0: committed). Returns the first failure (a missed deadline
+ * before any other) with its message, or 0. Under the lock. */
 static int commit_locked(struct gio_kv_store *s, const struct gio_kv_u128 *keys, const struct gio__kv_alloc *a,
 			 const uint8_t *ok, uint32_t n, int32_t *rc)
 {
@@ -609,7 +609,7 @@ static int commit_locked(struct gio_kv_store *s, const struct gio_kv_u128 *keys,
 	char msg[512] = "";
 	uint64_t seq0 = s->next_seq;
 	uint32_t i, j, d;
-	int first = 0, noted = 0, r;
+	int noted = 0, r;
 	for (i = 0; i < n; i++)
 		if (a[i].rc == 0 && ok[i])
 			used[a[i].loc.device] = 1;
@@ -625,9 +625,12 @@ static int commit_locked(struct gio_kv_store *s, const struct gio_kv_u128 *keys,
 				gio__kv_note_failure(drc[d], &noted, msg, sizeof(msg));
 			}
 	/* The VALID entries of the keys whose data is durable, written together. */
-	if ((r = batch_alloc(&e, n, "writing the VALID entries")) != 0) {
+	for (i = 0, j = 0; i < n; i++)
+		j += a[i].rc == 0 && ok[i] && !drc[a[i].loc.device];
+	memset(&e, 0, sizeof(e));
+	if (j && (r = batch_alloc(&e, j, "writing the VALID entries")) != 0) {
 		gio__kv_note_failure(r, &noted, msg, sizeof(msg));
-	} else {
+	} else if (j) {
 		for (i = 0; i < n; i++)
 			if (a[i].rc == 0 && ok[i] && !drc[a[i].loc.device])
 				batch_add(&e, i, &a[i].loc, GIO_KV_ENTRY_VALID, keys[i], seq0 + i, s->chunk_bytes);
@@ -644,8 +647,6 @@ static int commit_locked(struct gio_kv_store *s, const struct gio_kv_u128 *keys,
 		rc[i] = r;
 		if (r) {
 			gio__kv_index_abort(s->ix, a[i].loc.id);
-			if (ok[i] && !first)
-				first = r;
 			continue;
 		}
 		gio__kv_index_commit(s->ix, a[i].loc.id, seq0 + i);
@@ -660,10 +661,9 @@ static int commit_locked(struct gio_kv_store *s, const struct gio_kv_u128 *keys,
 		if (committed[d]) {
 			const int f = gio__kv_dev_flush(&s->dev[d], "flush of the VALID entries");
 			gio__kv_note_failure(f, &noted, msg, sizeof(msg));
-			if (f && !first)
-				first = f;
 		}
-	return first ? gio__fail(first, "%s", msg) : 0;
+	/* Every failure of a written key's step was noted (-ETIME first), so rc and message agree. */
+	return noted ? gio__fail(noted, "%s", msg) : 0;
 }
 
 /* The commit protocol (docs/store-format.md) for one chunk through the bounce. */
