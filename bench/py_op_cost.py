@@ -24,6 +24,10 @@ I/O: CPU engine (file:// targets), the host's check of a done layer; GPU engine 
                                around each launch and a read-back of those done)
   Scheduler.defer              a save layer queued to the scheduler's backlog (issued later,
                                untimed, by drain())
+  a layer's calls ...          every call a layer of bench/ttft_llama.py's giouring-sched makes,
+                               in its order (a load and a save batch open): the host time its
+                               hooks spend per layer, less the hooks' own Python and any wait
+                               for room in a full launch queue
   Plan.save, store full        per batch, not per layer: planning the save of 32 chunks on a
                                full store, every chunk evicting one (the evicted slots' entries
                                written FREE, then a Flush), each rep the median of 4 batches
@@ -103,6 +107,50 @@ def full_store_rows(store, plan, a, batches=4):
             (f"Plan.finish of that save (VALID entries, Flush)", per_finish)]
 
 
+def layer_calls_row(store, load, save, sched, io, per_layer, a):
+    """Every call a layer of bench/ttft_llama.py's giouring-sched makes, in its order, with a load
+    and a save batch open: GPU engine, the layer's start event on the compute stream (the current
+    one) and the I/O stream's wait for it, the slot (layer l + 1's load and the deferred saves the
+    slack takes: calibrating, on the I/O stream), the two events around the compute stream's
+    wait for layer l, and the save layer deferred; CPU engine, the slot, the wait and the defer.
+    What the TTFT bench's hooks time per layer less the hooks' own Python: whether the host
+    time a forward spends in them is the calls' or the GPU's (a full launch queue)."""
+    gpu = a.gpu
+    comp = torch.cuda.current_stream() if gpu else None
+    ev = [torch.cuda.Event() for _ in range(3)] if gpu else []
+
+    def begin():
+        assert load.load([1], [1]) == [True]
+        assert save.save([3], [3]) == [0]
+        sched.slot(load, 0, slack=0.0, stream=io)  # the first layer's load, as the bench's start()
+
+    def layer(l):
+        if gpu:
+            ev[0].record(comp)
+            io.wait_event(ev[0])
+        sched.slot(load if l + 1 < a.layers else None, (l + 1) % a.layers, slack=1e-3, stream=io)
+        if gpu:
+            ev[1].record(comp)
+        load.wait_layer(l, stream=comp, timeout=60.0)
+        if gpu:
+            ev[2].record(comp)
+        sched.defer(save, l)
+
+    def end():
+        sched.drain(stream=io)
+        if gpu:
+            io.synchronize()
+            comp.synchronize()
+        sched.idle()
+        assert all(r.rc == 0 for r in load.finish(timeout=60.0))
+        assert all(r.rc == 0 for r in save.finish(timeout=60.0))
+        assert store.remove([3]) == [True]  # the next batch saves it again
+
+    what = ("start event, I/O stream's wait, " if gpu else "") + "Scheduler.slot (calibrating), " + (
+        "2 events around " if gpu else "") + "Plan.wait_layer, Scheduler.defer"
+    return f"a layer's calls in the TTFT bench's giouring-sched order ({what})", per_layer(begin, layer, end)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--layers", type=int, default=32)
@@ -130,6 +178,7 @@ def main():
         # Every plan before the first batch: GPU-executed targets' executors start with it, and
         # a plan made after would wait behind them (the store refuses it with EBUSY).
         full_plan = store.plan(max_requests=FULL_BATCH)
+        save_plan = store.plan(max_requests=4)
         plan.save([1], [0])
         for layer in range(a.layers):
             plan.save_layer(layer)
@@ -201,6 +250,7 @@ def main():
 
         rows.append(("Scheduler.defer (a save batch of one key, drained after)",
                      per_layer(save_batch, lambda layer: sched.defer(plan, layer), drain)))
+        rows.append(layer_calls_row(store, plan, save_plan, scheds[0.125], side, per_layer, a))
         for sched in scheds.values():
             sched.close()
         rows += full_store_rows(store, full_plan, a)

@@ -64,7 +64,9 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import contextlib
 import faulthandler
+import gc
 import json
 import os
 import platform
@@ -102,6 +104,11 @@ def args_parse():
     ap.add_argument("--slow-hits", default="0.5,0.9,0.97,0.99",
                     help="hit rates at which the slow baselines (offload, cpu-per-object) run")
     ap.add_argument("--reps", type=int, default=2, help="repetitions of every point (medians and spread)")
+    ap.add_argument("--gc", choices=("paused", "on"), default="paused",
+                    help="Python's garbage collector during each timed prefill: paused (collected just before, "
+                         "as timeit does and as engines freeze it after start-up: a full collection of a "
+                         "process holding a model is a pause of its own, met by whichever row it falls in) "
+                         "or on")
     ap.add_argument("--io-sms", type=int, default=8, help="SMs of the scheduler's I/O partition")
     ap.add_argument("--drives", type=int, default=4)
     ap.add_argument("--drive-read-gbps", type=float, default=14.0, help="MODELLED read GB/s per drive (Gen5)")
@@ -352,6 +359,21 @@ class LayerEvents(Hooks):
 
     def bubble_ms(self):
         return [a.elapsed_time(b) if w else 0.0 for (a, b), w in zip(self.wait_ev, self.waited)]
+
+
+@contextlib.contextmanager
+def gc_paused(mode):
+    """The timed region of one prefill with Python's collector paused (--gc paused): collected
+    first, so that every row starts from the same heap, and enabled again after."""
+    if mode != "paused":
+        yield
+        return
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def timed_host(part):
@@ -727,10 +749,11 @@ class Bench:
         for r in range(runs):
             cache = cache_cls(config=self.cfg)
             self.sync()
-            t = time.perf_counter()
-            out = self.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
-            tok = int(out.logits[0, -1].argmax())
-            times.append(time.perf_counter() - t)
+            with gc_paused(self.args.gc):
+                t = time.perf_counter()
+                out = self.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+                tok = int(out.logits[0, -1].argmax())
+                times.append(time.perf_counter() - t)
             if r + 1 < runs:
                 del cache, out
         logits = out.logits[0, -1].float().clone()
@@ -850,15 +873,16 @@ class Bench:
         self.sync()
         if isinstance(h, GiouringHooks):
             h.forget_transfers()  # (the stream waited for: every earlier one is read back)
-        t0 = time.perf_counter()
-        with torch.cuda.stream(comp):
-            if system == "offload":
-                cache.prefetch(0)
-            h.start(ctx)
-            logits = self.forward(ctx, h, cache)
-            h.end()
-            tok = int(logits.argmax())  # the first token, on the host
-        ttft = time.perf_counter() - t0
+        with gc_paused(self.args.gc):
+            t0 = time.perf_counter()
+            with torch.cuda.stream(comp):
+                if system == "offload":
+                    cache.prefetch(0)
+                h.start(ctx)
+                logits = self.forward(ctx, h, cache)
+                h.end()
+                tok = int(logits.argmax())  # the first token, on the host
+            ttft = time.perf_counter() - t0
         if hasattr(h, "finish"):
             extra["saved_after_ttft"] = h.finish()
         self.sync()

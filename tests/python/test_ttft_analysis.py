@@ -5,6 +5,7 @@ interpolation, the cost and endurance arithmetic, and bench/plot.py drawing the 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import json
 import os
@@ -146,6 +147,17 @@ def test_a_baseline_that_would_make_pytorch_free_its_cache_is_skipped_saying_why
     assert "8.0 GiB free" in why and "cudaFree" in why
 
 
+def test_gc_paused_enables_the_collector_again_also_after_an_error():
+    m = bench()
+    with pytest.raises(ZeroDivisionError):
+        with m.gc_paused("paused"):
+            assert not gc.isenabled()
+            1 / 0
+    assert gc.isenabled()
+    with m.gc_paused("on"):
+        assert gc.isenabled()
+
+
 def test_the_reference_prefill_keeps_its_last_run_when_recompute_is_not_measured():
     """Without recompute among the systems the reference prefill runs once; it used to delete
     that run's output as if more were to come (--reps above 1), and the bench failed at warm-up."""
@@ -167,15 +179,16 @@ def test_the_reference_prefill_keeps_its_last_run_when_recompute_is_not_measured
     calls = []
 
     def model(input_ids=None, past_key_values=None, use_cache=True, logits_to_keep=1):
-        calls.append(input_ids)
+        calls.append(gc.isenabled())
         return types.SimpleNamespace(logits=torch.arange(6, dtype=torch.float32).reshape(1, 2, 3))
 
-    for systems, runs in (("hbm,giouring-sched", 1), ("hbm,recompute", 3)):
+    for systems, runs, mode in (("hbm,giouring-sched", 1, "paused"), ("hbm,recompute", 3, "on")):
         calls.clear()
-        fake = types.SimpleNamespace(args=argparse.Namespace(reps=3, systems=systems), model=model, cfg=None, L=2,
-                                     sync=lambda: None)
+        fake = types.SimpleNamespace(args=argparse.Namespace(reps=3, systems=systems, gc=mode), model=model, cfg=None,
+                                     L=2, sync=lambda: None)
         times, logits, ref, tok = m.Bench.prefill_reference(fake, 8, torch.zeros(1, 8), cache_cls=Cache)
         assert len(calls) == len(times) == runs
+        assert calls == [mode == "on"] * runs and gc.isenabled()  # paused only while timed
         assert tok == 2 and logits.tolist() == [3.0, 4.0, 5.0]
         assert len(ref) == 2 and ref[1][1].item() == 1.0
 
