@@ -39,6 +39,7 @@ It is a program, not a test: run it in the venv of scripts/python-test.sh, e.g.
     /work/pybuild/py-venv/bin/python bench/py_op_cost.py --layers 32
 """
 import argparse
+import contextlib
 import os
 import platform
 import statistics
@@ -107,7 +108,7 @@ def full_store_rows(store, plan, a, batches=4):
             (f"Plan.finish of that save (VALID entries, Flush)", per_finish)]
 
 
-def layer_calls_row(store, load, save, sched, io, per_layer, a):
+def layer_calls_row(store, load, save, sched, io, comp, per_layer, a, where):
     """Every call a layer of bench/ttft_llama.py's giouring-sched makes, in its order, with a load
     and a save batch open: GPU engine, the layer's start event on the compute stream (the current
     one) and the I/O stream's wait for it, the slot (layer l + 1's load and the deferred saves the
@@ -116,7 +117,6 @@ def layer_calls_row(store, load, save, sched, io, per_layer, a):
     What the TTFT bench's hooks time per layer less the hooks' own Python: whether the host
     time a forward spends in them is the calls' or the GPU's (a full launch queue)."""
     gpu = a.gpu
-    comp = torch.cuda.current_stream() if gpu else None
     ev = [torch.cuda.Event() for _ in range(3)] if gpu else []
 
     def begin():
@@ -148,7 +148,9 @@ def layer_calls_row(store, load, save, sched, io, per_layer, a):
 
     what = ("start event, I/O stream's wait, " if gpu else "") + "Scheduler.slot (calibrating), " + (
         "2 events around " if gpu else "") + "Plan.wait_layer, Scheduler.defer"
-    return f"a layer's calls in the TTFT bench's giouring-sched order ({what})", per_layer(begin, layer, end)
+    with torch.cuda.stream(comp) if gpu else contextlib.nullcontext():  # the compute stream current, as in the bench
+        per = per_layer(begin, layer, end)
+    return f"a layer's calls in the TTFT bench's giouring-sched order ({what}){where}", per
 
 
 def main():
@@ -171,6 +173,9 @@ def main():
           f"{'GPU engine, ' + uri if a.gpu else 'CPU engine, file:// target'}; {a.reps} x {a.calls} calls\n")
     rows = []
     side = torch.cuda.Stream() if a.gpu else None  # made before the executors start
+    # The TTFT bench's I/O and compute streams (made before the executors start: making green
+    # contexts waits for every kernel); the executors themselves run beside them, on no side.
+    part = giouring.SMPartition(io_sms=8) if a.gpu else None
     with giouring.Store.create([uri], pool) as store:
         # Schedulers before the first batch: the GPU engine's timers are made before the executors start.
         scheds = {c: giouring.Scheduler(store, read_gbps=14.0, write_gbps=7.0, calibrate=c) for c in (0.0, 0.125)}
@@ -250,10 +255,20 @@ def main():
 
         rows.append(("Scheduler.defer (a save batch of one key, drained after)",
                      per_layer(save_batch, lambda layer: sched.defer(plan, layer), drain)))
-        rows.append(layer_calls_row(store, plan, save_plan, scheds[0.125], side, per_layer, a))
+        if a.gpu:
+            rows.append(layer_calls_row(store, plan, save_plan, scheds[0.125], side, torch.cuda.current_stream(),
+                                        per_layer, a, ", ordinary streams"))
+            if part is not None:
+                rows.append(layer_calls_row(store, plan, save_plan, scheds[0.125], part.io_stream, part.compute_stream,
+                                            per_layer, a, f", the SM partition's streams ({part.io_sms} I/O SMs, "
+                                            f"{'green contexts' if part.isolated else 'fallback: ordinary streams'})"))
+        else:
+            rows.append(layer_calls_row(store, plan, save_plan, scheds[0.125], None, None, per_layer, a, ""))
         for sched in scheds.values():
             sched.close()
         rows += full_store_rows(store, full_plan, a)
+    if part is not None:
+        part.close()  # after the store: its executors ended with it
     print("| call | tensors passed | us per call: min | median | max |")
     print("| --- | --- | --- | --- | --- |")
     for name, per in rows:
