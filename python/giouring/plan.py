@@ -89,6 +89,19 @@ def _batch(keys, blocks):
     return len(keys), k, _blocks_array(blocks)
 
 
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _current_raw_stream(device_index: int) -> int:
+    """The handle of PyTorch's current CUDA stream on a device. Through torch's own accessor
+    where it has one (what its generated code calls: no Stream object made), else the public
+    call: a stream= that is already the current one cost 8 us a call more than none on the
+    H100's host with the public call (py_op_cost.py)."""
+    if _raw_stream is not None:
+        return _raw_stream(device_index)
+    return torch.cuda.current_stream(device_index).cuda_stream
+
+
 class Plan:
     """Per-layer load and save of batches over a store (make one with :meth:`Store.plan`).
 
@@ -157,7 +170,7 @@ class Plan:
             # The layer's tensors only: each tensor of an op's list costs dispatch time. The
             # stream context only where the stream is not the current one already: the switch
             # and its undoing cost about 10 us a call on the H200's host (py_op_cost.py).
-            if stream is None or stream == torch.cuda.current_stream(stream.device):
+            if stream is None or stream.cuda_stream == _current_raw_stream(stream.device_index):
                 op(self.handle, layer, *args, pool.layer_tensors[layer])
             else:
                 with torch.cuda.stream(stream):
