@@ -8,7 +8,8 @@ Every row times `wait_layer` on a layer that finished already, so what is timed 
 I/O: CPU engine (file:// targets), the host's check of a done layer; GPU engine (`--gpu`,
 `mem://hbm` targets), the launch of the stream wait's kernel on the current stream. Rows:
 
-  Plan.wait_layer              the package's call (the layer's tensors, KVPool.layer_tensors)
+  Plan.wait_layer              the package's call: eagerly straight to the library (ctypes,
+                               the stream's handle, no tensors); up to 646c195 it called the op
   ... stream= another          (GPU) the same on a stream other than the current one: the
                                torch.cuda.stream() context around the op, as an engine's
                                compute stream has it
@@ -272,7 +273,7 @@ def main():
     print("| call | tensors passed | us per call: min | median | max |")
     print("| --- | --- | --- | --- | --- |")
     for name, per in rows:
-        n = len(every) if name == "op, every pool tensor" else len(mine) if name.startswith(("Plan.wait", "op")) else "-"
+        n = len(every) if name == "op, every pool tensor" else len(mine) if name.startswith("op") else "-"
         print(f"| {name} | {n} | {min(per):.2f} | {statistics.median(per):.2f} | {max(per):.2f} |")
     return 0
 

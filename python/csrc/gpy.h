@@ -244,6 +244,13 @@ int gpy_plan_check_pool(const struct gpy_plan *p, uint32_t layer, const uint64_t
 int gpy_plan_layer(struct gpy_plan *p, uint32_t layer, int write, void *stream);
 /** Waits for layer @p layer: the host (CPU engine), or @p stream (GPU engine), up to @p timeout_ns. */
 int gpy_plan_wait(struct gpy_plan *p, uint32_t layer, void *stream, uint64_t timeout_ns);
+/** gpy_plan_call()'s @p what. */
+enum { GPY_CALL_LOAD = 0, GPY_CALL_SAVE = 1, GPY_CALL_WAIT = 2 };
+/** A layer call of Plan's eager path (giouring/plan.py) without a torch op's dispatch: load or save
+ *  (gpy_plan_layer()) or wait (gpy_plan_wait()) of layer @p layer, GPU engine on @p stream (the
+ *  caller names it: no current-stream lookup). Its pool tensors are the store's by construction,
+ *  so none are checked. The torch ops remain what torch.compile traces. */
+GPY_EXPORT int gpy_plan_call(struct gpy_plan *p, uint32_t layer, uint32_t what, uint64_t timeout_ns, void *stream);
 
 /* ---- the GPU half (gpu.cu; stubs in nogpu.c where CUDA is not built) ---- */
 /** 1 where this build has the GPU engine. */

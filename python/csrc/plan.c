@@ -445,3 +445,21 @@ int gpy_plan_wait(struct gpy_plan *p, uint32_t layer, void *stream, uint64_t tim
 		return gpy_fail(rc, "layer %u did not finish within %.3f s", layer, timeout_ns / 1e9);
 	return rc ? gpy_lib(rc, "wait_layer") : 0;
 }
+
+int gpy_plan_call(struct gpy_plan *p, uint32_t layer, uint32_t what, uint64_t timeout_ns, void *stream)
+{
+	gpy_clear_error();
+	if (!p)
+		return gpy_fail(-EINVAL, "NULL plan");
+	if (layer >= p->layers)
+		return gpy_fail(-EINVAL, "layer %u beyond the pool's %u layers", layer, p->layers);
+	switch (what) {
+	case GPY_CALL_LOAD:
+	case GPY_CALL_SAVE:
+		return gpy_plan_layer(p, layer, what == GPY_CALL_SAVE, stream);
+	case GPY_CALL_WAIT:
+		return gpy_plan_wait(p, layer, stream, timeout_ns);
+	default:
+		return gpy_fail(-EINVAL, "layer call %u: 0 (load), 1 (save) or 2 (wait)", what);
+	}
+}

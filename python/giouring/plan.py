@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import array
+import contextlib
 import ctypes
 import errno
 import operator
@@ -89,6 +90,10 @@ def _batch(keys, blocks):
     return len(keys), k, _blocks_array(blocks)
 
 
+# gpy_plan_call()'s calls (python/csrc/gpy.h).
+_LOAD, _SAVE, _WAIT = 0, 1, 2
+_lib._sig("gpy_plan_call", ctypes.c_int, _lib.vp, _lib.u32, _lib.u32, _lib.u64, _lib.vp)
+
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
@@ -107,10 +112,12 @@ class Plan:
 
     A batch is planned once (:meth:`load` looks the keys up and pins the hits; :meth:`save`
     reserves a slot per key), then each layer is one call (:meth:`load_layer`,
-    :meth:`save_layer`), and :meth:`finish` ends it with each key's :class:`Result`. The layer
-    calls and :meth:`wait_layer` are torch ops (``torch.ops.giouring.*``): GPU engine, they go on
-    the current CUDA stream of the pool's device (or ``stream``); CPU engine, a thread of the plan
-    runs each layer and :meth:`wait_layer` waits on the host. One thread drives a plan.
+    :meth:`save_layer`), and :meth:`finish` ends it with each key's :class:`Result`. GPU engine,
+    the layer calls and :meth:`wait_layer` go on the current CUDA stream of the pool's device (or
+    ``stream``, of that device); CPU engine, a thread of the plan runs each layer and
+    :meth:`wait_layer` waits on the host. Under torch.compile they are torch ops
+    (``torch.ops.giouring.*``, which the compiler traces); eagerly they call the library
+    directly, the same calls without the op's dispatch. One thread drives a plan.
     """
 
     def __init__(self, store, handle: int, engine: str):
@@ -158,7 +165,7 @@ class Plan:
         _lib.check(_lib.lib.gpy_plan_save(self.handle, k, b, n, rc))
         return [rc[i] for i in range(n)]
 
-    def _op(self, op, layer, *args, stream=None):
+    def _op(self, what, layer, timeout_ns=0, stream=None):
         pool = self.store.pool
         if isinstance(layer, bool):
             raise TypeError("a layer is an int, not bool")
@@ -166,15 +173,36 @@ class Plan:
         if not 0 <= layer < pool.layers:
             raise GiouringError(errno.EINVAL, f"layer {layer} beyond the pool's {pool.layers} layers" if layer >= 0
                                 else f"layer {layer} out of range")
-        try:
-            # The layer's tensors only: each tensor of an op's list costs dispatch time. The
-            # stream context only where the stream is not the current one already: the switch
-            # and its undoing cost about 10 us a call on the H200's host (py_op_cost.py).
-            if stream is None or stream.cuda_stream == _current_raw_stream(stream.device_index):
-                op(self.handle, layer, *args, pool.layer_tensors[layer])
+        if timeout_ns < 0:
+            raise GiouringError(errno.EINVAL, "a negative timeout")
+        if torch.compiler.is_compiling():
+            self._traced(what, layer, timeout_ns, stream)
+            return
+        # Eager: straight to the library, which the op would call the same way, without the op's
+        # dispatch (12.5 us of the 13.4 a wait_layer took on the H100's host, py_op_cost.py) or a
+        # switch of the current stream for a stream= (28 us more there).
+        s = None
+        if self.engine == "gpu":
+            dev = pool.device_index
+            if stream is None:
+                s = _current_raw_stream(dev)
+            elif stream.device_index != dev:
+                raise GiouringError(errno.EINVAL, f"a stream of cuda:{stream.device_index} for a pool on cuda:{dev}")
             else:
-                with torch.cuda.stream(stream):
-                    op(self.handle, layer, *args, pool.layer_tensors[layer])
+                s = stream.cuda_stream
+        _lib.check(_lib.lib.gpy_plan_call(self.handle, layer, what, timeout_ns, s))
+
+    def _traced(self, what, layer, timeout_ns, stream):
+        """The layer call as a torch op, for torch.compile to trace (its graph holds the op, which
+        declares that it writes the layer's tensors, so no access to them moves across it)."""
+        pool = self.store.pool
+        op = (torch.ops.giouring.load_layer.default, torch.ops.giouring.save_layer.default,
+              torch.ops.giouring.wait_layer.default)[what]
+        args = (timeout_ns,) if what == _WAIT else ()
+        try:
+            # The layer's tensors only: each tensor of an op's list costs dispatch time.
+            with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+                op(self.handle, layer, *args, pool.layer_tensors[layer])
         except RuntimeError as e:
             err = _lib.op_error(e)
             if err is None:
@@ -185,12 +213,12 @@ class Plan:
         """Loads layer ``layer`` of the batch into the pool: GPU engine, one kernel launch on
         ``stream`` (default: the current stream); CPU engine, queued to the plan's thread.
         Returns at once; wait with :meth:`wait_layer` or :meth:`finish`."""
-        self._op(torch.ops.giouring.load_layer.default, layer, stream=stream)
+        self._op(_LOAD, layer, stream=stream)
 
     def save_layer(self, layer: int, stream: torch.cuda.Stream | None = None) -> None:
         """Saves layer ``layer`` of the batch from the pool; as :meth:`load_layer`. The chunks
         commit at :meth:`finish`, once every layer ran."""
-        self._op(torch.ops.giouring.save_layer.default, layer, stream=stream)
+        self._op(_SAVE, layer, stream=stream)
 
     def wait_layer(self, layer: int, stream: torch.cuda.Stream | None = None, timeout: float = 10.0) -> None:
         """Waits until layer ``layer`` is done. GPU engine: ``stream`` (default: the current
@@ -200,7 +228,7 @@ class Plan:
         Raises:
             GiouringError: ``ETIME`` (CPU engine: not done in time), ``EINVAL``.
         """
-        self._op(torch.ops.giouring.wait_layer.default, layer, int(timeout * 1e9), stream=stream)
+        self._op(_WAIT, layer, int(timeout * 1e9), stream=stream)
 
     def finish(self, timeout: float | None = None, check: bool = True) -> list[Result]:
         """Ends the batch: waits for the layers run, commits a save's chunks (those whose layers

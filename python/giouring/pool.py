@@ -135,6 +135,8 @@ class KVPool:
         d.device = -1 if t0.device.type == "cpu" else (
             t0.device.index if t0.device.index is not None else torch.cuda.current_device())
         self._desc = d
+        self.device_index = d.device
+        """The CUDA device of the tensors, or -1 for host memory."""
         obj, sig, runs = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint32()
         _lib.check(_lib.lib.gpy_pool_check(ctypes.byref(d), ctypes.byref(obj), ctypes.byref(sig), ctypes.byref(runs)))
         self.object_bytes = obj.value

@@ -142,3 +142,66 @@ def test_layer_tensors_of_each_pool_form():
     p2 = giouring.KVPool(parts, dims=("block", "token", "head", "channel"))
     assert [len(ts) for ts in p2.layer_tensors] == [2] * LAYERS
     assert all(ts[0] is k and ts[1] is v for ts, (k, v) in zip(p2.layer_tensors, parts))
+
+
+def test_plan_calls_go_straight_to_the_library_eagerly_and_are_ops_under_torch_compile(uris, monkeypatch):
+    # Eagerly, Plan's layer calls skip the op's dispatch (ctypes into the library); traced by
+    # torch.compile they must be the ops, whose schemas order the pool's reads after them.
+    kv, pool = vllm_pool()
+    with giouring.Store.create(uris[:2], pool) as store:
+        plan = store.plan(max_requests=4)
+        fill(kv, 0, 9)
+        plan.save([9], [0])
+        for layer in range(LAYERS):
+            plan.save_layer(layer)
+        plan.finish()
+        dispatched = []
+
+        def spy(name, real):
+            return lambda *a: (dispatched.append(name), real(*a))[1]
+
+        for name in OPS:
+            packet = getattr(torch.ops.giouring, name)
+            monkeypatch.setattr(packet, "default", spy(name, packet.default))
+        assert plan.load([9], [2]) == [True]
+        for layer in range(LAYERS):
+            plan.load_layer(layer)
+        for layer in range(LAYERS):
+            plan.wait_layer(layer, timeout=10.0)
+        plan.finish()
+        assert holds(kv, 2, 9) and dispatched == []  # eager: no op was called
+        monkeypatch.undo()
+
+        for t in kv:
+            t.zero_()
+
+        def restore(p):
+            for layer in range(LAYERS):
+                p.load_layer(layer)
+            for layer in range(LAYERS):
+                p.wait_layer(layer, timeout=10.0)
+            return sum(t[:, 5:6].float().abs().sum() for t in kv)
+
+        # fullgraph: a ctypes call would break the graph, so only the ops can compile.
+        compiled = torch.compile(restore, backend="inductor", fullgraph=True)
+        assert plan.load([9], [5]) == [True]
+        total = compiled(plan)
+        plan.finish()
+        assert holds(kv, 5, 9)
+        want = sum(float(t[:, 5:6].float().abs().sum()) for t in kv)
+        assert want > 0 and abs(float(total) - want) <= 1e-5 * want
+
+
+def test_plan_calls_refuse_a_negative_timeout_and_a_layer_out_of_range(uris):
+    _, pool = vllm_pool()
+    with giouring.Store.create(uris[:1], pool) as store:
+        plan = store.plan(max_requests=4)
+        with pytest.raises(giouring.GiouringError) as e:
+            plan.wait_layer(0, timeout=-1.0)
+        assert e.value.errno == errno.EINVAL and "negative timeout" in str(e.value)
+        with pytest.raises(giouring.GiouringError) as e:
+            plan.load_layer(LAYERS)
+        assert e.value.errno == errno.EINVAL and "beyond the pool" in str(e.value)
+        with pytest.raises(giouring.GiouringError) as e:
+            plan.wait_layer(0)  # no batch open: the library's own check, through the eager call
+        assert e.value.errno == errno.EINVAL and "no batch open" in str(e.value)
