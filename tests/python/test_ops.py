@@ -36,6 +36,19 @@ def test_fake_implementations_run_without_touching_a_plan():
         torch.ops.giouring.load_layer(0, 0, pool)
 
 
+def compiled_restore_sees_the_layers(kv, plan, keys, first, restore, *args):
+    """Compiles restore (fullgraph, inductor), runs it with args over a load of keys into blocks
+    first, first + 1, ..., and checks the blocks restored and the sum restore computed over them
+    after its waits."""
+    compiled = torch.compile(restore, backend="inductor", fullgraph=True)
+    assert plan.load(keys, range(first, first + len(keys))) == [True] * len(keys)
+    total = compiled(*args)
+    plan.finish()
+    assert all(holds(kv, first + i, k) for i, k in enumerate(keys))
+    want = sum(float(t[:, first:first + len(keys)].float().abs().sum()) for t in kv)
+    assert want > 0 and abs(float(total) - want) <= 1e-5 * want
+
+
 def test_torch_compile_fullgraph_restores_every_layer(uris):
     # Inductor runs the ops on the pool's own tensors (it re-inplaces functionalized mutations).
     kv, pool = vllm_pool()
@@ -58,13 +71,7 @@ def test_torch_compile_fullgraph_restores_every_layer(uris):
             # Compute after the waits sees the restored bytes (the ops' writes order it).
             return sum(t[:, 4:8].float().abs().sum() for t in tensors)
 
-        compiled = torch.compile(restore, backend="inductor", fullgraph=True)
-        assert plan.load([100 + i for i in range(4)], range(4, 8)) == [True] * 4
-        total = compiled(plan.handle, pool.tensors)
-        plan.finish()
-        assert all(holds(kv, 4 + i, 100 + i) for i in range(4))
-        want = sum(float(t[:, 4:8].float().abs().sum()) for t in kv)
-        assert want > 0 and abs(float(total) - want) <= 1e-5 * want
+        compiled_restore_sees_the_layers(kv, plan, [100 + i for i in range(4)], 4, restore, plan.handle, pool.tensors)
 
 
 def test_a_backend_that_copies_mutated_tensors_is_refused_not_fed_a_copy(uris):
@@ -183,13 +190,7 @@ def test_plan_calls_go_straight_to_the_library_eagerly_and_are_ops_under_torch_c
             return sum(t[:, 5:6].float().abs().sum() for t in kv)
 
         # fullgraph: a ctypes call would break the graph, so only the ops can compile.
-        compiled = torch.compile(restore, backend="inductor", fullgraph=True)
-        assert plan.load([9], [5]) == [True]
-        total = compiled(plan)
-        plan.finish()
-        assert holds(kv, 5, 9)
-        want = sum(float(t[:, 5:6].float().abs().sum()) for t in kv)
-        assert want > 0 and abs(float(total) - want) <= 1e-5 * want
+        compiled_restore_sees_the_layers(kv, plan, [9], 5, restore, plan)
 
 
 def test_plan_calls_refuse_a_negative_timeout_and_a_layer_out_of_range(uris):
