@@ -339,9 +339,29 @@ class LayerEvents(Hooks):
         self.wait_ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                         for _ in range(layers)]
         self.waited = [False] * layers
+        self.ev0 = torch.cuda.Event(enable_timing=True)
+        self.h0 = None
+        self.host_t = [0.0] * layers
+
+    def begin(self):
+        """The forward's start, on both clocks, with the stream empty (after a synchronize): the
+        GPU reaches ev0 as soon as it is recorded, so that later events and host times compare."""
+        self.h0 = time.perf_counter()
+        self.ev0.record(self.stream_fn())
 
     def layer_start(self, l):
+        self.host_t[l] = time.perf_counter()
         self.ev[l].record(self.stream_fn())
+
+    def lead_ms(self):
+        """Per layer, how far the host ran ahead of the GPU at the layer's start (MEASURED): when
+        the GPU reached the layer's start event, less when the host recorded it, both from
+        begin(). About 0 where the GPU had nothing queued and waited for the host (a host-bound
+        layer); the queued work's time where the host was ahead (a GPU-bound one). None before
+        begin()."""
+        if self.h0 is None:
+            return None
+        return [self.ev0.elapsed_time(self.ev[l]) - (self.host_t[l] - self.h0) * 1e3 for l in range(self.layers)]
 
     def before_attention(self, l):
         # The two records a system that waits here makes around its wait (its bubble's events),
@@ -878,6 +898,8 @@ class Bench:
         with gc_paused(self.args.gc):
             t0 = time.perf_counter()
             with torch.cuda.stream(comp):
+                if isinstance(h, LayerEvents):
+                    h.begin()
                 if system == "offload":
                     cache.prefetch(0)
                 h.start(ctx)
@@ -902,6 +924,8 @@ class Bench:
             extra["host_start_ms"] = h.host_s["start"] * 1e3
             extra["host_layers_ms"] = sum(v for k, v in h.host_s.items() if k != "start") * 1e3
             extra["host_hooks_ms"] = {k: round(v * 1e3, 3) for k, v in h.host_s.items() if k != "start"}
+        if isinstance(h, LayerEvents) and h.h0 is not None:
+            extra["host_lead_ms"] = [round(x, 4) for x in h.lead_ms()]
         if system not in ("hbm", "hbm-part", "offload"):
             extra["prefix_bitwise"] = self.prefix_equal(ref, ctx.C)
         del cache
@@ -1087,13 +1111,27 @@ def median(x):
     return statistics.median(x) if isinstance(x, list) else x
 
 
+HOST_PACED_MS = 0.1  # a layer start the GPU reached with less than this queued: it waited for the host
+
+
+def host_paced(r):
+    """The share of a row's layers (1 .. L-1: layer 0 follows the planning) whose start the GPU
+    reached with less than HOST_PACED_MS of work queued ahead of it (host_lead_ms), so that the
+    host, not the GPU, set their pace; None for a row without the figures."""
+    lead = r.get("host_lead_ms")
+    if not lead or len(lead) < 2:
+        return None
+    inner = lead[1:]
+    return sum(x < HOST_PACED_MS for x in inner) / len(inner)
+
+
 def analyse(bench, results):
     """Bubbles against hbm, crossovers, the physical limit, cost and endurance."""
     by = {}
     for r in results:
         if "error" not in r:
             by.setdefault((r["T"], r["system"]), []).append(r)
-    out = {"crossover": [], "rows": [], "cost": [], "goals": []}
+    out = {"crossover": [], "rows": [], "cost": [], "goals": [], "paced": []}
     bulk = statistics.median(bench.bulk)
     for T in bench.contexts:
         hbm = {r["hit"]: r for r in by.get((T, "hbm"), [])}
@@ -1154,6 +1192,10 @@ def analyse(bench, results):
                                          compute_over_part_frac=statistics.median(comp) if comp else None,
                                          waits_timed=system != "offload"))
         out["rows"].append(dict(T=T, recompute_s=rec, limit=limit, limit_part=limit_part, ideal=ideal, bulk_gbps=bulk))
+        for system in sorted({sy for (t, sy) in by if t == T}):
+            fr = sorted((r["hit"], f) for r in by[(T, system)] for f in [host_paced(r)] if f is not None)
+            if fr:
+                out["paced"].append(dict(T=T, system=system, fracs=fr))
         out["cost"] += cost_rows(bench.args, T, rec, hbm, by, bench.kv_token_bytes * bench.L)
         out["goals"] += goals_of(bench.args, T, limit, [c for c in out["crossover"] if c["T"] == T], by)
     return out
@@ -1459,6 +1501,19 @@ def report(b, an):
         "not timed: its bubble shows only in TTFT over hbm. The GPU waits are events around each wait on the compute "
         "stream: they also count a host behind its GPU (eager Python at small prefixes); the I/O stall is the GPU's "
         "clock inside the giouring waits: the stream waiting for the I/O alone)")
+    if an.get("paced"):
+        log("\n| T | system | layers the host paced: median over the hit rates | least - most | hit rates with most "
+            "of them host-paced |")
+        log("| --- | --- | --- | --- | --- |")
+        for g in an["paced"]:
+            fr = [f for _, f in g["fracs"]]
+            most = [f"{100 * h:.1f}" for h, f in g["fracs"] if f > 0.5]
+            log(f"| {g['T'] // 1024}K | {g['system']} | {100 * statistics.median(fr):.0f}% | {100 * min(fr):.0f}-"
+                f"{100 * max(fr):.0f}% | {', '.join(most) if most else 'none'} |")
+        log(f"(MEASURED: a layer is host-paced where the GPU reached its start event with less than {HOST_PACED_MS} ms "
+            "of work queued, the host's and the GPU's clocks compared from an event recorded on an empty stream at "
+            "the forward's start; layers 1 .. L-1. Where hbm's layers are host-paced, the limit is set by the host's "
+            "pace, which moves between runs, not by the GPU's compute)")
     log("\n| T | system | physical limit | crossover (measured) | below the limit by, points | crossover within "
         "0.3 points | an ideal mover's crossover (modelled) | below it by, points | largest bubble below the limit, "
         "% TTFT (GPU clock / events) | at most 5% | I/O SMs |")

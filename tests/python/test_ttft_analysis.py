@@ -472,3 +472,24 @@ def test_the_onset_is_where_the_measured_loads_take_as_long_as_the_compute_besid
     assert f"| 16K | giouring-sched | {100 * limit:.2f}% | {100 * g['giouring-sched']['onset']:.2f}% |" in out
     assert f"| 16K | giouring-staged | {100 * limit:.2f}% | at or below 50.00% | at least +{100 * (limit - 0.5):.2f} | no |" in out
     capsys.readouterr()
+
+
+def test_host_paced_layers_are_those_the_gpu_reached_with_nothing_queued(tmp_path, capsys):
+    """A layer the GPU reached less than 0.1 ms after the host recorded its start waited for the
+    host; layer 0 (after the planning) is left out."""
+    m = bench()
+    assert m.host_paced(dict(host_lead_ms=[0.0, 0.02, 0.05, 2.0, 3.5])) == 0.5
+    assert m.host_paced(dict(host_lead_ms=[9.0, 0.2, 0.3])) == 0.0
+    assert m.host_paced(dict()) is None and m.host_paced(dict(host_lead_ms=[0.0])) is None
+    T, L = 16384, 5
+    rows = []
+    for h, C, lead in ((0.97, 15888, [0.0, 0.01, 0.02, 0.03, 0.04]), (0.98, 16048, [0.0, 1.0, 2.0, 3.0, 0.01])):
+        rows += [dict(T=T, hit=h, C=C, system="hbm", ttft_s=[0.004], layer_ms=[1.0] * L, bubble_layer_ms=[0.0] * L,
+                      host_lead_ms=lead)]
+    path = tmp_path / "ttft.json"
+    path.write_text(json.dumps(dict(bench="ttft_llama", env={}, args=vars(args(io_sms=8)), bulk_gbps=[50.0],
+                                    results=rows, kv_token_bytes=4096, layers=L)))
+    an = m.report_from(str(path))
+    (p,) = an["paced"]
+    assert (p["T"], p["system"]) == (T, "hbm") and p["fracs"] == [(0.97, 1.0), (0.98, 0.25)]
+    assert "| 16K | hbm | 62% | 25-100% | 97.0 |" in capsys.readouterr().out
