@@ -9,7 +9,7 @@ I/O: CPU engine (file:// targets), the host's check of a done layer; GPU engine 
 `mem://hbm` targets), the launch of the stream wait's kernel on the current stream. Rows:
 
   Plan.wait_layer              the package's call: eagerly straight to the library (ctypes,
-                               the stream's handle, no tensors); up to 646c195 it called the op
+                               the stream's handle, no tensors); up to dc9503d it called the op
   ... stream= another          (GPU) the same on a stream other than the current one: the
                                torch.cuda.stream() context around the op, as an engine's
                                compute stream has it

@@ -178,9 +178,10 @@ class Plan:
         if torch.compiler.is_compiling():
             self._traced(what, layer, timeout_ns, stream)
             return
-        # Eager: straight to the library, which the op would call the same way, without the op's
-        # dispatch (12.5 us of the 13.4 a wait_layer took on the H100's host, py_op_cost.py) or a
-        # switch of the current stream for a stream= (28 us more there).
+        # Eager: straight to the library, which the op would call the same way. A stream= then
+        # needs no switch of the current stream, which cost 28 us a call through the op on an
+        # H100 machine's host; with none the direct call costs about what the op does
+        # (py_op_cost.py, bench/results/2026-12-06-py-op-cost-direct-h100.md).
         s = None
         if self.engine == "gpu":
             dev = pool.device_index
