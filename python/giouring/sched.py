@@ -17,6 +17,7 @@ import torch
 
 from . import _lib
 from .errors import GiouringError
+from .plan import _current_raw_stream
 
 _lib._sig("gpy_sched_create", ctypes.c_int, _lib.vp, _lib.P(ctypes.c_double), _lib.u32, _lib.u32, _lib.u32, _lib.u32,
           _lib.u64, _lib.u64, _lib.u64, ctypes.c_double, _lib.u32, _lib.P(_lib.vp))
@@ -161,7 +162,8 @@ class Scheduler:
             raise ValueError(f"phase: 'prefill' or 'decode', not {phase!r}")
         s = 0
         if self.engine == "gpu":
-            s = (stream if stream is not None else torch.cuda.current_stream()).cuda_stream
+            # The current stream by its raw handle, as Plan's calls take it (no Stream object made).
+            s = stream.cuda_stream if stream is not None else _current_raw_stream(self.store.pool.device_index)
         out = (_lib.u64 * 8)()
         _lib.check(_lib.lib.gpy_sched_slot(self._handle(), load_plan.handle if load_plan is not None else None,
                                            layer, PHASES[phase], int(max(slack, 0.0) * 1e9), sm, s, out, 8))
