@@ -94,19 +94,6 @@ def _batch(keys, blocks):
 _LOAD, _SAVE, _WAIT = 0, 1, 2
 _lib._sig("gpy_plan_call", ctypes.c_int, _lib.vp, _lib.u32, _lib.u32, _lib.u64, _lib.vp)
 
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-
-
-def _current_raw_stream(device_index: int) -> int:
-    """The handle of PyTorch's current CUDA stream on a device. Through torch's own accessor
-    where it has one (what its generated code calls: no Stream object made), else the public
-    call: a stream= that is already the current one cost 8 us a call more than none on the
-    H100's host with the public call (py_op_cost.py)."""
-    if _raw_stream is not None:
-        return _raw_stream(device_index)
-    return torch.cuda.current_stream(device_index).cuda_stream
-
-
 class Plan:
     """Per-layer load and save of batches over a store (make one with :meth:`Store.plan`).
 
@@ -186,7 +173,7 @@ class Plan:
         if self.engine == "gpu":
             dev = pool.device_index
             if stream is None:
-                s = _current_raw_stream(dev)
+                s = _lib.current_raw_stream(dev)
             elif stream.device_index != dev:
                 raise GiouringError(errno.EINVAL, f"a stream of cuda:{stream.device_index} for a pool on cuda:{dev}")
             else:

@@ -17,7 +17,6 @@ import torch
 
 from . import _lib
 from .errors import GiouringError
-from .plan import _current_raw_stream
 
 _lib._sig("gpy_sched_create", ctypes.c_int, _lib.vp, _lib.P(ctypes.c_double), _lib.u32, _lib.u32, _lib.u32, _lib.u32,
           _lib.u64, _lib.u64, _lib.u64, ctypes.c_double, _lib.u32, _lib.P(_lib.vp))
@@ -163,7 +162,7 @@ class Scheduler:
         s = 0
         if self.engine == "gpu":
             # The current stream by its raw handle, as Plan's calls take it (no Stream object made).
-            s = stream.cuda_stream if stream is not None else _current_raw_stream(self.store.pool.device_index)
+            s = stream.cuda_stream if stream is not None else _lib.current_raw_stream(self.store.pool.device_index)
         out = (_lib.u64 * 8)()
         _lib.check(_lib.lib.gpy_sched_slot(self._handle(), load_plan.handle if load_plan is not None else None,
                                            layer, PHASES[phase], int(max(slack, 0.0) * 1e9), sm, s, out, 8))
