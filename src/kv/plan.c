@@ -84,6 +84,7 @@ struct gio_kv_plan {
 	/* The open batch. */
 	int batch;
 	uint32_t n, nreq, ngroups, epoch;
+	uint32_t objects[GIO_KV_STORE_MAX_DEVICES]; /* per device: the objects a layer moves */
 	uint8_t *ran;                /* per layer: run in this batch */
 	struct gio_kv_u128 *keys;    /* n */
 	struct gio__kv_loc *locs;    /* load: n */
@@ -633,10 +634,12 @@ static void build_groups(struct gio_kv_plan *pl, const uint32_t *blocks, const u
 	uint32_t left[GIO_KV_STORE_MAX_DEVICES] = {0}, run[GIO_KV_STORE_MAX_DEVICES];
 	uint32_t ord[GIO_KV_STORE_MAX_DEVICES] = {0}; /* each device's groups so far: its next queue pair */
 	uint32_t i, d, c, r = 0, g = 0, pending = 0;
+	memset(pl->objects, 0, sizeof(pl->objects));
 	for (i = 0; i < pl->n; i++)
 		if (pl->req_of[i] != NO_REQUEST) {
 			left[dev_of[i]] += cmds_of(pl, dev_of[i]);
 			pending += cmds_of(pl, dev_of[i]);
+			pl->objects[dev_of[i]]++;
 		}
 	for (d = 0; d < pl->shape.devices; d++) {
 		const uint32_t q = pl->img.devs[d].nqps, cmds = cmds_of(pl, d);
@@ -904,12 +907,10 @@ int gio_kv_plan_layer_bytes(const struct gio_kv_plan *pl, uint64_t *bytes, uint3
 	if (n < pl->shape.devices)
 		return gio__fail(-EINVAL, "giouring: gio_kv_plan_layer_bytes: room for %u devices, the store has %u", n,
 				 pl->shape.devices);
+	/* Counted when the batch was planned: a scheduler asks on every slot. */
 	memset(bytes, 0, sizeof(*bytes) * n);
-	/* The host image holds the batch for both engines (the GPU engine's staging it was uploaded
-	 * from); an object's first command stands for its whole bytes. */
-	for (i = 0; i < pl->nreq; i++)
-		if (pl->img.reqs[i].part == 0)
-			bytes[pl->img.reqs[i].dev] += pl->shape.object_bytes;
+	for (i = 0; i < pl->shape.devices; i++)
+		bytes[i] = (uint64_t)pl->objects[i] * pl->shape.object_bytes;
 	return 0;
 }
 

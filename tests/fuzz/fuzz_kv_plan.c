@@ -679,9 +679,15 @@ static void query(struct rig *g)
 			 v.object_bytes == g->object,
 		 "view: %u requests (model %u), write %u, %u layers, %u blocks, %u devices, epoch %u", v.nreqs,
 		 g->b.requests, v.write, v.layers, v.blocks, v.ndevs, v.epoch);
-	uint64_t sum = 0;
-	for (uint32_t d = 0; d < g->ndev; d++)
+	uint64_t sum = 0, per_dev[MAXDEV] = {0};
+	for (uint32_t i = 0; i < v.nreqs; i++) /* each device's objects by the requests themselves */
+		if (v.reqs[i].part == 0 && v.reqs[i].dev < MAXDEV)
+			per_dev[v.reqs[i].dev] += g->object;
+	for (uint32_t d = 0; d < g->ndev; d++) {
 		sum += bytes[d];
+		FZ_CHECK(bytes[d] == per_dev[d], "layer bytes: device %u: %llu, its requests' objects %llu", d,
+			 (unsigned long long)bytes[d], (unsigned long long)per_dev[d]);
+	}
 	FZ_CHECK(sum == g->b.requests * g->object && bytes[g->ndev] == 0,
 		 "layer bytes: %llu in all (model %u objects of %llu), %llu past the devices", (unsigned long long)sum,
 		 g->b.requests, (unsigned long long)g->object, (unsigned long long)bytes[g->ndev]);

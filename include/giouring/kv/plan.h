@@ -220,7 +220,8 @@ int gio_kv_plan_view(const struct gio_kv_plan *plan, struct gio_kv_io_plan *view
  * @param n      entries of @p bytes, at least the store's devices.
  * @return 0, or `-EINVAL` (NULL, no batch open, @p n below the store's devices).
  *
- * Any thread; reads the batch's host image only (no CUDA call, so it never waits behind a stream).
+ * Any thread; constant time, from counts made when the batch was planned (no CUDA call, so it
+ * never waits behind a stream).
  */
 int gio_kv_plan_layer_bytes(const struct gio_kv_plan *plan, uint64_t *bytes, uint32_t n);
 
