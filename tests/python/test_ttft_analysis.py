@@ -137,6 +137,16 @@ def test_plot_draws_ttft_bubbles_and_crossovers(tmp_path):
     assert r.returncode == 0, r.stderr
     for name in ("ttft.png", "ttft-bubble.png", "ttft-crossover.png"):
         assert (tmp_path / name).stat().st_size > 10000, name
+    # The title gives the rate stand-ins in HBM were read at: their share of bulk H2D where lower.
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import plot; "
+            "print(plot.drives_note(dict(drives=4, drive_read_gbps=14.0, drive_backing='hbm'), [55.3, 55.1, 55.2])); "
+            "print(plot.drives_note(dict(drives=4, drive_read_gbps=14.0, drive_backing='hbm'), [60.0])); "
+            "print(plot.drives_note(dict(drives=4, drive_read_gbps=14.0, drive_backing='host'), [55.2]))")
+    r = subprocess.run([plot_python, "-c", code, os.path.join(ROOT, "bench")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["4 drives MODELLED in HBM, read at 13.8 GB/s each (bulk H2D / 4)",
+                                     "4 drives MODELLED at 14.0 GB/s read each",
+                                     "4 drives MODELLED at 14.0 GB/s read each"]
 
 
 def test_a_baseline_that_would_make_pytorch_free_its_cache_is_skipped_saying_why():
