@@ -245,7 +245,9 @@ gio-qemu-sriov queues $VF2 3 1
 rm -f /tmp/stop; echo 0 > /tmp/ext4-files
 ( n=0; while [ ! -e /tmp/stop ]; do
     dd if=/dev/urandom of=/mnt/f$n bs=4k count=16 conv=fsync 2>/dev/null || echo "FAIL ext4 write of f$n"
-    md5sum /mnt/f$n >> /tmp/sums; n=$((n+1)); echo $n > /tmp/ext4-files
+    # Renamed into place: a reader of a file being rewritten with > may find it empty (a CI run
+    # read "" after 40 files, so during-stores came out -40).
+    md5sum /mnt/f$n >> /tmp/sums; n=$((n+1)); echo $n > /tmp/ext4-files.new; mv /tmp/ext4-files.new /tmp/ext4-files
   done ) &
 ext4=$!
 sleep 1
