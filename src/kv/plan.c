@@ -631,18 +631,17 @@ static int check_batch(struct gio_kv_plan *pl, const struct gio_kv_u128 *keys, c
 static void build_groups(struct gio_kv_plan *pl, const uint32_t *blocks, const uint32_t *dev_of, const uint64_t *slba_of)
 {
 	uint32_t next[GIO_KV_STORE_MAX_DEVICES] = {0}; /* the next key of each device, by scan position */
-	uint32_t left[GIO_KV_STORE_MAX_DEVICES] = {0}, run[GIO_KV_STORE_MAX_DEVICES];
+	uint32_t left[GIO_KV_STORE_MAX_DEVICES], run[GIO_KV_STORE_MAX_DEVICES];
 	uint32_t ord[GIO_KV_STORE_MAX_DEVICES] = {0}; /* each device's groups so far: its next queue pair */
 	uint32_t i, d, c, r = 0, g = 0, pending = 0;
 	memset(pl->objects, 0, sizeof(pl->objects));
 	for (i = 0; i < pl->n; i++)
-		if (pl->req_of[i] != NO_REQUEST) {
-			left[dev_of[i]] += cmds_of(pl, dev_of[i]);
-			pending += cmds_of(pl, dev_of[i]);
+		if (pl->req_of[i] != NO_REQUEST)
 			pl->objects[dev_of[i]]++;
-		}
 	for (d = 0; d < pl->shape.devices; d++) {
 		const uint32_t q = pl->img.devs[d].nqps, cmds = cmds_of(pl, d);
+		left[d] = pl->objects[d] * cmds;
+		pending += left[d];
 		run[d] = (left[d] + q - 1) / q;
 		run[d] = run[d] < 1 ? 1 : run[d] > GIO_KV_IO_GROUP_MAX ? GIO_KV_IO_GROUP_MAX : run[d];
 		/* Whole objects a group (cmds <= GIO_KV_IO_GROUP_MAX, checked at creation): an object's
